@@ -1,0 +1,14 @@
+//! Audit: one structured [`AuditRecord`] for **every** terminal path of a call, secrets
+//! redacted, sent to an [`AuditSink`].
+//!
+//! The original logged some paths and not others (not-found, plan, confirmation, veto were
+//! silent). Here every path produces a record, so an audit trail can answer "what did this
+//! principal try", not only "what ran".
+
+mod record;
+mod redact;
+mod sink;
+
+pub use record::{AuditOutcome, AuditRecord};
+pub use redact::{DEFAULT_SENSITIVE_FIELDS, REDACTED, RedactedValue, Redactor};
+pub use sink::{AuditSink, JsonLinesAuditSink, MemoryAuditSink, OwnedAuditRecord, TracingAuditSink};

@@ -1,0 +1,102 @@
+//! Confirmation: one-time tokens that hold a mutating call until its caller confirms it.
+//!
+//! The first call of a tool that needs confirmation stores its (validated, clamped)
+//! arguments under a fresh token and returns the token instead of running. Replaying the
+//! call with `confirm_token` runs the **stored** arguments. A token is bound to the tool,
+//! the principal and the channel that asked for it, expires (60 s by default) and works once.
+
+mod memory;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::deferred::Deferred;
+
+pub use memory::InMemoryConfirmationStore;
+
+/// How long a token lives when nothing else is configured.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(60);
+
+/// The message of every refused token: unknown, expired, reused, foreign or not a string.
+pub const INVALID_TOKEN_MESSAGE: &str = "Invalid or expired confirmation token";
+
+/// 16 bytes from the operating system's CSPRNG-seeded generator, as 32 lowercase hex chars.
+pub fn random_hex_128() -> String {
+    let mut bytes = [0u8; 16];
+    rand::rng().fill_bytes(&mut bytes);
+    let mut text = String::with_capacity(32);
+    for byte in bytes {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        text.push(HEX[usize::from(byte >> 4)] as char);
+        text.push(HEX[usize::from(byte & 0xf)] as char);
+    }
+    text
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn unix_millis(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// Who a token was issued to; a redemption must match all three.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfirmationBinding {
+    /// The tool the token confirms.
+    pub tool: String,
+    /// The principal that asked (`None` when anonymous).
+    pub principal: Option<String>,
+    /// The channel it asked over.
+    pub channel: String,
+}
+
+/// A call waiting for its confirmation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingConfirmation {
+    /// Who may redeem it.
+    pub binding: ConfirmationBinding,
+    /// The first call's arguments, which the redemption runs.
+    pub args: Value,
+    /// `tool(key=value, …)`, for people.
+    pub action_summary: String,
+    /// Expiry, in milliseconds since the Unix epoch (valid up to and including it).
+    pub expires_at_ms: u64,
+}
+
+/// Where pending confirmations live. Implementations must make `consume` atomic: two
+/// concurrent redemptions of one token never both succeed.
+pub trait ConfirmationStore: Send + Sync + 'static {
+    /// Stores `pending` under `token`.
+    fn insert<'a>(&'a self, token: String, pending: PendingConfirmation) -> Deferred<'a, Result<(), StoreError>>;
+
+    /// Removes and returns the pending call if `token` exists, has not expired at `now_ms`
+    /// and was issued to `binding`. A token presented by someone else stays redeemable by
+    /// its owner; an expired one is removed.
+    fn consume<'a>(
+        &'a self,
+        token: &'a str,
+        binding: &'a ConfirmationBinding,
+        now_ms: u64,
+    ) -> Deferred<'a, Result<Option<PendingConfirmation>, StoreError>>;
+}
+
+/// A store that could not do its job (a database error); the call fails closed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("confirmation store error: {0}")]
+pub struct StoreError(pub String);
+
+#[cfg(test)]
+mod tests {
+    use super::random_hex_128;
+
+    #[test]
+    fn tokens_are_32_hex_chars_and_differ() {
+        let a = random_hex_128();
+        let b = random_hex_128();
+        assert_eq!(a.len(), 32);
+        assert!(a.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert_ne!(a, b);
+    }
+}

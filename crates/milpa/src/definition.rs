@@ -1,0 +1,495 @@
+//! What a tool is: [`ToolDefinition`] (name, schema, options) and the [`Tool`] that runs.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Number, Value};
+
+use crate::context::ToolContext;
+use crate::deferred::Deferred;
+use crate::result::{ErrorCode, ToolResult};
+
+/// The soft timeout a tool gets when it declares none (30 s, as in the original).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What a tool handed back: plain data (wrapped into a success) or a result it built.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolOutput {
+    /// Data the runtime wraps in [`ToolResult::success`].
+    Data(Value),
+    /// A result the tool built itself; the runtime adds its meta and passes it on.
+    Result(ToolResult),
+}
+
+impl From<Value> for ToolOutput {
+    fn from(value: Value) -> Self {
+        ToolOutput::Data(value)
+    }
+}
+
+impl From<ToolResult> for ToolOutput {
+    fn from(result: ToolResult) -> Self {
+        ToolOutput::Result(result)
+    }
+}
+
+/// A tool's failure: the runtime turns it into an error result (`INTERNAL_ERROR` unless the
+/// tool chose a code) and emits `tool.failed`.
+///
+/// Any `std::error::Error` converts into it, so `?` works inside a tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolError {
+    code: ErrorCode,
+    message: String,
+}
+
+impl ToolError {
+    /// An `INTERNAL_ERROR` with `message`.
+    pub fn new(message: impl Into<String>) -> ToolError {
+        ToolError { code: ErrorCode::InternalError, message: message.into() }
+    }
+
+    /// An error with a chosen code (e.g. `NOT_FOUND`).
+    pub fn with_code(code: ErrorCode, message: impl Into<String>) -> ToolError {
+        ToolError { code, message: message.into() }
+    }
+
+    /// The code the result will carry.
+    pub fn code(&self) -> &ErrorCode {
+        &self.code
+    }
+
+    /// The message the result will carry.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl<E: std::error::Error + Send + Sync + 'static> From<E> for ToolError {
+    fn from(error: E) -> Self {
+        ToolError::new(error.to_string())
+    }
+}
+
+/// What running a tool yields.
+pub type Invocation<'a> = Deferred<'a, Result<ToolOutput, ToolError>>;
+
+/// Something the runtime can run with validated arguments and the caller's context.
+///
+/// Implement it directly for full control, or wrap a closure with [`SyncTool`] /
+/// [`AsyncTool`] (what [`ToolDefinitionBuilder::sync`] and
+/// [`ToolDefinitionBuilder::asynchronous`] do). A sync tool answers with
+/// [`Deferred::Ready`] and costs no allocation.
+pub trait Tool: Send + Sync + 'static {
+    /// Runs the tool. `args` is the validated, clamped argument object.
+    fn invoke<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> Invocation<'a>;
+
+    /// Whether `invoke` does its work synchronously (blocking the caller until done). A
+    /// blocking tool with a hard timeout runs on Tokio's blocking pool so the timeout can
+    /// fire while it works.
+    fn runs_blocking(&self) -> bool {
+        false
+    }
+}
+
+/// Converts what a handler returns into the runtime's outcome.
+pub trait IntoOutcome {
+    /// The outcome: output or error.
+    fn into_outcome(self) -> Result<ToolOutput, ToolError>;
+}
+
+impl IntoOutcome for Value {
+    fn into_outcome(self) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::Data(self))
+    }
+}
+
+impl IntoOutcome for ToolResult {
+    fn into_outcome(self) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::Result(self))
+    }
+}
+
+impl IntoOutcome for ToolOutput {
+    fn into_outcome(self) -> Result<ToolOutput, ToolError> {
+        Ok(self)
+    }
+}
+
+impl<T: Into<ToolOutput>> IntoOutcome for Result<T, ToolError> {
+    fn into_outcome(self) -> Result<ToolOutput, ToolError> {
+        self.map(Into::into)
+    }
+}
+
+/// A tool made of a synchronous closure `Fn(&Value, &ToolContext) -> R`.
+pub struct SyncTool<F>(pub F);
+
+impl<F, R> Tool for SyncTool<F>
+where
+    F: Fn(&Value, &ToolContext) -> R + Send + Sync + 'static,
+    R: IntoOutcome,
+{
+    fn invoke<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> Invocation<'a> {
+        Deferred::Ready((self.0)(args, ctx).into_outcome())
+    }
+
+    fn runs_blocking(&self) -> bool {
+        true
+    }
+}
+
+/// A tool made of an async closure `Fn(Value, ToolContext) -> impl Future<Output = R>`.
+/// The context is passed owned (it is a cheap clone) so the future can be `'static`.
+pub struct AsyncTool<F>(pub F);
+
+impl<F, Fut, R> Tool for AsyncTool<F>
+where
+    F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = R> + Send + 'static,
+    R: IntoOutcome,
+{
+    fn invoke<'a>(&'a self, args: &'a Value, ctx: &'a ToolContext) -> Invocation<'a> {
+        let future = (self.0)(args.clone(), ctx.clone());
+        Deferred::pending(async move { future.await.into_outcome() })
+    }
+}
+
+/// A numeric or length bound applied to an argument after validation.
+///
+/// Written `[lo, hi]` or `{"min": lo, "max": hi, "maxLength": n}`. Values outside
+/// `[min, max]` are moved to the nearest bound; strings longer than `maxLength` are cut
+/// (in characters).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Clamp {
+    /// Lower bound for numbers.
+    pub min: Option<Number>,
+    /// Upper bound for numbers.
+    pub max: Option<Number>,
+    /// Maximum length for strings, in characters.
+    pub max_length: Option<usize>,
+}
+
+impl Clamp {
+    /// A numeric range `[min, max]`.
+    pub fn range(min: impl Into<Number>, max: impl Into<Number>) -> Clamp {
+        Clamp { min: Some(min.into()), max: Some(max.into()), max_length: None }
+    }
+
+    /// A maximum string length.
+    pub fn max_length(max_length: usize) -> Clamp {
+        Clamp { max_length: Some(max_length), ..Clamp::default() }
+    }
+
+    /// Reads either form: `[lo, hi]` or `{min, max, maxLength}`.
+    pub fn from_json(value: &Value) -> Result<Clamp, String> {
+        match value {
+            Value::Array(items) if items.len() == 2 => match (&items[0], &items[1]) {
+                (Value::Number(lo), Value::Number(hi)) => {
+                    Ok(Clamp { min: Some(lo.clone()), max: Some(hi.clone()), max_length: None })
+                }
+                _ => Err("a clamp [lo, hi] needs two numbers".into()),
+            },
+            Value::Object(map) => {
+                let mut clamp = Clamp::default();
+                for (key, value) in map {
+                    match (key.as_str(), value) {
+                        ("min", Value::Number(n)) => clamp.min = Some(n.clone()),
+                        ("max", Value::Number(n)) => clamp.max = Some(n.clone()),
+                        ("maxLength", v) => {
+                            let n = v.as_u64().ok_or("maxLength must be a whole number")?;
+                            clamp.max_length = Some(n as usize);
+                        }
+                        (other, _) => return Err(format!("unknown clamp key or bad value: {other}")),
+                    }
+                }
+                Ok(clamp)
+            }
+            _ => Err("a clamp is [lo, hi] or {min, max, maxLength}".into()),
+        }
+    }
+}
+
+/// How a tool behaves in the pipeline: who may call it, whether it changes things, how
+/// long it may run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOptions {
+    /// Scopes of which the caller needs at least one (none: anyone the channel admits).
+    pub scopes: Vec<String>,
+    /// Whether the tool changes state (costs 5 rate-limit tokens; channels may block or
+    /// confirm it).
+    pub mutating: bool,
+    /// Whether every call needs a confirmation token first.
+    pub requires_confirmation: bool,
+    /// Soft timeout: a call that runs longer is flagged in meta, not stopped.
+    pub timeout: Duration,
+    /// Hard timeout: a call that runs longer is cancelled with `TIMEOUT`.
+    pub hard_timeout: Option<Duration>,
+    /// Bounds applied to arguments after validation, by argument name.
+    pub clamps: Vec<(String, Clamp)>,
+    /// The tool's version, shown in listings.
+    pub version: Option<String>,
+    /// JSON Schema of the result's structured data, shown in listings.
+    pub output_schema: Option<Value>,
+}
+
+impl Default for ToolOptions {
+    fn default() -> Self {
+        ToolOptions {
+            scopes: Vec::new(),
+            mutating: false,
+            requires_confirmation: false,
+            timeout: DEFAULT_TIMEOUT,
+            hard_timeout: None,
+            clamps: Vec::new(),
+            version: None,
+            output_schema: None,
+        }
+    }
+}
+
+/// A tool as registered: name, description, input schema, options and the code that runs.
+#[derive(Clone)]
+pub struct ToolDefinition {
+    name: Arc<str>,
+    description: String,
+    input_schema: Value,
+    options: ToolOptions,
+    tool: Arc<dyn Tool>,
+}
+
+impl ToolDefinition {
+    /// Puts a definition together from its parts.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+        options: ToolOptions,
+        tool: Arc<dyn Tool>,
+    ) -> ToolDefinition {
+        ToolDefinition {
+            name: Arc::from(name.into()),
+            description: description.into(),
+            input_schema,
+            options,
+            tool,
+        }
+    }
+
+    /// Starts a definition with a builder.
+    ///
+    /// ```
+    /// use milpa::ToolDefinition;
+    /// use serde_json::json;
+    ///
+    /// let add = ToolDefinition::builder("add")
+    ///     .description("Adds two integers")
+    ///     .input_schema(json!({
+    ///         "type": "object",
+    ///         "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+    ///         "required": ["a", "b"]
+    ///     }))
+    ///     .sync(|args, _ctx| json!(args["a"].as_i64().unwrap() + args["b"].as_i64().unwrap()));
+    /// assert_eq!(add.name(), "add");
+    /// ```
+    pub fn builder(name: impl Into<String>) -> ToolDefinitionBuilder {
+        ToolDefinitionBuilder {
+            name: name.into(),
+            description: String::new(),
+            input_schema: Value::Object(Default::default()),
+            options: ToolOptions::default(),
+        }
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub(crate) fn name_arc(&self) -> &Arc<str> {
+        &self.name
+    }
+
+    /// What the tool does, for people and models.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// The JSON Schema of the arguments (may be `{}`).
+    pub fn input_schema(&self) -> &Value {
+        &self.input_schema
+    }
+
+    /// The tool's options.
+    pub fn options(&self) -> &ToolOptions {
+        &self.options
+    }
+
+    /// The scopes the tool requires (any of).
+    pub fn scopes(&self) -> &[String] {
+        &self.options.scopes
+    }
+
+    /// Whether the tool changes state.
+    pub fn is_mutating(&self) -> bool {
+        self.options.mutating
+    }
+
+    /// Whether the tool always asks for confirmation.
+    pub fn requires_confirmation(&self) -> bool {
+        self.options.requires_confirmation
+    }
+
+    /// The code that runs.
+    pub fn tool(&self) -> &Arc<dyn Tool> {
+        &self.tool
+    }
+}
+
+impl fmt::Debug for ToolDefinition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolDefinition")
+            .field("name", &self.name)
+            .field("description", &self.description)
+            .field("input_schema", &self.input_schema)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`ToolDefinition`]; finish with [`sync`](Self::sync),
+/// [`asynchronous`](Self::asynchronous) or [`tool`](Self::tool).
+#[derive(Debug)]
+pub struct ToolDefinitionBuilder {
+    name: String,
+    description: String,
+    input_schema: Value,
+    options: ToolOptions,
+}
+
+impl ToolDefinitionBuilder {
+    /// What the tool does.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// The JSON Schema (2020-12) of the arguments.
+    pub fn input_schema(mut self, schema: Value) -> Self {
+        self.input_schema = schema;
+        self
+    }
+
+    /// All options at once.
+    pub fn options(mut self, options: ToolOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Scopes of which the caller needs one.
+    pub fn scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.options.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Marks the tool as changing state.
+    pub fn mutating(mut self, mutating: bool) -> Self {
+        self.options.mutating = mutating;
+        self
+    }
+
+    /// Makes every call ask for a confirmation token first.
+    pub fn requires_confirmation(mut self, confirm: bool) -> Self {
+        self.options.requires_confirmation = confirm;
+        self
+    }
+
+    /// The soft timeout (flag in meta when exceeded).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.options.timeout = timeout;
+        self
+    }
+
+    /// The hard timeout (cancel with `TIMEOUT` when exceeded).
+    pub fn hard_timeout(mut self, timeout: Duration) -> Self {
+        self.options.hard_timeout = Some(timeout);
+        self
+    }
+
+    /// A clamp on one argument.
+    pub fn clamp(mut self, field: impl Into<String>, clamp: Clamp) -> Self {
+        self.options.clamps.push((field.into(), clamp));
+        self
+    }
+
+    /// The tool's version.
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.options.version = Some(version.into());
+        self
+    }
+
+    /// The JSON Schema of the result's structured data.
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.options.output_schema = Some(schema);
+        self
+    }
+
+    /// Finishes with any [`Tool`].
+    pub fn tool(self, tool: impl Tool) -> ToolDefinition {
+        ToolDefinition::new(self.name, self.description, self.input_schema, self.options, Arc::new(tool))
+    }
+
+    /// Finishes with a synchronous handler.
+    pub fn sync<F, R>(self, handler: F) -> ToolDefinition
+    where
+        F: Fn(&Value, &ToolContext) -> R + Send + Sync + 'static,
+        R: IntoOutcome,
+    {
+        self.tool(SyncTool(handler))
+    }
+
+    /// Finishes with an asynchronous handler.
+    pub fn asynchronous<F, Fut, R>(self, handler: F) -> ToolDefinition
+    where
+        F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+        R: IntoOutcome,
+    {
+        self.tool(AsyncTool(handler))
+    }
+}
+
+/// A group of tools registered together (what `#[tools]` generates for an `impl` block).
+pub trait ToolProvider: Send + Sync + 'static {
+    /// The provider's tools; each one usually holds a clone of `self`.
+    fn tool_definitions(self: Arc<Self>) -> Vec<ToolDefinition>;
+
+    /// Lines a host may append to an agent's system prompt.
+    fn prompt_sections(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn clamps_read_both_forms() {
+        assert_eq!(Clamp::from_json(&json!([0, 100])).unwrap(), Clamp::range(0, 100));
+        let keyed = Clamp::from_json(&json!({"min": 1, "maxLength": 3})).unwrap();
+        assert_eq!(keyed.min, Some(1.into()));
+        assert_eq!(keyed.max_length, Some(3));
+        assert!(Clamp::from_json(&json!([1])).is_err());
+        assert!(Clamp::from_json(&json!({"lo": 1})).is_err());
+    }
+}

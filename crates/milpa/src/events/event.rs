@@ -1,0 +1,98 @@
+//! The events the runtime dispatches.
+
+use serde_json::Value;
+
+use crate::context::ToolContext;
+use crate::events::slot::InterceptionSlot;
+use crate::result::{ErrorCode, ToolResult};
+
+/// Name of the event dispatched after every gate passed, before the tool runs.
+pub const TOOL_EXECUTING: &str = "tool.executing";
+/// Name of the event dispatched after a tool ran (or a listener answered for it).
+pub const TOOL_EXECUTED: &str = "tool.executed";
+/// Name of the event dispatched after a tool failed, panicked or timed out.
+pub const TOOL_FAILED: &str = "tool.failed";
+
+/// `tool.executing`: the call passed every gate. A listener may answer through the slot.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolExecuting<'a> {
+    /// The tool's name.
+    pub tool: &'a str,
+    /// The caller's context.
+    pub ctx: &'a ToolContext,
+    /// The arguments the tool will run with (validated, clamped, confirmation resolved).
+    pub args: &'a Value,
+    /// Where a listener answers for the tool or vetoes the call.
+    pub slot: &'a InterceptionSlot,
+}
+
+/// `tool.executed`: the call finished, live or answered by a listener.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolExecuted<'a> {
+    /// The tool's name.
+    pub tool: &'a str,
+    /// The caller's context.
+    pub ctx: &'a ToolContext,
+    /// The arguments the tool ran with.
+    pub args: &'a Value,
+    /// The result returned to the caller.
+    pub result: &'a ToolResult,
+    /// True when a `tool.executing` listener answered and the tool did not run.
+    pub cache_served: bool,
+}
+
+/// `tool.failed`: the tool returned an error, panicked or ran past its hard timeout.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolFailed<'a> {
+    /// The tool's name.
+    pub tool: &'a str,
+    /// The caller's context.
+    pub ctx: &'a ToolContext,
+    /// The arguments the tool ran with.
+    pub args: &'a Value,
+    /// The failure's message.
+    pub error: &'a str,
+    /// The failure's code.
+    pub code: &'a ErrorCode,
+    /// Pipeline time until the failure, in milliseconds.
+    pub took_ms: u64,
+}
+
+/// Anything the dispatcher carries.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum Event<'a> {
+    /// See [`ToolExecuting`].
+    ToolExecuting(ToolExecuting<'a>),
+    /// See [`ToolExecuted`].
+    ToolExecuted(ToolExecuted<'a>),
+    /// See [`ToolFailed`].
+    ToolFailed(ToolFailed<'a>),
+    /// A host's own event.
+    Custom {
+        /// Its name (dot-separated segments).
+        name: &'a str,
+        /// Its payload.
+        payload: &'a Value,
+    },
+}
+
+impl Event<'_> {
+    /// The event's name, e.g. `tool.executed`.
+    pub fn name(&self) -> &str {
+        match self {
+            Event::ToolExecuting(_) => TOOL_EXECUTING,
+            Event::ToolExecuted(_) => TOOL_EXECUTED,
+            Event::ToolFailed(_) => TOOL_FAILED,
+            Event::Custom { name, .. } => name,
+        }
+    }
+
+    /// The interception slot, for `tool.executing`.
+    pub fn slot(&self) -> Option<&InterceptionSlot> {
+        match self {
+            Event::ToolExecuting(e) => Some(e.slot),
+            _ => None,
+        }
+    }
+}

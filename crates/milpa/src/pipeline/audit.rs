@@ -1,0 +1,98 @@
+//! Stage 11, `audit`: every terminal path ends here. It stamps the runtime meta on the
+//! result, records an [`AuditRecord`], then emits `tool.executed` or `tool.failed`.
+
+use std::sync::Arc;
+
+use crate::audit::{AuditOutcome, AuditRecord};
+use crate::events::{Event, ToolExecuted, ToolFailed};
+use crate::pipeline::{Call, Terminal};
+use crate::result::{ErrorCode, RuntimeMeta, ToolResult};
+
+pub(crate) fn run(call: &Call<'_>, terminal: Terminal) -> ToolResult {
+    let Terminal { mut result, outcome } = terminal;
+    let took_ms = call.elapsed_ms();
+    let tool_name = match call.tool {
+        Some(tool) => tool.definition.name_arc().clone(),
+        None => Arc::from(call.name),
+    };
+    result.meta.set_runtime(RuntimeMeta {
+        tool: tool_name,
+        took_ms,
+        request_id: call.ctx.request_id_arc().clone(),
+        channel: call.ctx.channel_arc().clone(),
+        principal: call.ctx.principal_arc().cloned(),
+    });
+    let registry = call.registry;
+    registry.audit_sink().record(&AuditRecord {
+        request_id: call.ctx.request_id(),
+        channel: call.ctx.channel(),
+        tool: call.name,
+        principal: call.ctx.principal(),
+        outcome,
+        success: result.success,
+        code: result.meta.code(),
+        error: result.error.as_deref(),
+        took_ms,
+        timeout_exceeded: result.meta.get("timeout_exceeded").is_some(),
+        args: &call.args,
+        redactor: registry.redactor(),
+    });
+    if let Some(dispatcher) = registry.dispatcher() {
+        match outcome {
+            AuditOutcome::Executed | AuditOutcome::CacheServed => {
+                dispatcher.dispatch(&Event::ToolExecuted(ToolExecuted {
+                    tool: call.name,
+                    ctx: call.ctx,
+                    args: &call.args,
+                    result: &result,
+                    cache_served: outcome == AuditOutcome::CacheServed,
+                }));
+            }
+            AuditOutcome::Failed | AuditOutcome::TimedOut => {
+                let fallback = ErrorCode::InternalError;
+                dispatcher.dispatch(&Event::ToolFailed(ToolFailed {
+                    tool: call.name,
+                    ctx: call.ctx,
+                    args: &call.args,
+                    error: result.error.as_deref().unwrap_or(""),
+                    code: result.meta.code().unwrap_or(&fallback),
+                    took_ms,
+                }));
+            }
+            _ => {}
+        }
+    }
+    result
+}
+
+/// The record of a call dropped while its tool ran (the caller cancelled or went away).
+pub(crate) fn record_cancelled(call: &Call<'_>) {
+    let took_ms = call.elapsed_ms();
+    let code = ErrorCode::Cancelled;
+    let message = "The call was cancelled while the tool ran";
+    let registry = call.registry;
+    registry.audit_sink().record(&AuditRecord {
+        request_id: call.ctx.request_id(),
+        channel: call.ctx.channel(),
+        tool: call.name,
+        principal: call.ctx.principal(),
+        outcome: AuditOutcome::Cancelled,
+        success: false,
+        code: Some(&code),
+        error: Some(message),
+        took_ms,
+        timeout_exceeded: false,
+        args: &call.args,
+        redactor: registry.redactor(),
+    });
+    if let Some(dispatcher) = registry.dispatcher() {
+        dispatcher.dispatch(&Event::ToolFailed(ToolFailed {
+            tool: call.name,
+            ctx: call.ctx,
+            args: &call.args,
+            error: message,
+            code: &code,
+            took_ms,
+        }));
+    }
+}

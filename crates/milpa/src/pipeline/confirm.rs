@@ -1,0 +1,130 @@
+//! Stage 7, `confirm`: a tool that needs confirmation gets a one-time token on its first
+//! call; the replay with `confirm_token` runs the first call's arguments.
+//!
+//! Beyond the original, a token is bound to the tool, the principal and the channel that
+//! asked for it, so nobody else can redeem it; any refused token (unknown, expired, reused,
+//! foreign, not a string) gets the same `VALIDATION_ERROR`.
+
+use std::time::{Duration, SystemTime};
+
+use serde_json::{Value, json};
+
+use crate::audit::AuditOutcome;
+use crate::confirm::{
+    ConfirmationBinding, INVALID_TOKEN_MESSAGE, PendingConfirmation, random_hex_128, unix_millis,
+};
+use crate::pipeline::{Call, Flow, Terminal};
+use crate::result::{ErrorCode, ToolResult};
+
+pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
+    if !call.requires_confirmation() {
+        return Flow::Continue;
+    }
+    let binding = ConfirmationBinding {
+        tool: call.name.to_owned(),
+        principal: call.ctx.principal().map(str::to_owned),
+        channel: call.ctx.channel().to_owned(),
+    };
+    match call.confirm_token.take() {
+        None | Some(Value::Null) => issue(call, binding).await,
+        Some(Value::String(token)) => redeem(call, &token, &binding).await,
+        Some(_) => refuse(),
+    }
+}
+
+async fn issue(call: &mut Call<'_>, binding: ConfirmationBinding) -> Flow {
+    let summary = action_summary(call.name, &call.args);
+    let now = SystemTime::now();
+    let expires = now + call.registry.confirmation_ttl();
+    let pending = PendingConfirmation {
+        binding,
+        args: call.args.clone(),
+        action_summary: summary.clone(),
+        expires_at_ms: unix_millis(expires),
+    };
+    let token = random_hex_128();
+    if let Err(error) = call.registry.confirmation_store().insert(token.clone(), pending).await {
+        return store_failure(error.to_string());
+    }
+    let data = json!({
+        "requires_confirmation": true,
+        "confirm_token": token,
+        "action_summary": summary,
+        "expires_at": iso_seconds(expires),
+    });
+    let mut result = ToolResult::success(data).with_message(summary);
+    result.meta.insert("type", json!("confirmation"));
+    result.meta.insert("requires_confirmation", json!(true));
+    Flow::Finish(Terminal::new(result, AuditOutcome::ConfirmationRequested))
+}
+
+async fn redeem(call: &mut Call<'_>, token: &str, binding: &ConfirmationBinding) -> Flow {
+    let now = unix_millis(SystemTime::now());
+    match call.registry.confirmation_store().consume(token, binding, now).await {
+        Ok(Some(pending)) => {
+            call.args = pending.args;
+            Flow::Continue
+        }
+        Ok(None) => refuse(),
+        Err(error) => store_failure(error.to_string()),
+    }
+}
+
+fn refuse() -> Flow {
+    Flow::Finish(Terminal::new(
+        ToolResult::validation_error(INVALID_TOKEN_MESSAGE),
+        AuditOutcome::InvalidConfirmation,
+    ))
+}
+
+fn store_failure(message: String) -> Flow {
+    // Fail closed: without the store nothing can be confirmed.
+    Flow::Finish(Terminal::new(
+        ToolResult::error_with_code(ErrorCode::InternalError, message),
+        AuditOutcome::InvalidConfirmation,
+    ))
+}
+
+/// `tool(key=value, …)` with the first three scalar arguments.
+pub(crate) fn action_summary(name: &str, args: &Value) -> String {
+    let parts: Vec<String> = args
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| match v {
+            Value::String(s) => Some(format!("{k}={s}")),
+            Value::Number(n) => Some(format!("{k}={n}")),
+            Value::Bool(b) => Some(format!("{k}={b}")),
+            _ => None,
+        })
+        .take(3)
+        .collect();
+    format!("{name}({})", parts.join(", "))
+}
+
+/// `YYYY-MM-DDTHH:MM:SS+00:00`, as the original wrote expiries.
+pub(crate) fn iso_seconds(time: SystemTime) -> String {
+    let secs = time.duration_since(SystemTime::UNIX_EPOCH).unwrap_or(Duration::ZERO).as_secs();
+    let format = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]+00:00");
+    time::OffsetDateTime::from_unix_timestamp(secs as i64)
+        .ok()
+        .and_then(|t| t.format(&format).ok())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_takes_three_scalars() {
+        let args = json!({"a": 1, "list": [1], "b": "x", "n": null, "c": true, "d": 4});
+        assert_eq!(action_summary("t", &args), "t(a=1, b=x, c=true)");
+    }
+
+    #[test]
+    fn iso_has_the_original_shape() {
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert_eq!(iso_seconds(t), "2023-11-14T22:13:20+00:00");
+    }
+}

@@ -1,0 +1,65 @@
+//! Stage 10, `contain_exception`: wraps `execute`. A tool's error, a panic or a hard timeout
+//! becomes an error result; the registry keeps serving. A tool that ran past its soft
+//! timeout is flagged in meta (`timeout_exceeded`, `execution_time`, `timeout_limit`).
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use futures_util::FutureExt;
+use serde_json::{Value, json};
+
+use crate::audit::AuditOutcome;
+use crate::context::ToolContext;
+use crate::deferred::Deferred;
+use crate::definition::{Tool, ToolError, ToolOutput};
+use crate::pipeline::{Call, Flow, RawOutcome, Terminal, panic_message};
+use crate::result::ToolResult;
+
+/// A tool's outcome, or the message of its panic.
+pub(crate) type Contained = Result<Result<ToolOutput, ToolError>, String>;
+
+/// Runs a tool with panics caught, whether it panics while starting or while running.
+pub(crate) async fn contained(tool: &dyn Tool, args: &Value, ctx: &ToolContext) -> Contained {
+    let invocation = match catch_unwind(AssertUnwindSafe(|| tool.invoke(args, ctx))) {
+        Ok(invocation) => invocation,
+        Err(panic) => return Err(panic_message(panic.as_ref())),
+    };
+    match invocation {
+        Deferred::Ready(outcome) => Ok(outcome),
+        Deferred::Pending(future) => AssertUnwindSafe(future)
+            .catch_unwind()
+            .await
+            .map_err(|panic| panic_message(panic.as_ref())),
+    }
+}
+
+pub(crate) fn run(call: &mut Call<'_>) -> Flow {
+    let terminal = match call.raw.take() {
+        Some(RawOutcome::Returned { output, exec_secs }) => {
+            let mut result = match output {
+                ToolOutput::Data(data) => ToolResult::success(data),
+                ToolOutput::Result(result) => result,
+            };
+            let limit = call.tool().definition.options().timeout;
+            if exec_secs > limit.as_secs_f64() {
+                result.meta.insert("timeout_exceeded", json!(true));
+                result.meta.insert("execution_time", json!((exec_secs * 1000.0).round() / 1000.0));
+                result.meta.insert("timeout_limit", json!(limit.as_secs()));
+            }
+            Terminal::new(result, AuditOutcome::Executed)
+        }
+        Some(RawOutcome::Failed(error)) => Terminal::new(
+            ToolResult::error_with_code(error.code().clone(), error.message()),
+            AuditOutcome::Failed,
+        ),
+        Some(RawOutcome::Panicked(message)) => {
+            tracing::error!(target: "milpa::pipeline", tool = call.name, "[ToolRegistry] {} threw exception: {message}", call.name);
+            Terminal::new(ToolResult::internal_error(message), AuditOutcome::Failed)
+        }
+        Some(RawOutcome::TimedOut { after_secs }) => Terminal::new(
+            ToolResult::timeout(format!("Tool '{}' timed out after {after_secs}s (hard timeout)", call.name)),
+            AuditOutcome::TimedOut,
+        ),
+        None => Terminal::new(ToolResult::internal_error("the tool did not run"), AuditOutcome::Failed),
+    };
+    Flow::Finish(terminal)
+}

@@ -1,0 +1,41 @@
+//! Stage 8, `emit_executing`: dispatch `tool.executing` after every gate has passed.
+//!
+//! This is the only place a listener can answer for a tool (short-circuit, e.g. a cache) or
+//! veto it. Because it runs after `authorize`, `rate_limit` and `confirm`, a listener can
+//! never answer a call those refused.
+
+use crate::audit::AuditOutcome;
+use crate::definition::ToolOutput;
+use crate::events::{Event, InterceptionSlot, ToolExecuting, TOOL_EXECUTING};
+use crate::pipeline::{Call, Flow, Terminal};
+use crate::result::ToolResult;
+
+/// The message of a vetoed call.
+pub(crate) const VETO_MESSAGE: &str = "Tool execution vetoed by an event listener";
+
+pub(crate) fn run(call: &mut Call<'_>) -> Flow {
+    let Some(dispatcher) = call.registry.dispatcher() else {
+        return Flow::Continue;
+    };
+    if !dispatcher.has_subscribers(TOOL_EXECUTING) {
+        return Flow::Continue;
+    }
+    let slot = InterceptionSlot::new();
+    dispatcher.dispatch(&Event::ToolExecuting(ToolExecuting {
+        tool: call.name,
+        ctx: call.ctx,
+        args: &call.args,
+        slot: &slot,
+    }));
+    if let Some(answer) = slot.take_result() {
+        let result = match answer {
+            ToolOutput::Data(data) => ToolResult::success(data),
+            ToolOutput::Result(result) => result,
+        };
+        return Flow::Finish(Terminal::new(result, AuditOutcome::CacheServed));
+    }
+    if slot.is_stopped() {
+        return Flow::Finish(Terminal::new(ToolResult::blocked(VETO_MESSAGE, None), AuditOutcome::Vetoed));
+    }
+    Flow::Continue
+}

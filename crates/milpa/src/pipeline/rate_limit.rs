@@ -1,0 +1,32 @@
+//! Stage 5, `rate_limit`: charge `channel:principal:tool` (5 tokens for a mutating tool, 1
+//! otherwise). Runs before plan mode and confirmation, so both are charged too.
+
+use crate::audit::AuditOutcome;
+use crate::pipeline::{Call, Flow, Terminal};
+use crate::rate_limit::{COST_MUTATING, COST_READ, RateDecision, RateKey};
+use crate::result::ToolResult;
+
+pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
+    let Some(limiter) = call.registry.rate_limiter() else {
+        return Flow::Continue;
+    };
+    let tool = call.tool();
+    let key = RateKey {
+        channel: call.ctx.channel(),
+        principal: call.ctx.raw_principal().unwrap_or(""),
+        tool: call.name,
+    };
+    let cost = if tool.definition.is_mutating() { COST_MUTATING } else { COST_READ };
+    match limiter.consume(key, cost, tool.quota).await {
+        RateDecision::Allowed { .. } => Flow::Continue,
+        RateDecision::Denied { retry_after } => {
+            let reason = format!(
+                "Rate limit exceeded for '{key}': max {} tokens per {}s.",
+                tool.quota.max_tokens,
+                tool.quota.window.as_secs()
+            );
+            let retry = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
+            Flow::Finish(Terminal::new(ToolResult::rate_limited(reason, Some(retry)), AuditOutcome::RateLimited))
+        }
+    }
+}

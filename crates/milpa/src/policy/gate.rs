@@ -1,0 +1,181 @@
+//! [`PolicyGate`]: decides whether a context may call a tool.
+
+use std::sync::Arc;
+
+use crate::context::{ToolContext, channel};
+use crate::definition::ToolDefinition;
+use crate::policy::channel::ChannelPolicy;
+use crate::policy::rules::{PolicyRuleProvider, RuleEffect, RuleQuery};
+
+/// The gate's verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Authorization {
+    /// The call may proceed.
+    Allowed,
+    /// The call is denied; the reason names the check that failed.
+    Denied(String),
+}
+
+/// Checks, in this order (the first failing check wins): authentication required by the
+/// channel, the tool's scopes, the rule provider (whose `allow` skips the channel check),
+/// then the channel's `block_mutating`.
+///
+/// Channels without a policy fail closed: they require an authenticated principal.
+#[derive(Clone)]
+pub struct PolicyGate {
+    // A handful of channels: a linear scan beats hashing here.
+    policies: Vec<(Box<str>, ChannelPolicy)>,
+    rule_provider: Option<Arc<dyn PolicyRuleProvider>>,
+}
+
+impl Default for PolicyGate {
+    fn default() -> Self {
+        PolicyGate {
+            policies: vec![
+                (channel::CLI.into(), ChannelPolicy::CLI),
+                (channel::MCP.into(), ChannelPolicy::AUTHENTICATED),
+                (channel::WEB.into(), ChannelPolicy::AUTHENTICATED),
+                (channel::TELEGRAM.into(), ChannelPolicy::TELEGRAM),
+            ],
+            rule_provider: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for PolicyGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyGate")
+            .field("policies", &self.policies)
+            .field("rule_provider", &self.rule_provider.is_some())
+            .finish()
+    }
+}
+
+impl PolicyGate {
+    /// A gate with the built-in channel policies and no rule provider.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Replaces (does not merge) the policy of `channel`.
+    pub fn set_channel_policy(&mut self, channel: impl Into<String>, policy: ChannelPolicy) {
+        let channel = channel.into();
+        match self.policies.iter_mut().find(|(name, _)| **name == *channel) {
+            Some((_, existing)) => *existing = policy,
+            None => self.policies.push((channel.into(), policy)),
+        }
+    }
+
+    /// The policy that applies to `channel`: its own, or the fail-closed one.
+    pub fn channel_policy(&self, channel: &str) -> ChannelPolicy {
+        self.registered_policy(channel).unwrap_or(ChannelPolicy::FAIL_CLOSED)
+    }
+
+    /// The channel's own policy, `None` when it has none.
+    pub fn registered_policy(&self, channel: &str) -> Option<ChannelPolicy> {
+        self.policies.iter().find(|(name, _)| **name == *channel).map(|(_, p)| *p)
+    }
+
+    /// Sets the rule provider consulted after scopes.
+    pub fn set_rule_provider(&mut self, provider: Arc<dyn PolicyRuleProvider>) {
+        self.rule_provider = Some(provider);
+    }
+
+    /// Whether a rule provider is set.
+    pub fn has_rule_provider(&self) -> bool {
+        self.rule_provider.is_some()
+    }
+
+    /// Whether a call of `tool` in `ctx` must be confirmed first: the tool asks for it, or
+    /// the channel confirms every mutating tool.
+    pub fn requires_confirmation(&self, ctx: &ToolContext, tool: &ToolDefinition) -> bool {
+        self.requires_confirmation_under(&self.channel_policy(ctx.channel()), tool)
+    }
+
+    pub(crate) fn requires_confirmation_under(&self, policy: &ChannelPolicy, tool: &ToolDefinition) -> bool {
+        tool.requires_confirmation() || (policy.require_confirmation_for_mutating && tool.is_mutating())
+    }
+
+    /// Decides whether `ctx` may call `tool`.
+    pub async fn authorize(&self, ctx: &ToolContext, tool: &ToolDefinition) -> Authorization {
+        let policy = self.lookup_warning_if_unknown(ctx.channel());
+        self.authorize_under(&policy, ctx, tool).await
+    }
+
+    pub(crate) fn lookup_warning_if_unknown(&self, channel: &str) -> ChannelPolicy {
+        match self.registered_policy(channel) {
+            Some(policy) => policy,
+            None => {
+                tracing::warn!(
+                    target: "milpa::policy",
+                    channel,
+                    "PolicyGate: channel '{channel}' is not a registered channel — falling back to a \
+                     FAIL-CLOSED policy (require_auth, no allow_all). An unregistered channel is \
+                     treated as untrusted, never as the laxest policy. Register it explicitly via \
+                     set_channel_policy() to define its rules."
+                );
+                ChannelPolicy::FAIL_CLOSED
+            }
+        }
+    }
+
+    pub(crate) async fn authorize_under(
+        &self,
+        policy: &ChannelPolicy,
+        ctx: &ToolContext,
+        tool: &ToolDefinition,
+    ) -> Authorization {
+        let channel = ctx.channel();
+        let name = tool.name();
+        if policy.require_auth && ctx.principal().is_none() {
+            return Authorization::Denied(format!(
+                "channel '{channel}' requires an authenticated principal (require_auth) — none provided."
+            ));
+        }
+        let scopes = tool.scopes();
+        if !scopes.is_empty() && !ctx.has_any_scope(scopes) {
+            return Authorization::Denied(format!(
+                "Missing required scope for tool '{name}'. Need one of: {} — context has: {}.",
+                scopes.join(", "),
+                held_scopes(ctx)
+            ));
+        }
+        if let Some(provider) = &self.rule_provider {
+            let query = RuleQuery {
+                channel,
+                principal: ctx.principal(),
+                tool: name,
+                mutating: tool.is_mutating(),
+            };
+            if let Some(rule) = provider.find_matching_rule(query).await {
+                let id = rule.id.map(|id| id.to_string()).unwrap_or_default();
+                if !rule.requires_scopes.is_empty() && !ctx.has_any_scope(&rule.requires_scopes) {
+                    return Authorization::Denied(format!(
+                        "Policy rule #{id} for tool '{name}' requires one of these scopes: {} — context has: {}.",
+                        rule.requires_scopes.join(", "),
+                        held_scopes(ctx)
+                    ));
+                }
+                return match rule.effect {
+                    RuleEffect::Allow => Authorization::Allowed,
+                    RuleEffect::Deny => Authorization::Denied(rule.description.unwrap_or_else(|| {
+                        format!(
+                            "Denied by policy rule #{id} for tool '{name}' on channel '{channel}' (principal: {}).",
+                            ctx.principal().unwrap_or("(none)")
+                        )
+                    })),
+                };
+            }
+        }
+        if !policy.allow_all && policy.block_mutating && tool.is_mutating() {
+            return Authorization::Denied(format!(
+                "Mutating tool '{name}' is blocked on channel '{channel}' (block_mutating policy)."
+            ));
+        }
+        Authorization::Allowed
+    }
+}
+
+fn held_scopes(ctx: &ToolContext) -> String {
+    if ctx.scopes().is_empty() { "(none)".to_owned() } else { ctx.scopes().join(", ") }
+}

@@ -1,0 +1,12 @@
+//! Authorization: [`PolicyGate`] with per-channel policies and an optional rule provider.
+
+mod channel;
+mod gate;
+mod rules;
+
+pub use channel::ChannelPolicy;
+pub use gate::{Authorization, PolicyGate};
+pub use rules::{
+    PolicyRule, PolicyRuleProvider, RuleEffect, RuleQuery, StaticRule, StaticRuleProvider,
+    glob_matches,
+};

@@ -1,0 +1,100 @@
+//! [`InMemoryRateLimiter`]: GCRA state in a concurrent map, for one process.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use dashmap::DashMap;
+
+use super::{Gcra, GcraState, Quota, RateDecision, RateKey, RateLimiter};
+use crate::deferred::Deferred;
+
+/// After this many new keys, idle keys are swept so the map does not grow without bound.
+const SWEEP_EVERY: u64 = 4096;
+
+thread_local! {
+    // Reused to spell keys without allocating on every call.
+    static KEY_BUF: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// Budgets kept in memory, per process. Charging is atomic per key.
+#[derive(Debug)]
+pub struct InMemoryRateLimiter {
+    epoch: Instant,
+    states: DashMap<Box<str>, GcraState>,
+    new_keys: AtomicU64,
+}
+
+impl Default for InMemoryRateLimiter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl InMemoryRateLimiter {
+    /// An empty limiter.
+    pub fn new() -> Self {
+        InMemoryRateLimiter { epoch: Instant::now(), states: DashMap::new(), new_keys: AtomicU64::new(0) }
+    }
+
+    fn now(&self) -> u64 {
+        // Offset by a day so a fresh key's zero state is always in the past.
+        self.epoch.elapsed().as_nanos() as u64 + 86_400_000_000_000
+    }
+
+    /// Charges synchronously (what [`RateLimiter::consume`] does).
+    pub fn charge(&self, key: RateKey<'_>, cost: u32, quota: Quota) -> RateDecision {
+        let gcra = Gcra::new(quota);
+        let now = self.now();
+        KEY_BUF.with(|buf| {
+            let mut buf = buf.borrow_mut();
+            buf.clear();
+            key.write_to(&mut buf);
+            if let Some(mut state) = self.states.get_mut(buf.as_str()) {
+                let (decision, next) = gcra.charge(*state, now, cost);
+                if let Some(next) = next {
+                    *state = next;
+                }
+                return decision;
+            }
+            let entry = self.states.entry(Box::from(buf.as_str())).or_default();
+            let mut state = entry;
+            let (decision, next) = gcra.charge(*state, now, cost);
+            if let Some(next) = next {
+                *state = next;
+            }
+            drop(state);
+            if self.new_keys.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == SWEEP_EVERY - 1 {
+                self.sweep();
+            }
+            decision
+        })
+    }
+
+    /// Forgets keys whose budget is full again.
+    pub fn sweep(&self) {
+        let now = self.now();
+        self.states.retain(|_, state| !Gcra::is_idle(*state, now));
+    }
+
+    /// How many keys are tracked.
+    pub fn len(&self) -> usize {
+        self.states.len()
+    }
+
+    /// Whether no key is tracked.
+    pub fn is_empty(&self) -> bool {
+        self.states.is_empty()
+    }
+}
+
+impl RateLimiter for InMemoryRateLimiter {
+    fn consume<'a>(&'a self, key: RateKey<'a>, cost: u32, quota: Quota) -> Deferred<'a, RateDecision> {
+        Deferred::ready(self.charge(key, cost, quota))
+    }
+
+    fn reset<'a>(&'a self, key: RateKey<'a>) -> Deferred<'a, ()> {
+        self.states.remove(key.to_string().as_str());
+        Deferred::ready(())
+    }
+}

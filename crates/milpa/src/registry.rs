@@ -1,0 +1,403 @@
+//! [`ToolRegistry`]: holds the tools and their collaborators, and runs every call through
+//! the pipeline.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::audit::{AuditSink, Redactor, TracingAuditSink};
+use crate::confirm::{ConfirmationStore, DEFAULT_TTL, InMemoryConfirmationStore};
+use crate::context::ToolContext;
+use crate::definition::{ToolDefinition, ToolProvider};
+use crate::events::Dispatcher;
+use crate::pipeline::{StageTrace, execute_call};
+use crate::policy::{ChannelPolicy, PolicyGate, PolicyRuleProvider};
+use crate::rate_limit::{Quota, RateLimiter};
+use crate::result::ToolResult;
+use crate::schema::{InputValidator, SchemaError};
+
+/// Why a tool could not be registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    /// A tool with that name exists already.
+    #[error("Tool already registered: {0}")]
+    AlreadyRegistered(String),
+    /// The name is empty, too long, or has characters other than letters, digits, `_`, `-`
+    /// and `.` (the names MCP clients accept).
+    #[error("Invalid tool name {0:?}: use 1 to 128 letters, digits, '_', '-' or '.'")]
+    InvalidName(String),
+    /// The input schema is not a valid JSON Schema for an object.
+    #[error("Tool {tool}: {error}")]
+    InvalidSchema {
+        /// The tool.
+        tool: String,
+        /// What is wrong with its schema.
+        error: SchemaError,
+    },
+    /// A clamp names an argument the tool does not take.
+    #[error("Tool {tool}: clamp on unknown argument {field:?}")]
+    UnknownClampField {
+        /// The tool.
+        tool: String,
+        /// The clamped argument.
+        field: String,
+    },
+}
+
+/// A tool with what the pipeline precomputed for it.
+pub(crate) struct RegisteredTool {
+    pub definition: ToolDefinition,
+    pub validator: InputValidator,
+    pub quota: Quota,
+}
+
+/// The tools, and the pipeline every call to them runs through.
+///
+/// Build it with [`ToolRegistry::builder`], register tools, then share it (it is `Send +
+/// Sync`; put it in an `Arc`) and call concurrently.
+///
+/// ```
+/// use milpa::{ToolContext, ToolDefinition, ToolRegistry};
+/// use serde_json::json;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let mut registry = ToolRegistry::new();
+/// registry.register(
+///     ToolDefinition::builder("echo")
+///         .description("Echoes the text")
+///         .input_schema(json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}))
+///         .sync(|args, _ctx| args["text"].clone()),
+/// )?;
+/// let result = registry.call("echo", json!({"text": "hi"}), &ToolContext::cli()).await;
+/// assert!(result.success);
+/// assert_eq!(result.data, json!("hi"));
+/// let missing = registry.call("echo", json!({}), &ToolContext::cli()).await;
+/// assert_eq!(missing.error.as_deref(), Some("Missing required field: text"));
+/// # Ok::<(), milpa::RegistryError>(())
+/// # }).unwrap();
+/// ```
+pub struct ToolRegistry {
+    tools: Vec<RegisteredTool>,
+    index: HashMap<Arc<str>, usize>,
+    gate: PolicyGate,
+    rate_limiter: Option<Arc<dyn RateLimiter>>,
+    default_quota: Quota,
+    tool_quotas: HashMap<String, Quota>,
+    confirmations: Arc<dyn ConfirmationStore>,
+    confirmation_ttl: Duration,
+    dispatcher: Option<Arc<Dispatcher>>,
+    audit: Arc<dyn AuditSink>,
+    redactor: Redactor,
+}
+
+impl Default for ToolRegistry {
+    fn default() -> Self {
+        Self::builder().build()
+    }
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRegistry")
+            .field("tools", &self.tool_names().collect::<Vec<_>>())
+            .field("gate", &self.gate)
+            .field("rate_limiter", &self.rate_limiter.is_some())
+            .field("dispatcher", &self.dispatcher.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolRegistry {
+    /// A registry with the defaults: built-in channel policies, no rate limiter, in-memory
+    /// confirmations (60 s), no dispatcher, audit through `tracing`.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Starts configuring a registry.
+    pub fn builder() -> ToolRegistryBuilder {
+        ToolRegistryBuilder {
+            gate: PolicyGate::new(),
+            rate_limiter: None,
+            default_quota: Quota::DEFAULT,
+            tool_quotas: HashMap::new(),
+            confirmations: None,
+            confirmation_ttl: DEFAULT_TTL,
+            dispatcher: None,
+            audit: None,
+            redactor: Redactor::default(),
+        }
+    }
+
+    /// Adds a tool. Its input schema is compiled now; an invalid one is refused.
+    pub fn register(&mut self, definition: ToolDefinition) -> Result<(), RegistryError> {
+        let name = definition.name();
+        if !valid_tool_name(name) {
+            return Err(RegistryError::InvalidName(name.to_owned()));
+        }
+        if self.index.contains_key(name) {
+            return Err(RegistryError::AlreadyRegistered(name.to_owned()));
+        }
+        let validator = InputValidator::compile(definition.input_schema())
+            .map_err(|error| RegistryError::InvalidSchema { tool: name.to_owned(), error })?;
+        let properties = definition.input_schema().get("properties").and_then(Value::as_object);
+        for (field, _) in &definition.options().clamps {
+            if properties.is_some_and(|p| !p.contains_key(field)) {
+                return Err(RegistryError::UnknownClampField { tool: name.to_owned(), field: field.clone() });
+            }
+        }
+        let quota = self.tool_quotas.get(name).copied().unwrap_or(self.default_quota);
+        self.index.insert(definition.name_arc().clone(), self.tools.len());
+        self.tools.push(RegisteredTool { definition, validator, quota });
+        Ok(())
+    }
+
+    /// Adds every tool of a provider (what `#[tools]` generates). Stops at the first error;
+    /// tools registered before it stay.
+    pub fn register_provider<P: ToolProvider>(&mut self, provider: Arc<P>) -> Result<usize, RegistryError> {
+        let definitions = provider.tool_definitions();
+        let count = definitions.len();
+        for definition in definitions {
+            self.register(definition)?;
+        }
+        Ok(count)
+    }
+
+    /// Runs one call through the whole pipeline. Never panics and never fails: every
+    /// refusal or failure is a [`ToolResult`] with `meta.code`.
+    pub async fn call(&self, name: &str, args: Value, ctx: &ToolContext) -> ToolResult {
+        let mut trace = StageTrace::default();
+        execute_call(self, name, args, ctx, &mut trace).await
+    }
+
+    /// Like [`call`](Self::call), also returning the stages the call went through.
+    pub async fn call_traced(&self, name: &str, args: Value, ctx: &ToolContext) -> (ToolResult, StageTrace) {
+        let mut trace = StageTrace::default();
+        let result = execute_call(self, name, args, ctx, &mut trace).await;
+        (result, trace)
+    }
+
+    pub(crate) fn lookup(&self, name: &str) -> Option<&RegisteredTool> {
+        self.index.get(name).map(|i| &self.tools[*i])
+    }
+
+    /// The definition of `name`.
+    pub fn get(&self, name: &str) -> Option<&ToolDefinition> {
+        self.lookup(name).map(|t| &t.definition)
+    }
+
+    /// Whether a tool is registered under `name`.
+    pub fn has(&self, name: &str) -> bool {
+        self.index.contains_key(name)
+    }
+
+    /// All definitions, in registration order.
+    pub fn definitions(&self) -> impl Iterator<Item = &ToolDefinition> {
+        self.tools.iter().map(|t| &t.definition)
+    }
+
+    /// All names, in registration order.
+    pub fn tool_names(&self) -> impl Iterator<Item = &str> {
+        self.tools.iter().map(|t| t.definition.name())
+    }
+
+    /// How many tools are registered.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Whether no tool is registered.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// The rate-limit budget `name` is charged against.
+    pub fn quota_for(&self, name: &str) -> Option<Quota> {
+        self.lookup(name).map(|t| t.quota)
+    }
+
+    /// The policy gate.
+    pub fn policy_gate(&self) -> &PolicyGate {
+        &self.gate
+    }
+
+    /// The policy gate, to change channel policies or the rule provider.
+    pub fn policy_gate_mut(&mut self) -> &mut PolicyGate {
+        &mut self.gate
+    }
+
+    /// Whether a rate limiter is wired.
+    pub fn has_rate_limiter(&self) -> bool {
+        self.rate_limiter.is_some()
+    }
+
+    /// The rate limiter, if wired.
+    pub fn rate_limiter(&self) -> Option<&Arc<dyn RateLimiter>> {
+        self.rate_limiter.as_ref()
+    }
+
+    /// Whether an event dispatcher is wired.
+    pub fn has_dispatcher(&self) -> bool {
+        self.dispatcher.is_some()
+    }
+
+    /// The event dispatcher, if wired.
+    pub fn dispatcher(&self) -> Option<&Arc<Dispatcher>> {
+        self.dispatcher.as_ref()
+    }
+
+    /// Whether the gate has a rule provider.
+    pub fn has_rule_provider(&self) -> bool {
+        self.gate.has_rule_provider()
+    }
+
+    /// The confirmation store.
+    pub fn confirmation_store(&self) -> &Arc<dyn ConfirmationStore> {
+        &self.confirmations
+    }
+
+    /// How long confirmation tokens live.
+    pub fn confirmation_ttl(&self) -> Duration {
+        self.confirmation_ttl
+    }
+
+    /// The audit sink.
+    pub fn audit_sink(&self) -> &Arc<dyn AuditSink> {
+        &self.audit
+    }
+
+    /// The redaction rules used for audit records.
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+}
+
+fn valid_tool_name(name: &str) -> bool {
+    (1..=128).contains(&name.len())
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+}
+
+/// Configures a [`ToolRegistry`]. Every collaborator is optional.
+pub struct ToolRegistryBuilder {
+    gate: PolicyGate,
+    rate_limiter: Option<Arc<dyn RateLimiter>>,
+    default_quota: Quota,
+    tool_quotas: HashMap<String, Quota>,
+    confirmations: Option<Arc<dyn ConfirmationStore>>,
+    confirmation_ttl: Duration,
+    dispatcher: Option<Arc<Dispatcher>>,
+    audit: Option<Arc<dyn AuditSink>>,
+    redactor: Redactor,
+}
+
+impl std::fmt::Debug for ToolRegistryBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRegistryBuilder").finish_non_exhaustive()
+    }
+}
+
+impl ToolRegistryBuilder {
+    /// Charges every call against `limiter`.
+    pub fn rate_limiter(mut self, limiter: Arc<dyn RateLimiter>) -> Self {
+        self.rate_limiter = Some(limiter);
+        self
+    }
+
+    /// The budget of tools without their own (default 100 per 60 s).
+    pub fn default_quota(mut self, quota: Quota) -> Self {
+        self.default_quota = quota;
+        self
+    }
+
+    /// A budget for one tool.
+    pub fn tool_quota(mut self, tool: impl Into<String>, quota: Quota) -> Self {
+        self.tool_quotas.insert(tool.into(), quota);
+        self
+    }
+
+    /// Where pending confirmations live (default: in memory).
+    pub fn confirmation_store(mut self, store: Arc<dyn ConfirmationStore>) -> Self {
+        self.confirmations = Some(store);
+        self
+    }
+
+    /// How long confirmation tokens live (default 60 s).
+    pub fn confirmation_ttl(mut self, ttl: Duration) -> Self {
+        self.confirmation_ttl = ttl;
+        self
+    }
+
+    /// Dispatches `tool.executing`, `tool.executed` and `tool.failed` through `dispatcher`.
+    pub fn dispatcher(mut self, dispatcher: Arc<Dispatcher>) -> Self {
+        self.dispatcher = Some(dispatcher);
+        self
+    }
+
+    /// Where audit records go (default: `tracing`, target `milpa::audit`).
+    pub fn audit_sink(mut self, sink: Arc<dyn AuditSink>) -> Self {
+        self.audit = Some(sink);
+        self
+    }
+
+    /// Which argument keys are secret in audit records.
+    pub fn redactor(mut self, redactor: Redactor) -> Self {
+        self.redactor = redactor;
+        self
+    }
+
+    /// Replaces the policy of one channel.
+    pub fn channel_policy(mut self, channel: impl Into<String>, policy: ChannelPolicy) -> Self {
+        self.gate.set_channel_policy(channel, policy);
+        self
+    }
+
+    /// Consults `provider` after the scope check.
+    pub fn rule_provider(mut self, provider: Arc<dyn PolicyRuleProvider>) -> Self {
+        self.gate.set_rule_provider(provider);
+        self
+    }
+
+    /// The finished (empty) registry.
+    pub fn build(self) -> ToolRegistry {
+        ToolRegistry {
+            tools: Vec::new(),
+            index: HashMap::new(),
+            gate: self.gate,
+            rate_limiter: self.rate_limiter,
+            default_quota: self.default_quota,
+            tool_quotas: self.tool_quotas,
+            confirmations: self.confirmations.unwrap_or_else(|| Arc::new(InMemoryConfirmationStore::new())),
+            confirmation_ttl: self.confirmation_ttl,
+            dispatcher: self.dispatcher,
+            audit: self.audit.unwrap_or_else(|| Arc::new(TracingAuditSink)),
+            redactor: self.redactor,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_and_call_future_are_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>(_: &T) {}
+        fn assert_send<T: Send>(_: &T) {}
+        let registry = ToolRegistry::new();
+        assert_send_sync(&registry);
+        let ctx = ToolContext::cli();
+        let future = registry.call("x", Value::Null, &ctx);
+        assert_send(&future);
+    }
+
+    #[test]
+    fn names_are_checked() {
+        assert!(valid_tool_name("notes.add-1_x"));
+        assert!(!valid_tool_name(""));
+        assert!(!valid_tool_name("a b"));
+        assert!(!valid_tool_name("a:b"));
+        assert!(!valid_tool_name(&"x".repeat(129)));
+    }
+}

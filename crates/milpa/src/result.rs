@@ -1,0 +1,537 @@
+//! [`ToolResult`]: the one shape every call returns, and [`ErrorCode`], what a refusal means.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::ser::{SerializeMap, Serializer};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+/// What went wrong, as a stable string callers match on (`meta.code`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    /// `TOOL_NOT_FOUND`: no tool has that name.
+    ToolNotFound,
+    /// `VALIDATION_ERROR`: the arguments (or a confirmation token) were refused.
+    ValidationError,
+    /// `NOT_FOUND`: the tool looked for something that does not exist.
+    NotFound,
+    /// `UNAUTHORIZED`: the caller is not authenticated.
+    Unauthorized,
+    /// `FORBIDDEN`: the policy gate denied the call.
+    Forbidden,
+    /// `CONFIRMATION_REQUIRED`: the action needs a confirmation first.
+    ConfirmationRequired,
+    /// `TIMEOUT`: the tool ran past its hard timeout and was cancelled.
+    Timeout,
+    /// `INTERNAL_ERROR`: the tool failed or panicked.
+    InternalError,
+    /// `RATE_LIMITED`: the caller spent its budget for this tool.
+    RateLimited,
+    /// `CANCELLED`: the caller cancelled the call.
+    Cancelled,
+    /// Any other code a tool chose.
+    Other(Cow<'static, str>),
+}
+
+impl ErrorCode {
+    /// The wire string, e.g. `"FORBIDDEN"`.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ErrorCode::ToolNotFound => "TOOL_NOT_FOUND",
+            ErrorCode::ValidationError => "VALIDATION_ERROR",
+            ErrorCode::NotFound => "NOT_FOUND",
+            ErrorCode::Unauthorized => "UNAUTHORIZED",
+            ErrorCode::Forbidden => "FORBIDDEN",
+            ErrorCode::ConfirmationRequired => "CONFIRMATION_REQUIRED",
+            ErrorCode::Timeout => "TIMEOUT",
+            ErrorCode::InternalError => "INTERNAL_ERROR",
+            ErrorCode::RateLimited => "RATE_LIMITED",
+            ErrorCode::Cancelled => "CANCELLED",
+            ErrorCode::Other(code) => code,
+        }
+    }
+
+    /// Parses a wire string; unknown codes become [`ErrorCode::Other`].
+    pub fn parse(code: &str) -> ErrorCode {
+        match code {
+            "TOOL_NOT_FOUND" => ErrorCode::ToolNotFound,
+            "VALIDATION_ERROR" => ErrorCode::ValidationError,
+            "NOT_FOUND" => ErrorCode::NotFound,
+            "UNAUTHORIZED" => ErrorCode::Unauthorized,
+            "FORBIDDEN" => ErrorCode::Forbidden,
+            "CONFIRMATION_REQUIRED" => ErrorCode::ConfirmationRequired,
+            "TIMEOUT" => ErrorCode::Timeout,
+            "INTERNAL_ERROR" => ErrorCode::InternalError,
+            "RATE_LIMITED" => ErrorCode::RateLimited,
+            "CANCELLED" => ErrorCode::Cancelled,
+            other => ErrorCode::Other(Cow::Owned(other.to_owned())),
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for ErrorCode {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ErrorCode {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = Cow::<str>::deserialize(deserializer)?;
+        Ok(ErrorCode::parse(&text))
+    }
+}
+
+/// What the runtime adds to every result: which tool, how long, for which request.
+///
+/// Kept typed (not as JSON) so building a result costs a few reference counts; it becomes
+/// JSON only when the result is serialized.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeMeta {
+    /// The tool name as called.
+    pub tool: Arc<str>,
+    /// Whole-pipeline time in milliseconds (truncated).
+    pub took_ms: u64,
+    /// The context's request id.
+    pub request_id: Arc<str>,
+    /// The context's channel.
+    pub channel: Arc<str>,
+    /// The context's principal (`null` when anonymous).
+    pub principal: Option<Arc<str>>,
+}
+
+const RUNTIME_KEYS: [&str; 5] = ["tool", "took_ms", "request_id", "channel", "principal"];
+
+/// A result's `meta`: runtime facts, the error code, and any other fields.
+///
+/// Serialized as one JSON object: `tool, took_ms, request_id, channel, principal` (when the
+/// runtime set them), then `code`, then the other fields in insertion order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Meta {
+    runtime: Option<RuntimeMeta>,
+    code: Option<ErrorCode>,
+    fields: Map<String, Value>,
+}
+
+impl Meta {
+    /// Empty meta (serializes as `{}`).
+    pub fn new() -> Meta {
+        Meta::default()
+    }
+
+    /// The error code, if any.
+    pub fn code(&self) -> Option<&ErrorCode> {
+        self.code.as_ref()
+    }
+
+    /// Sets the error code.
+    pub fn set_code(&mut self, code: ErrorCode) {
+        self.code = Some(code);
+    }
+
+    /// The runtime facts, once the registry has returned the result.
+    pub fn runtime(&self) -> Option<&RuntimeMeta> {
+        self.runtime.as_ref()
+    }
+
+    /// Sets the runtime facts.
+    pub fn set_runtime(&mut self, runtime: RuntimeMeta) {
+        self.runtime = Some(runtime);
+    }
+
+    /// One of the other fields (`type`, `pagination`, `retry_after_seconds`, …).
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.fields.get(key)
+    }
+
+    /// Sets one of the other fields (later values win, positions are kept). The keys `code`
+    /// and the runtime keys are typed: use [`Meta::set_code`] for `code`.
+    pub fn insert(&mut self, key: impl Into<String>, value: Value) {
+        let key = key.into();
+        if key == "code" {
+            if let Value::String(code) = &value {
+                self.code = Some(ErrorCode::parse(code));
+                return;
+            }
+        }
+        self.fields.insert(key, value);
+    }
+
+    /// The other fields, in insertion order.
+    pub fn fields(&self) -> &Map<String, Value> {
+        &self.fields
+    }
+
+    /// True when nothing is set.
+    pub fn is_empty(&self) -> bool {
+        self.runtime.is_none() && self.code.is_none() && self.fields.is_empty()
+    }
+
+    /// Everything as one JSON object, in serialization order.
+    pub fn to_map(&self) -> Map<String, Value> {
+        match serde_json::to_value(self) {
+            Ok(Value::Object(map)) => map,
+            _ => Map::new(),
+        }
+    }
+}
+
+impl Serialize for Meta {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(rt) = &self.runtime {
+            map.serialize_entry("tool", &*rt.tool)?;
+            map.serialize_entry("took_ms", &rt.took_ms)?;
+            map.serialize_entry("request_id", &*rt.request_id)?;
+            map.serialize_entry("channel", &*rt.channel)?;
+            map.serialize_entry("principal", &rt.principal.as_deref())?;
+        }
+        if let Some(code) = &self.code {
+            map.serialize_entry("code", code)?;
+        }
+        for (key, value) in &self.fields {
+            let shadowed = key == "code" && self.code.is_some()
+                || self.runtime.is_some() && RUNTIME_KEYS.contains(&key.as_str());
+            if !shadowed {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Meta {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MetaVisitor;
+        impl<'de> Visitor<'de> for MetaVisitor {
+            type Value = Meta;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a meta object")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Meta, A::Error> {
+                // PHP writes an empty map as `[]`; accept it.
+                if seq.next_element::<Value>()?.is_some() {
+                    return Err(serde::de::Error::custom("meta must be an object"));
+                }
+                Ok(Meta::new())
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Meta, A::Error> {
+                let mut map = Map::new();
+                while let Some((k, v)) = access.next_entry::<String, Value>()? {
+                    map.insert(k, v);
+                }
+                Ok(Meta::from_map(map))
+            }
+        }
+        deserializer.deserialize_any(MetaVisitor)
+    }
+}
+
+impl Meta {
+    /// Reads meta back from its JSON object form.
+    pub fn from_map(mut map: Map<String, Value>) -> Meta {
+        let mut meta = Meta::new();
+        let has_runtime = ["tool", "took_ms", "request_id", "channel"]
+            .iter()
+            .all(|k| map.contains_key(*k));
+        if has_runtime {
+            let text = |v: Option<Value>| -> Arc<str> {
+                match v {
+                    Some(Value::String(s)) => Arc::from(s),
+                    Some(other) => Arc::from(other.to_string()),
+                    None => Arc::from(""),
+                }
+            };
+            let tool = text(map.shift_remove("tool"));
+            let took_ms = map.shift_remove("took_ms").and_then(|v| v.as_u64()).unwrap_or(0);
+            let request_id = text(map.shift_remove("request_id"));
+            let channel = text(map.shift_remove("channel"));
+            let principal = match map.shift_remove("principal") {
+                Some(Value::String(s)) => Some(Arc::from(s)),
+                _ => None,
+            };
+            meta.runtime = Some(RuntimeMeta { tool, took_ms, request_id, channel, principal });
+        }
+        if let Some(Value::String(code)) = map.get("code") {
+            meta.code = Some(ErrorCode::parse(code));
+            map.shift_remove("code");
+        }
+        meta.fields = map;
+        meta
+    }
+}
+
+/// The uniform result of a tool call.
+///
+/// Serializes with exactly the keys `success, data, message, error, meta`, in that order.
+/// Refusals carry their [`ErrorCode`] in `meta.code` and a human message in `error`.
+///
+/// ```
+/// use milpa::{ErrorCode, ToolResult};
+/// use serde_json::json;
+///
+/// let ok = ToolResult::success(json!({"id": 7})).with_message("Saved.");
+/// assert_eq!(
+///     serde_json::to_string(&ok).unwrap(),
+///     r#"{"success":true,"data":{"id":7},"message":"Saved.","error":null,"meta":{}}"#
+/// );
+/// let denied = ToolResult::error_with_code(ErrorCode::Forbidden, "no");
+/// assert_eq!(denied.code(), Some(&ErrorCode::Forbidden));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// Whether the call did what was asked.
+    pub success: bool,
+    /// The payload (`null` when there is none).
+    #[serde(default)]
+    pub data: Value,
+    /// A human-readable message, if any.
+    #[serde(default)]
+    pub message: Option<String>,
+    /// The error message of a failed call.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Runtime facts, the error code, and result-type fields.
+    #[serde(default)]
+    pub meta: Meta,
+}
+
+impl ToolResult {
+    /// A success carrying `data`.
+    pub fn success(data: impl Into<Value>) -> ToolResult {
+        ToolResult { success: true, data: data.into(), message: None, error: None, meta: Meta::new() }
+    }
+
+    /// A failure with `error` as its message and `meta.type = "error"`.
+    pub fn error(error: impl Into<String>) -> ToolResult {
+        let mut meta = Meta::new();
+        meta.fields.insert("type".into(), Value::from("error"));
+        ToolResult { success: false, data: Value::Null, message: None, error: Some(error.into()), meta }
+    }
+
+    /// A failure with a code in `meta.code`.
+    pub fn error_with_code(code: ErrorCode, error: impl Into<String>) -> ToolResult {
+        let mut result = ToolResult::error(error);
+        result.meta.code = Some(code);
+        result
+    }
+
+    /// `TOOL_NOT_FOUND`: `Tool not found: <name>`.
+    pub fn tool_not_found(name: &str) -> ToolResult {
+        Self::error_with_code(ErrorCode::ToolNotFound, format!("Tool not found: {name}"))
+    }
+
+    /// `VALIDATION_ERROR` with the given message.
+    pub fn validation_error(message: impl Into<String>) -> ToolResult {
+        Self::error_with_code(ErrorCode::ValidationError, message)
+    }
+
+    /// `FORBIDDEN` with the gate's reason.
+    pub fn forbidden(reason: impl Into<String>) -> ToolResult {
+        Self::error_with_code(ErrorCode::Forbidden, reason)
+    }
+
+    /// `INTERNAL_ERROR` with the failure's message.
+    pub fn internal_error(message: impl Into<String>) -> ToolResult {
+        Self::error_with_code(ErrorCode::InternalError, message)
+    }
+
+    /// `RATE_LIMITED` with `retry_after_seconds` in meta.
+    pub fn rate_limited(reason: impl Into<String>, retry_after_seconds: Option<u64>) -> ToolResult {
+        let mut result = Self::error_with_code(ErrorCode::RateLimited, reason);
+        result.meta.fields.insert("retry_after_seconds".into(), json!(retry_after_seconds));
+        result
+    }
+
+    /// `TIMEOUT`: the tool was cancelled at its hard timeout.
+    pub fn timeout(message: impl Into<String>) -> ToolResult {
+        Self::error_with_code(ErrorCode::Timeout, message)
+    }
+
+    /// A page of a list: `meta.type = "list"` and `meta.pagination`.
+    pub fn paginated(
+        items: Vec<Value>,
+        page: u64,
+        total_items: u64,
+        limit: u64,
+        message: Option<String>,
+    ) -> ToolResult {
+        let total_pages = if limit == 0 { 0 } else { total_items.div_ceil(limit) };
+        let mut result = ToolResult::success(Value::Array(items));
+        result.message = message;
+        result.meta.fields.insert("type".into(), json!("list"));
+        result.meta.fields.insert(
+            "pagination".into(),
+            json!({
+                "page": page,
+                "total_pages": total_pages,
+                "total_items": total_items,
+                "limit": limit,
+                "has_prev": page > 1,
+                "has_next": page < total_pages,
+            }),
+        );
+        result
+    }
+
+    /// One item of an entity, with the actions available on it.
+    pub fn detail(
+        item: impl Into<Value>,
+        entity: impl Into<String>,
+        message: Option<String>,
+        actions: Vec<Value>,
+    ) -> ToolResult {
+        let mut result = ToolResult::success(item);
+        result.message = message;
+        result.meta.fields.insert("type".into(), json!("detail"));
+        result.meta.fields.insert("entity".into(), Value::String(entity.into()));
+        result.meta.fields.insert("actions".into(), Value::Array(actions));
+        result
+    }
+
+    /// A success that asks for confirmation before an action happens.
+    pub fn confirmation(
+        message: impl Into<String>,
+        details: impl Into<Value>,
+        action: impl Into<String>,
+        target: impl Into<String>,
+        target_id: Value,
+    ) -> ToolResult {
+        let mut result = ToolResult::success(details).with_message(message);
+        let fields = &mut result.meta.fields;
+        fields.insert("type".into(), json!("confirmation"));
+        fields.insert("requires_confirmation".into(), json!(true));
+        fields.insert("action".into(), Value::String(action.into()));
+        fields.insert("target".into(), Value::String(target.into()));
+        fields.insert("target_id".into(), target_id);
+        result
+    }
+
+    /// A failure because a rule or a listener blocked the action.
+    pub fn blocked(reason: impl Into<String>, suggestion: Option<String>) -> ToolResult {
+        let mut meta = Meta::new();
+        meta.fields.insert("type".into(), json!("blocked"));
+        meta.fields.insert("blocked_by_rule".into(), json!(true));
+        meta.fields.insert("suggestion".into(), json!(suggestion));
+        ToolResult { success: false, data: Value::Null, message: None, error: Some(reason.into()), meta }
+    }
+
+    /// The same result with `message` set.
+    pub fn with_message(mut self, message: impl Into<String>) -> ToolResult {
+        self.message = Some(message.into());
+        self
+    }
+
+    /// The same result with one more meta field.
+    pub fn with_meta(mut self, key: impl Into<String>, value: Value) -> ToolResult {
+        self.meta.insert(key, value);
+        self
+    }
+
+    /// The error code, if any.
+    pub fn code(&self) -> Option<&ErrorCode> {
+        self.meta.code()
+    }
+
+    /// `meta.type`, or `"generic"`.
+    pub fn result_type(&self) -> &str {
+        self.meta.get("type").and_then(Value::as_str).unwrap_or("generic")
+    }
+
+    /// True for a result built by [`ToolResult::blocked`].
+    pub fn is_blocked(&self) -> bool {
+        self.meta.get("blocked_by_rule") == Some(&Value::Bool(true))
+    }
+
+    /// `meta.pagination`, if any.
+    pub fn pagination(&self) -> Option<&Value> {
+        self.meta.get("pagination")
+    }
+
+    /// `meta.actions`, or an empty list.
+    pub fn actions(&self) -> &[Value] {
+        self.meta.get("actions").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// `data.confirm_token`, when the result asks for confirmation.
+    pub fn confirm_token(&self) -> Option<&str> {
+        self.data.get("confirm_token").and_then(Value::as_str)
+    }
+
+    /// Whether this result asks the caller to confirm (see [`asks_for_confirmation`]).
+    pub fn requires_confirmation(&self) -> bool {
+        self.meta.get("requires_confirmation") == Some(&Value::Bool(true))
+    }
+
+    /// Pretty JSON (two-space indent).
+    pub fn to_json_pretty(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+}
+
+/// Whether a serialized result asks for confirmation: `meta.requires_confirmation` or a
+/// top-level `requires_confirmation` is exactly `true`. Deliberately not searched at depth,
+/// so a plan that merely *describes* a confirmation is not asking for one.
+pub fn asks_for_confirmation(payload: &Value) -> bool {
+    let meta_asks = payload
+        .get("meta")
+        .and_then(|m| m.get("requires_confirmation"))
+        == Some(&Value::Bool(true));
+    meta_asks || payload.get("requires_confirmation") == Some(&Value::Bool(true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_meta_is_an_object() {
+        let text = serde_json::to_string(&ToolResult::success(Value::Null)).unwrap();
+        assert_eq!(text, r#"{"success":true,"data":null,"message":null,"error":null,"meta":{}}"#);
+    }
+
+    #[test]
+    fn runtime_meta_comes_first_then_code_then_fields() {
+        let mut result = ToolResult::error_with_code(ErrorCode::Forbidden, "no");
+        result.meta.set_runtime(RuntimeMeta {
+            tool: "t".into(),
+            took_ms: 3,
+            request_id: "r".into(),
+            channel: "mcp".into(),
+            principal: None,
+        });
+        let text = serde_json::to_string(&result.meta).unwrap();
+        assert_eq!(
+            text,
+            r#"{"tool":"t","took_ms":3,"request_id":"r","channel":"mcp","principal":null,"code":"FORBIDDEN","type":"error"}"#
+        );
+        let back: ToolResult = serde_json::from_str(&serde_json::to_string(&result).unwrap()).unwrap();
+        assert_eq!(back, result);
+    }
+
+    #[test]
+    fn pagination_with_zero_limit_does_not_divide_by_zero() {
+        let r = ToolResult::paginated(vec![], 1, 10, 0, None);
+        assert_eq!(r.pagination().unwrap()["total_pages"], 0);
+        let r = ToolResult::paginated(vec![json!(1)], 1, 11, 5, None);
+        assert_eq!(r.pagination().unwrap()["total_pages"], 3);
+        assert_eq!(r.pagination().unwrap()["has_next"], true);
+    }
+
+    #[test]
+    fn asks_for_confirmation_only_at_the_top() {
+        assert!(asks_for_confirmation(&json!({"meta": {"requires_confirmation": true}})));
+        assert!(asks_for_confirmation(&json!({"requires_confirmation": true})));
+        assert!(!asks_for_confirmation(&json!({"plan": {"requires_confirmation": true}})));
+        assert!(!asks_for_confirmation(&json!({"requires_confirmation": "true"})));
+    }
+}
