@@ -6,6 +6,8 @@ use std::sync::Arc;
 use serde::ser::SerializeStruct;
 use serde_json::{Map, Value};
 
+use crate::call_handle::CallHandle;
+
 /// Names of the channels the runtime ships a policy for.
 pub mod channel {
     /// A person at a terminal: every call is allowed.
@@ -21,7 +23,9 @@ pub mod channel {
 }
 
 /// Whether a call should run, or only say what it would do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Run the tool.
@@ -34,7 +38,11 @@ pub enum Mode {
 impl Mode {
     /// Parses a mode name; anything but `"plan"` is `Execute`, as in the original.
     pub fn parse(text: &str) -> Mode {
-        if text == "plan" { Mode::Plan } else { Mode::Execute }
+        if text == "plan" {
+            Mode::Plan
+        } else {
+            Mode::Execute
+        }
     }
 
     /// The wire name: `"execute"` or `"plan"`.
@@ -62,6 +70,7 @@ struct Inner {
     user_agent: Option<String>,
     extra: Map<String, Value>,
     mode: Mode,
+    call_handle: CallHandle,
 }
 
 /// Who is calling, over which channel, with which scopes and in which mode.
@@ -98,6 +107,7 @@ impl ToolContext {
                 user_agent: None,
                 extra: Map::new(),
                 mode: Mode::Execute,
+                call_handle: CallHandle::detached(),
             },
             request_id: None,
         }
@@ -172,7 +182,9 @@ impl ToolContext {
         }
         let mut inner = (*self.inner).clone();
         inner.mode = mode;
-        ToolContext { inner: Arc::new(inner) }
+        ToolContext {
+            inner: Arc::new(inner),
+        }
     }
 
     /// The caller, or `None` when anonymous. An empty principal reads as anonymous.
@@ -225,10 +237,28 @@ impl ToolContext {
         self.inner.mode == Mode::Plan
     }
 
+    /// The caller's line back (progress, logs, sampling, elicitation, cancellation);
+    /// detached unless a transport attached one.
+    pub fn call_handle(&self) -> &CallHandle {
+        &self.inner.call_handle
+    }
+
+    /// The same context with a transport's call handle.
+    pub fn with_call_handle(&self, handle: CallHandle) -> ToolContext {
+        let mut inner = (*self.inner).clone();
+        inner.call_handle = handle;
+        ToolContext {
+            inner: Arc::new(inner),
+        }
+    }
+
     /// Whether the context holds `scope`: `*` matches everything, a held `ns:*` matches
     /// any `ns:…`, anything else must be equal.
     pub fn has_scope(&self, scope: &str) -> bool {
-        self.inner.scopes.iter().any(|held| scope_matches(held, scope))
+        self.inner
+            .scopes
+            .iter()
+            .any(|held| scope_matches(held, scope))
     }
 
     /// True if the context holds at least one of `scopes` (false for an empty list).
@@ -335,6 +365,12 @@ impl ToolContextBuilder {
         self
     }
 
+    /// The transport's line back to the caller.
+    pub fn call_handle(mut self, handle: CallHandle) -> Self {
+        self.inner.call_handle = handle;
+        self
+    }
+
     /// Execute (default) or plan.
     pub fn mode(mut self, mode: Mode) -> Self {
         self.inner.mode = mode;
@@ -345,7 +381,9 @@ impl ToolContextBuilder {
     pub fn build(mut self) -> ToolContext {
         let request_id = self.request_id.unwrap_or_else(generate_request_id);
         self.inner.request_id = Arc::from(request_id);
-        ToolContext { inner: Arc::new(self.inner) }
+        ToolContext {
+            inner: Arc::new(self.inner),
+        }
     }
 }
 
@@ -387,7 +425,10 @@ mod tests {
 
     #[test]
     fn serializes_in_the_original_key_order() {
-        let ctx = ToolContext::builder("web").principal("0").request_id("r").build();
+        let ctx = ToolContext::builder("web")
+            .principal("0")
+            .request_id("r")
+            .build();
         assert_eq!(
             serde_json::to_string(&ctx).unwrap(),
             r#"{"principal":"0","channel":"web","scopes":[],"request_id":"r","ip":null,"user_agent":null,"mode":"execute"}"#

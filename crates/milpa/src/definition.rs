@@ -48,12 +48,18 @@ pub struct ToolError {
 impl ToolError {
     /// An `INTERNAL_ERROR` with `message`.
     pub fn new(message: impl Into<String>) -> ToolError {
-        ToolError { code: ErrorCode::InternalError, message: message.into() }
+        ToolError {
+            code: ErrorCode::InternalError,
+            message: message.into(),
+        }
     }
 
     /// An error with a chosen code (e.g. `NOT_FOUND`).
     pub fn with_code(code: ErrorCode, message: impl Into<String>) -> ToolError {
-        ToolError { code, message: message.into() }
+        ToolError {
+            code,
+            message: message.into(),
+        }
     }
 
     /// The code the result will carry.
@@ -181,21 +187,30 @@ pub struct Clamp {
 impl Clamp {
     /// A numeric range `[min, max]`.
     pub fn range(min: impl Into<Number>, max: impl Into<Number>) -> Clamp {
-        Clamp { min: Some(min.into()), max: Some(max.into()), max_length: None }
+        Clamp {
+            min: Some(min.into()),
+            max: Some(max.into()),
+            max_length: None,
+        }
     }
 
     /// A maximum string length.
     pub fn max_length(max_length: usize) -> Clamp {
-        Clamp { max_length: Some(max_length), ..Clamp::default() }
+        Clamp {
+            max_length: Some(max_length),
+            ..Clamp::default()
+        }
     }
 
     /// Reads either form: `[lo, hi]` or `{min, max, maxLength}`.
     pub fn from_json(value: &Value) -> Result<Clamp, String> {
         match value {
             Value::Array(items) if items.len() == 2 => match (&items[0], &items[1]) {
-                (Value::Number(lo), Value::Number(hi)) => {
-                    Ok(Clamp { min: Some(lo.clone()), max: Some(hi.clone()), max_length: None })
-                }
+                (Value::Number(lo), Value::Number(hi)) => Ok(Clamp {
+                    min: Some(lo.clone()),
+                    max: Some(hi.clone()),
+                    max_length: None,
+                }),
                 _ => Err("a clamp [lo, hi] needs two numbers".into()),
             },
             Value::Object(map) => {
@@ -208,7 +223,9 @@ impl Clamp {
                             let n = v.as_u64().ok_or("maxLength must be a whole number")?;
                             clamp.max_length = Some(n as usize);
                         }
-                        (other, _) => return Err(format!("unknown clamp key or bad value: {other}")),
+                        (other, _) => {
+                            return Err(format!("unknown clamp key or bad value: {other}"));
+                        }
                     }
                 }
                 Ok(clamp)
@@ -444,7 +461,13 @@ impl ToolDefinitionBuilder {
 
     /// Finishes with any [`Tool`].
     pub fn tool(self, tool: impl Tool) -> ToolDefinition {
-        ToolDefinition::new(self.name, self.description, self.input_schema, self.options, Arc::new(tool))
+        ToolDefinition::new(
+            self.name,
+            self.description,
+            self.input_schema,
+            self.options,
+            Arc::new(tool),
+        )
     }
 
     /// Finishes with a synchronous handler.
@@ -485,7 +508,10 @@ mod tests {
 
     #[test]
     fn clamps_read_both_forms() {
-        assert_eq!(Clamp::from_json(&json!([0, 100])).unwrap(), Clamp::range(0, 100));
+        assert_eq!(
+            Clamp::from_json(&json!([0, 100])).unwrap(),
+            Clamp::range(0, 100)
+        );
         let keyed = Clamp::from_json(&json!({"min": 1, "maxLength": 3})).unwrap();
         assert_eq!(keyed.min, Some(1.into()));
         assert_eq!(keyed.max_length, Some(3));

@@ -37,6 +37,7 @@
 //! ```
 
 pub mod audit;
+pub mod call_handle;
 pub mod confirm;
 mod context;
 mod deferred;
@@ -49,7 +50,10 @@ mod registry;
 mod result;
 pub mod schema;
 
-pub use context::{Mode, ToolContext, ToolContextBuilder, channel, generate_request_id, scope_matches};
+pub use call_handle::{CallHandle, CallPeer, LogLevel, PeerError};
+pub use context::{
+    Mode, ToolContext, ToolContextBuilder, channel, generate_request_id, scope_matches,
+};
 pub use deferred::{BoxFuture, Deferred, DeferredFuture};
 pub use definition::{
     AsyncTool, Clamp, DEFAULT_TIMEOUT, IntoOutcome, Invocation, SyncTool, Tool, ToolDefinition,

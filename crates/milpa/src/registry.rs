@@ -140,23 +140,45 @@ impl ToolRegistry {
         if self.index.contains_key(name) {
             return Err(RegistryError::AlreadyRegistered(name.to_owned()));
         }
-        let validator = InputValidator::compile(definition.input_schema())
-            .map_err(|error| RegistryError::InvalidSchema { tool: name.to_owned(), error })?;
-        let properties = definition.input_schema().get("properties").and_then(Value::as_object);
+        let validator = InputValidator::compile(definition.input_schema()).map_err(|error| {
+            RegistryError::InvalidSchema {
+                tool: name.to_owned(),
+                error,
+            }
+        })?;
+        let properties = definition
+            .input_schema()
+            .get("properties")
+            .and_then(Value::as_object);
         for (field, _) in &definition.options().clamps {
             if properties.is_some_and(|p| !p.contains_key(field)) {
-                return Err(RegistryError::UnknownClampField { tool: name.to_owned(), field: field.clone() });
+                return Err(RegistryError::UnknownClampField {
+                    tool: name.to_owned(),
+                    field: field.clone(),
+                });
             }
         }
-        let quota = self.tool_quotas.get(name).copied().unwrap_or(self.default_quota);
-        self.index.insert(definition.name_arc().clone(), self.tools.len());
-        self.tools.push(RegisteredTool { definition, validator, quota });
+        let quota = self
+            .tool_quotas
+            .get(name)
+            .copied()
+            .unwrap_or(self.default_quota);
+        self.index
+            .insert(definition.name_arc().clone(), self.tools.len());
+        self.tools.push(RegisteredTool {
+            definition,
+            validator,
+            quota,
+        });
         Ok(())
     }
 
     /// Adds every tool of a provider (what `#[tools]` generates). Stops at the first error;
     /// tools registered before it stay.
-    pub fn register_provider<P: ToolProvider>(&mut self, provider: Arc<P>) -> Result<usize, RegistryError> {
+    pub fn register_provider<P: ToolProvider>(
+        &mut self,
+        provider: Arc<P>,
+    ) -> Result<usize, RegistryError> {
         let definitions = provider.tool_definitions();
         let count = definitions.len();
         for definition in definitions {
@@ -173,7 +195,12 @@ impl ToolRegistry {
     }
 
     /// Like [`call`](Self::call), also returning the stages the call went through.
-    pub async fn call_traced(&self, name: &str, args: Value, ctx: &ToolContext) -> (ToolResult, StageTrace) {
+    pub async fn call_traced(
+        &self,
+        name: &str,
+        args: Value,
+        ctx: &ToolContext,
+    ) -> (ToolResult, StageTrace) {
         let mut trace = StageTrace::default();
         let result = execute_call(self, name, args, ctx, &mut trace).await;
         (result, trace)
@@ -276,7 +303,9 @@ impl ToolRegistry {
 
 fn valid_tool_name(name: &str) -> bool {
     (1..=128).contains(&name.len())
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
 }
 
 /// Configures a [`ToolRegistry`]. Every collaborator is optional.
@@ -294,7 +323,8 @@ pub struct ToolRegistryBuilder {
 
 impl std::fmt::Debug for ToolRegistryBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ToolRegistryBuilder").finish_non_exhaustive()
+        f.debug_struct("ToolRegistryBuilder")
+            .finish_non_exhaustive()
     }
 }
 
@@ -368,7 +398,9 @@ impl ToolRegistryBuilder {
             rate_limiter: self.rate_limiter,
             default_quota: self.default_quota,
             tool_quotas: self.tool_quotas,
-            confirmations: self.confirmations.unwrap_or_else(|| Arc::new(InMemoryConfirmationStore::new())),
+            confirmations: self
+                .confirmations
+                .unwrap_or_else(|| Arc::new(InMemoryConfirmationStore::new())),
             confirmation_ttl: self.confirmation_ttl,
             dispatcher: self.dispatcher,
             audit: self.audit.unwrap_or_else(|| Arc::new(TracingAuditSink)),

@@ -252,14 +252,23 @@ impl Meta {
                 }
             };
             let tool = text(map.shift_remove("tool"));
-            let took_ms = map.shift_remove("took_ms").and_then(|v| v.as_u64()).unwrap_or(0);
+            let took_ms = map
+                .shift_remove("took_ms")
+                .and_then(|v| v.as_u64())
+                .unwrap_or(0);
             let request_id = text(map.shift_remove("request_id"));
             let channel = text(map.shift_remove("channel"));
             let principal = match map.shift_remove("principal") {
                 Some(Value::String(s)) => Some(Arc::from(s)),
                 _ => None,
             };
-            meta.runtime = Some(RuntimeMeta { tool, took_ms, request_id, channel, principal });
+            meta.runtime = Some(RuntimeMeta {
+                tool,
+                took_ms,
+                request_id,
+                channel,
+                principal,
+            });
         }
         if let Some(Value::String(code)) = map.get("code") {
             meta.code = Some(ErrorCode::parse(code));
@@ -308,14 +317,26 @@ pub struct ToolResult {
 impl ToolResult {
     /// A success carrying `data`.
     pub fn success(data: impl Into<Value>) -> ToolResult {
-        ToolResult { success: true, data: data.into(), message: None, error: None, meta: Meta::new() }
+        ToolResult {
+            success: true,
+            data: data.into(),
+            message: None,
+            error: None,
+            meta: Meta::new(),
+        }
     }
 
     /// A failure with `error` as its message and `meta.type = "error"`.
     pub fn error(error: impl Into<String>) -> ToolResult {
         let mut meta = Meta::new();
         meta.fields.insert("type".into(), Value::from("error"));
-        ToolResult { success: false, data: Value::Null, message: None, error: Some(error.into()), meta }
+        ToolResult {
+            success: false,
+            data: Value::Null,
+            message: None,
+            error: Some(error.into()),
+            meta,
+        }
     }
 
     /// A failure with a code in `meta.code`.
@@ -348,7 +369,10 @@ impl ToolResult {
     /// `RATE_LIMITED` with `retry_after_seconds` in meta.
     pub fn rate_limited(reason: impl Into<String>, retry_after_seconds: Option<u64>) -> ToolResult {
         let mut result = Self::error_with_code(ErrorCode::RateLimited, reason);
-        result.meta.fields.insert("retry_after_seconds".into(), json!(retry_after_seconds));
+        result
+            .meta
+            .fields
+            .insert("retry_after_seconds".into(), json!(retry_after_seconds));
         result
     }
 
@@ -365,7 +389,11 @@ impl ToolResult {
         limit: u64,
         message: Option<String>,
     ) -> ToolResult {
-        let total_pages = if limit == 0 { 0 } else { total_items.div_ceil(limit) };
+        let total_pages = if limit == 0 {
+            0
+        } else {
+            total_items.div_ceil(limit)
+        };
         let mut result = ToolResult::success(Value::Array(items));
         result.message = message;
         result.meta.fields.insert("type".into(), json!("list"));
@@ -393,8 +421,14 @@ impl ToolResult {
         let mut result = ToolResult::success(item);
         result.message = message;
         result.meta.fields.insert("type".into(), json!("detail"));
-        result.meta.fields.insert("entity".into(), Value::String(entity.into()));
-        result.meta.fields.insert("actions".into(), Value::Array(actions));
+        result
+            .meta
+            .fields
+            .insert("entity".into(), Value::String(entity.into()));
+        result
+            .meta
+            .fields
+            .insert("actions".into(), Value::Array(actions));
         result
     }
 
@@ -422,7 +456,13 @@ impl ToolResult {
         meta.fields.insert("type".into(), json!("blocked"));
         meta.fields.insert("blocked_by_rule".into(), json!(true));
         meta.fields.insert("suggestion".into(), json!(suggestion));
-        ToolResult { success: false, data: Value::Null, message: None, error: Some(reason.into()), meta }
+        ToolResult {
+            success: false,
+            data: Value::Null,
+            message: None,
+            error: Some(reason.into()),
+            meta,
+        }
     }
 
     /// The same result with `message` set.
@@ -444,7 +484,10 @@ impl ToolResult {
 
     /// `meta.type`, or `"generic"`.
     pub fn result_type(&self) -> &str {
-        self.meta.get("type").and_then(Value::as_str).unwrap_or("generic")
+        self.meta
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("generic")
     }
 
     /// True for a result built by [`ToolResult::blocked`].
@@ -459,7 +502,11 @@ impl ToolResult {
 
     /// `meta.actions`, or an empty list.
     pub fn actions(&self) -> &[Value] {
-        self.meta.get("actions").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[])
+        self.meta
+            .get("actions")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
     }
 
     /// `data.confirm_token`, when the result asks for confirmation.
@@ -496,7 +543,10 @@ mod tests {
     #[test]
     fn empty_meta_is_an_object() {
         let text = serde_json::to_string(&ToolResult::success(Value::Null)).unwrap();
-        assert_eq!(text, r#"{"success":true,"data":null,"message":null,"error":null,"meta":{}}"#);
+        assert_eq!(
+            text,
+            r#"{"success":true,"data":null,"message":null,"error":null,"meta":{}}"#
+        );
     }
 
     #[test]
@@ -514,7 +564,8 @@ mod tests {
             text,
             r#"{"tool":"t","took_ms":3,"request_id":"r","channel":"mcp","principal":null,"code":"FORBIDDEN","type":"error"}"#
         );
-        let back: ToolResult = serde_json::from_str(&serde_json::to_string(&result).unwrap()).unwrap();
+        let back: ToolResult =
+            serde_json::from_str(&serde_json::to_string(&result).unwrap()).unwrap();
         assert_eq!(back, result);
     }
 
@@ -529,9 +580,17 @@ mod tests {
 
     #[test]
     fn asks_for_confirmation_only_at_the_top() {
-        assert!(asks_for_confirmation(&json!({"meta": {"requires_confirmation": true}})));
-        assert!(asks_for_confirmation(&json!({"requires_confirmation": true})));
-        assert!(!asks_for_confirmation(&json!({"plan": {"requires_confirmation": true}})));
-        assert!(!asks_for_confirmation(&json!({"requires_confirmation": "true"})));
+        assert!(asks_for_confirmation(
+            &json!({"meta": {"requires_confirmation": true}})
+        ));
+        assert!(asks_for_confirmation(
+            &json!({"requires_confirmation": true})
+        ));
+        assert!(!asks_for_confirmation(
+            &json!({"plan": {"requires_confirmation": true}})
+        ));
+        assert!(!asks_for_confirmation(
+            &json!({"requires_confirmation": "true"})
+        ));
     }
 }

@@ -11,4 +11,6 @@ mod sink;
 
 pub use record::{AuditOutcome, AuditRecord};
 pub use redact::{DEFAULT_SENSITIVE_FIELDS, REDACTED, RedactedValue, Redactor};
-pub use sink::{AuditSink, JsonLinesAuditSink, MemoryAuditSink, OwnedAuditRecord, TracingAuditSink};
+pub use sink::{
+    AuditSink, JsonLinesAuditSink, MemoryAuditSink, OwnedAuditRecord, TracingAuditSink,
+};

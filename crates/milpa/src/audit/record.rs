@@ -127,7 +127,13 @@ impl Serialize for AuditRecord<'_> {
         s.serialize_field("error", &self.error)?;
         s.serialize_field("took_ms", &self.took_ms)?;
         s.serialize_field("timeout_exceeded", &self.timeout_exceeded)?;
-        s.serialize_field("args", &RedactedValue { value: self.args, redactor: self.redactor })?;
+        s.serialize_field(
+            "args",
+            &RedactedValue {
+                value: self.args,
+                redactor: self.redactor,
+            },
+        )?;
         s.end()
     }
 }

@@ -1,7 +1,7 @@
 //! [`Redactor`]: hides the values of secret-looking keys before anything is logged.
 
-use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::Serialize;
+use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde_json::{Map, Value};
 
 /// What a redacted value is replaced with.
@@ -41,18 +41,28 @@ pub struct Redactor {
 
 impl Default for Redactor {
     fn default() -> Self {
-        Redactor { fragments: DEFAULT_SENSITIVE_FIELDS.iter().map(|s| (*s).to_owned()).collect() }
+        Redactor {
+            fragments: DEFAULT_SENSITIVE_FIELDS
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
+        }
     }
 }
 
 fn normalize(key: &str) -> String {
-    key.chars().filter(|c| *c != '_' && *c != '-').flat_map(char::to_lowercase).collect()
+    key.chars()
+        .filter(|c| *c != '_' && *c != '-')
+        .flat_map(char::to_lowercase)
+        .collect()
 }
 
 impl Redactor {
     /// A redactor with exactly these fragments (normalized like keys).
     pub fn with_fields(fields: impl IntoIterator<Item = impl AsRef<str>>) -> Self {
-        Redactor { fragments: fields.into_iter().map(|f| normalize(f.as_ref())).collect() }
+        Redactor {
+            fragments: fields.into_iter().map(|f| normalize(f.as_ref())).collect(),
+        }
     }
 
     /// Adds one fragment.
@@ -68,7 +78,9 @@ impl Redactor {
     /// Whether values under `key` are secret.
     pub fn is_sensitive(&self, key: &str) -> bool {
         let key = normalize(key);
-        self.fragments.iter().any(|f| !f.is_empty() && key.contains(f.as_str()))
+        self.fragments
+            .iter()
+            .any(|f| !f.is_empty() && key.contains(f.as_str()))
     }
 
     /// A copy of `value` with secret values replaced by [`REDACTED`].
@@ -77,7 +89,11 @@ impl Redactor {
             Value::Object(map) => Value::Object(
                 map.iter()
                     .map(|(k, v)| {
-                        let v = if self.is_sensitive(k) { Value::from(REDACTED) } else { self.redact(v) };
+                        let v = if self.is_sensitive(k) {
+                            Value::from(REDACTED)
+                        } else {
+                            self.redact(v)
+                        };
                         (k.clone(), v)
                     })
                     .collect::<Map<String, Value>>(),
@@ -106,7 +122,13 @@ impl Serialize for RedactedValue<'_> {
                     if self.redactor.is_sensitive(k) {
                         out.serialize_entry(k, REDACTED)?;
                     } else {
-                        out.serialize_entry(k, &RedactedValue { value: v, redactor: self.redactor })?;
+                        out.serialize_entry(
+                            k,
+                            &RedactedValue {
+                                value: v,
+                                redactor: self.redactor,
+                            },
+                        )?;
                     }
                 }
                 out.end()
@@ -114,7 +136,10 @@ impl Serialize for RedactedValue<'_> {
             Value::Array(items) => {
                 let mut out = serializer.serialize_seq(Some(items.len()))?;
                 for v in items {
-                    out.serialize_element(&RedactedValue { value: v, redactor: self.redactor })?;
+                    out.serialize_element(&RedactedValue {
+                        value: v,
+                        redactor: self.redactor,
+                    })?;
                 }
                 out.end()
             }
@@ -132,8 +157,19 @@ mod tests {
     fn catches_the_keys_the_original_missed() {
         let r = Redactor::default();
         for key in [
-            "password", "user_password", "apiKey", "API_KEY", "api-key", "access_token", "refreshToken",
-            "client_secret", "Authorization", "cookie", "private_key", "passwd", "secret",
+            "password",
+            "user_password",
+            "apiKey",
+            "API_KEY",
+            "api-key",
+            "access_token",
+            "refreshToken",
+            "client_secret",
+            "Authorization",
+            "cookie",
+            "private_key",
+            "passwd",
+            "secret",
         ] {
             assert!(r.is_sensitive(key), "{key}");
         }
@@ -146,7 +182,11 @@ mod tests {
     fn redacted_serialization_matches_redact() {
         let r = Redactor::default();
         let value = json!({"a": [{"token": 1}, {"b": {"Cookie": "c"}}], "ok": true});
-        let streamed = serde_json::to_value(RedactedValue { value: &value, redactor: &r }).unwrap();
+        let streamed = serde_json::to_value(RedactedValue {
+            value: &value,
+            redactor: &r,
+        })
+        .unwrap();
         assert_eq!(streamed, r.redact(&value));
         assert_eq!(streamed["a"][0]["token"], REDACTED);
         assert_eq!(streamed["a"][1]["b"]["Cookie"], REDACTED);

@@ -67,7 +67,9 @@ pub struct JsonLinesAuditSink<W: Write + Send + 'static> {
 impl<W: Write + Send + 'static> JsonLinesAuditSink<W> {
     /// A sink writing to `out` (a file opened for append, say).
     pub fn new(out: W) -> Self {
-        JsonLinesAuditSink { out: Mutex::new(out) }
+        JsonLinesAuditSink {
+            out: Mutex::new(out),
+        }
     }
 }
 
@@ -147,7 +149,10 @@ impl MemoryAuditSink {
 
     /// Everything recorded so far.
     pub fn records(&self) -> Vec<OwnedAuditRecord> {
-        self.records.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.records
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Removes and returns everything recorded so far.
@@ -158,6 +163,9 @@ impl MemoryAuditSink {
 
 impl AuditSink for MemoryAuditSink {
     fn record(&self, record: &AuditRecord<'_>) {
-        self.records.lock().unwrap_or_else(|p| p.into_inner()).push(record.into());
+        self.records
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(record.into());
     }
 }

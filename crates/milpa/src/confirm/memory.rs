@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use dashmap::DashMap;
 
-use super::{unix_millis, ConfirmationBinding, ConfirmationStore, PendingConfirmation, StoreError};
+use super::{ConfirmationBinding, ConfirmationStore, PendingConfirmation, StoreError, unix_millis};
 use crate::deferred::Deferred;
 
 /// Pending confirmations kept in memory, per process (lost on restart).
@@ -41,7 +41,11 @@ impl InMemoryConfirmationStore {
 }
 
 impl ConfirmationStore for InMemoryConfirmationStore {
-    fn insert<'a>(&'a self, token: String, pending: PendingConfirmation) -> Deferred<'a, Result<(), StoreError>> {
+    fn insert<'a>(
+        &'a self,
+        token: String,
+        pending: PendingConfirmation,
+    ) -> Deferred<'a, Result<(), StoreError>> {
         self.pending.insert(token, pending);
         // Sweep now and then rather than on every insert: the map may be large.
         if self.inserts.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == SWEEP_EVERY - 1 {
@@ -57,9 +61,9 @@ impl ConfirmationStore for InMemoryConfirmationStore {
         now_ms: u64,
     ) -> Deferred<'a, Result<Option<PendingConfirmation>, StoreError>> {
         // `remove_if` holds the shard lock across the check, so exactly one redemption wins.
-        let removed = self
-            .pending
-            .remove_if(token, |_, p| p.expires_at_ms < now_ms || p.binding == *binding);
+        let removed = self.pending.remove_if(token, |_, p| {
+            p.expires_at_ms < now_ms || p.binding == *binding
+        });
         let found = match removed {
             Some((_, pending)) if pending.expires_at_ms >= now_ms => Some(pending),
             _ => None,

@@ -38,7 +38,9 @@ pub fn random_hex_128() -> String {
 
 /// Milliseconds since the Unix epoch.
 pub fn unix_millis(time: SystemTime) -> u64 {
-    time.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    time.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// Who a token was issued to; a redemption must match all three.
@@ -69,7 +71,11 @@ pub struct PendingConfirmation {
 /// concurrent redemptions of one token never both succeed.
 pub trait ConfirmationStore: Send + Sync + 'static {
     /// Stores `pending` under `token`.
-    fn insert<'a>(&'a self, token: String, pending: PendingConfirmation) -> Deferred<'a, Result<(), StoreError>>;
+    fn insert<'a>(
+        &'a self,
+        token: String,
+        pending: PendingConfirmation,
+    ) -> Deferred<'a, Result<(), StoreError>>;
 
     /// Removes and returns the pending call if `token` exists, has not expired at `now_ms`
     /// and was issued to `binding`. A token presented by someone else stays redeemable by
@@ -96,7 +102,10 @@ mod tests {
         let a = random_hex_128();
         let b = random_hex_128();
         assert_eq!(a.len(), 32);
-        assert!(a.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert!(
+            a.chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
         assert_ne!(a, b);
     }
 }

@@ -90,7 +90,9 @@ pub struct Dispatcher {
 impl fmt::Debug for Dispatcher {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let patterns = self.registered_patterns();
-        f.debug_struct("Dispatcher").field("patterns", &patterns).finish()
+        f.debug_struct("Dispatcher")
+            .field("patterns", &patterns)
+            .finish()
     }
 }
 
@@ -101,7 +103,10 @@ impl Dispatcher {
     }
 
     fn snapshot(&self) -> Arc<Vec<Subscription>> {
-        self.subscriptions.read().unwrap_or_else(|p| p.into_inner()).clone()
+        self.subscriptions
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Subscribes `listener` to an event name or pattern (see [`EventPattern`]).
@@ -112,7 +117,10 @@ impl Dispatcher {
     /// Subscribes a shared listener.
     pub fn subscribe_arc(&self, pattern: &str, priority: i32, listener: Arc<dyn Listener>) {
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-        let mut guard = self.subscriptions.write().unwrap_or_else(|p| p.into_inner());
+        let mut guard = self
+            .subscriptions
+            .write()
+            .unwrap_or_else(|p| p.into_inner());
         let mut subs: Vec<Subscription> = guard
             .iter()
             .map(|s| Subscription {
@@ -122,8 +130,19 @@ impl Dispatcher {
                 listener: s.listener.clone(),
             })
             .collect();
-        subs.push(Subscription { pattern: EventPattern::new(pattern), priority, seq, listener });
-        subs.sort_by_key(|s| (std::cmp::Reverse(s.priority), s.pattern.is_wildcard(), s.seq));
+        subs.push(Subscription {
+            pattern: EventPattern::new(pattern),
+            priority,
+            seq,
+            listener,
+        });
+        subs.sort_by_key(|s| {
+            (
+                std::cmp::Reverse(s.priority),
+                s.pattern.is_wildcard(),
+                s.seq,
+            )
+        });
         *guard = Arc::new(subs);
     }
 
@@ -134,16 +153,25 @@ impl Dispatcher {
 
     /// How many listeners would receive an event named `name`.
     pub fn subscriber_count(&self, name: &str) -> usize {
-        self.snapshot().iter().filter(|s| s.pattern.matches(name)).count()
+        self.snapshot()
+            .iter()
+            .filter(|s| s.pattern.matches(name))
+            .count()
     }
 
     /// The names and patterns subscribed, in subscription order.
     pub fn registered_patterns(&self) -> Vec<String> {
-        let mut subs: Vec<(u64, String)> =
-            self.snapshot().iter().map(|s| (s.seq, s.pattern.as_str().to_owned())).collect();
+        let mut subs: Vec<(u64, String)> = self
+            .snapshot()
+            .iter()
+            .map(|s| (s.seq, s.pattern.as_str().to_owned()))
+            .collect();
         subs.sort();
         let mut seen = std::collections::HashSet::new();
-        subs.into_iter().map(|(_, p)| p).filter(|p| seen.insert(p.clone())).collect()
+        subs.into_iter()
+            .map(|(_, p)| p)
+            .filter(|p| seen.insert(p.clone()))
+            .collect()
     }
 
     /// Runs every matching listener in order.
@@ -180,16 +208,29 @@ mod tests {
     fn priority_then_exact_then_subscription_order_and_failures_do_not_stop_the_rest() {
         let order = Arc::new(Mutex::new(Vec::new()));
         let d = Dispatcher::new();
-        for (pattern, priority, label) in
-            [("a.*", 0, "wild0"), ("a.b", 0, "exact0"), ("a.b", 10, "exact10"), ("*.b", 10, "wild10")]
-        {
+        for (pattern, priority, label) in [
+            ("a.*", 0, "wild0"),
+            ("a.b", 0, "exact0"),
+            ("a.b", 10, "exact10"),
+            ("*.b", 10, "wild10"),
+        ] {
             let order = order.clone();
-            d.subscribe(pattern, priority, move |_: &Event<'_>| order.lock().unwrap().push(label));
+            d.subscribe(pattern, priority, move |_: &Event<'_>| {
+                order.lock().unwrap().push(label)
+            });
         }
-        d.subscribe("a.b", 5, |_: &Event<'_>| -> Result<(), String> { Err("boom".into()) });
+        d.subscribe("a.b", 5, |_: &Event<'_>| -> Result<(), String> {
+            Err("boom".into())
+        });
         d.subscribe("a.b", 4, |_: &Event<'_>| -> () { panic!("kaboom") });
-        d.dispatch(&Event::Custom { name: "a.b", payload: &serde_json::Value::Null });
-        assert_eq!(*order.lock().unwrap(), ["exact10", "wild10", "exact0", "wild0"]);
+        d.dispatch(&Event::Custom {
+            name: "a.b",
+            payload: &serde_json::Value::Null,
+        });
+        assert_eq!(
+            *order.lock().unwrap(),
+            ["exact10", "wild10", "exact0", "wild0"]
+        );
         assert_eq!(d.registered_patterns(), ["a.*", "a.b", "*.b"]);
     }
 }

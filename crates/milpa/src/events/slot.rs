@@ -26,7 +26,10 @@ impl InterceptionSlot {
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut SlotState) -> R) -> R {
-        let mut guard = self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut guard = self
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         f(&mut guard)
     }
 

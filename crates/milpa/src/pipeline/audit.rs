@@ -9,7 +9,10 @@ use crate::pipeline::{Call, Terminal};
 use crate::result::{ErrorCode, RuntimeMeta, ToolResult};
 
 pub(crate) fn run(call: &Call<'_>, terminal: Terminal) -> ToolResult {
-    let Terminal { mut result, outcome } = terminal;
+    let Terminal {
+        mut result,
+        outcome,
+    } = terminal;
     let took_ms = call.elapsed_ms();
     let tool_name = match call.tool {
         Some(tool) => tool.definition.name_arc().clone(),

@@ -24,8 +24,9 @@ pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
     );
     match verdict {
         Authorization::Allowed => Flow::Continue,
-        Authorization::Denied(reason) => {
-            Flow::Finish(Terminal::new(ToolResult::forbidden(reason), AuditOutcome::Denied))
-        }
+        Authorization::Denied(reason) => Flow::Finish(Terminal::new(
+            ToolResult::forbidden(reason),
+            AuditOutcome::Denied,
+        )),
     }
 }

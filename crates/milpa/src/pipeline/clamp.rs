@@ -51,7 +51,6 @@ pub(crate) fn apply(value: &mut Value, clamp: &Clamp) {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -43,7 +43,12 @@ async fn issue(call: &mut Call<'_>, binding: ConfirmationBinding) -> Flow {
         expires_at_ms: unix_millis(expires),
     };
     let token = random_hex_128();
-    if let Err(error) = call.registry.confirmation_store().insert(token.clone(), pending).await {
+    if let Err(error) = call
+        .registry
+        .confirmation_store()
+        .insert(token.clone(), pending)
+        .await
+    {
         return store_failure(error.to_string());
     }
     let data = json!({
@@ -60,7 +65,12 @@ async fn issue(call: &mut Call<'_>, binding: ConfirmationBinding) -> Flow {
 
 async fn redeem(call: &mut Call<'_>, token: &str, binding: &ConfirmationBinding) -> Flow {
     let now = unix_millis(SystemTime::now());
-    match call.registry.confirmation_store().consume(token, binding, now).await {
+    match call
+        .registry
+        .confirmation_store()
+        .consume(token, binding, now)
+        .await
+    {
         Ok(Some(pending)) => {
             call.args = pending.args;
             Flow::Continue
@@ -104,8 +114,12 @@ pub(crate) fn action_summary(name: &str, args: &Value) -> String {
 
 /// `YYYY-MM-DDTHH:MM:SS+00:00`, as the original wrote expiries.
 pub(crate) fn iso_seconds(time: SystemTime) -> String {
-    let secs = time.duration_since(SystemTime::UNIX_EPOCH).unwrap_or(Duration::ZERO).as_secs();
-    let format = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]+00:00");
+    let secs = time
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_secs();
+    let format =
+        time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]+00:00");
     time::OffsetDateTime::from_unix_timestamp(secs as i64)
         .ok()
         .and_then(|t| t.format(&format).ok())

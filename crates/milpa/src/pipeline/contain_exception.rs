@@ -42,7 +42,10 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
             let limit = call.tool().definition.options().timeout;
             if exec_secs > limit.as_secs_f64() {
                 result.meta.insert("timeout_exceeded", json!(true));
-                result.meta.insert("execution_time", json!((exec_secs * 1000.0).round() / 1000.0));
+                result.meta.insert(
+                    "execution_time",
+                    json!((exec_secs * 1000.0).round() / 1000.0),
+                );
                 result.meta.insert("timeout_limit", json!(limit.as_secs()));
             }
             Terminal::new(result, AuditOutcome::Executed)
@@ -56,10 +59,16 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
             Terminal::new(ToolResult::internal_error(message), AuditOutcome::Failed)
         }
         Some(RawOutcome::TimedOut { after_secs }) => Terminal::new(
-            ToolResult::timeout(format!("Tool '{}' timed out after {after_secs}s (hard timeout)", call.name)),
+            ToolResult::timeout(format!(
+                "Tool '{}' timed out after {after_secs}s (hard timeout)",
+                call.name
+            )),
             AuditOutcome::TimedOut,
         ),
-        None => Terminal::new(ToolResult::internal_error("the tool did not run"), AuditOutcome::Failed),
+        None => Terminal::new(
+            ToolResult::internal_error("the tool did not run"),
+            AuditOutcome::Failed,
+        ),
     };
     Flow::Finish(terminal)
 }

@@ -6,7 +6,7 @@
 
 use crate::audit::AuditOutcome;
 use crate::definition::ToolOutput;
-use crate::events::{Event, InterceptionSlot, ToolExecuting, TOOL_EXECUTING};
+use crate::events::{Event, InterceptionSlot, TOOL_EXECUTING, ToolExecuting};
 use crate::pipeline::{Call, Flow, Terminal};
 use crate::result::ToolResult;
 
@@ -35,7 +35,10 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
         return Flow::Finish(Terminal::new(result, AuditOutcome::CacheServed));
     }
     if slot.is_stopped() {
-        return Flow::Finish(Terminal::new(ToolResult::blocked(VETO_MESSAGE, None), AuditOutcome::Vetoed));
+        return Flow::Finish(Terminal::new(
+            ToolResult::blocked(VETO_MESSAGE, None),
+            AuditOutcome::Vetoed,
+        ));
     }
     Flow::Continue
 }

@@ -17,7 +17,10 @@ use crate::pipeline::{Call, Flow, RawOutcome, audit};
 
 pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
     let raw = {
-        let guard = CancelGuard { call: &*call, armed: true };
+        let guard = CancelGuard {
+            call: &*call,
+            armed: true,
+        };
         let raw = invoke(guard.call).await;
         guard.disarm();
         raw
@@ -38,13 +41,25 @@ async fn invoke(call: &Call<'_>) -> RawOutcome {
                 match tokio::time::timeout(limit, handle).await {
                     Ok(Ok(outcome)) => outcome,
                     Ok(Err(join_error)) => Err(join_error.to_string()),
-                    Err(_) => return RawOutcome::TimedOut { after_secs: limit.as_secs_f64() },
+                    Err(_) => {
+                        return RawOutcome::TimedOut {
+                            after_secs: limit.as_secs_f64(),
+                        };
+                    }
                 }
             }
-            Ok(_) => match tokio::time::timeout(limit, contained(tool.as_ref(), &call.args, call.ctx)).await {
-                Ok(outcome) => outcome,
-                Err(_) => return RawOutcome::TimedOut { after_secs: limit.as_secs_f64() },
-            },
+            Ok(_) => {
+                match tokio::time::timeout(limit, contained(tool.as_ref(), &call.args, call.ctx))
+                    .await
+                {
+                    Ok(outcome) => outcome,
+                    Err(_) => {
+                        return RawOutcome::TimedOut {
+                            after_secs: limit.as_secs_f64(),
+                        };
+                    }
+                }
+            }
             Err(_) => {
                 tracing::warn!(
                     target: "milpa::pipeline",

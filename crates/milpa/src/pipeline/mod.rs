@@ -174,7 +174,8 @@ pub(crate) struct Call<'r> {
 impl<'r> Call<'r> {
     /// The resolved tool (every stage after `resolve` may rely on it).
     pub fn tool(&self) -> &'r RegisteredTool {
-        self.tool.expect("stages after resolve run only for a resolved tool")
+        self.tool
+            .expect("stages after resolve run only for a resolved tool")
     }
 
     /// The channel policy, looked up once per call.
@@ -182,7 +183,10 @@ impl<'r> Call<'r> {
         match self.policy {
             Some(policy) => policy,
             None => {
-                let policy = self.registry.policy_gate().lookup_warning_if_unknown(self.ctx.channel());
+                let policy = self
+                    .registry
+                    .policy_gate()
+                    .lookup_warning_if_unknown(self.ctx.channel());
                 self.policy = Some(policy);
                 policy
             }
@@ -191,7 +195,9 @@ impl<'r> Call<'r> {
 
     pub fn requires_confirmation(&mut self) -> bool {
         let policy = self.policy();
-        self.registry.policy_gate().requires_confirmation_under(&policy, &self.tool().definition)
+        self.registry
+            .policy_gate()
+            .requires_confirmation_under(&policy, &self.tool().definition)
     }
 
     pub fn elapsed_ms(&self) -> u64 {
@@ -245,7 +251,10 @@ pub(crate) async fn execute_call(
     trace.visit(StepKind::Audit);
     let terminal = terminal.unwrap_or_else(|| {
         // `contain_exception` always finishes the call; reaching here is a bug in the table.
-        Terminal::new(ToolResult::internal_error("pipeline ended without a result"), AuditOutcome::Failed)
+        Terminal::new(
+            ToolResult::internal_error("pipeline ended without a result"),
+            AuditOutcome::Failed,
+        )
     });
     audit::run(&call, terminal)
 }

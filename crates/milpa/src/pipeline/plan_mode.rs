@@ -13,7 +13,11 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
     let requires_confirmation = call.requires_confirmation();
     let def = &call.tool().definition;
     let timeout = def.options().timeout;
-    let timeout = if timeout.subsec_nanos() == 0 { json!(timeout.as_secs()) } else { json!(timeout.as_secs_f64()) };
+    let timeout = if timeout.subsec_nanos() == 0 {
+        json!(timeout.as_secs())
+    } else {
+        json!(timeout.as_secs_f64())
+    };
     let plan = json!({
         "plan": {
             "tool": def.name(),
@@ -24,5 +28,8 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
             "args": call.args,
         }
     });
-    Flow::Finish(Terminal::new(ToolResult::success(plan), AuditOutcome::Planned))
+    Flow::Finish(Terminal::new(
+        ToolResult::success(plan),
+        AuditOutcome::Planned,
+    ))
 }

@@ -16,7 +16,11 @@ pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
         principal: call.ctx.raw_principal().unwrap_or(""),
         tool: call.name,
     };
-    let cost = if tool.definition.is_mutating() { COST_MUTATING } else { COST_READ };
+    let cost = if tool.definition.is_mutating() {
+        COST_MUTATING
+    } else {
+        COST_READ
+    };
     match limiter.consume(key, cost, tool.quota).await {
         RateDecision::Allowed { .. } => Flow::Continue,
         RateDecision::Denied { retry_after } => {
@@ -26,7 +30,10 @@ pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
                 tool.quota.window.as_secs()
             );
             let retry = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
-            Flow::Finish(Terminal::new(ToolResult::rate_limited(reason, Some(retry)), AuditOutcome::RateLimited))
+            Flow::Finish(Terminal::new(
+                ToolResult::rate_limited(reason, Some(retry)),
+                AuditOutcome::RateLimited,
+            ))
         }
     }
 }

@@ -10,6 +10,9 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
             call.tool = Some(tool);
             Flow::Continue
         }
-        None => Flow::Finish(Terminal::new(ToolResult::tool_not_found(call.name), AuditOutcome::NotFound)),
+        None => Flow::Finish(Terminal::new(
+            ToolResult::tool_not_found(call.name),
+            AuditOutcome::NotFound,
+        )),
     }
 }

@@ -24,7 +24,10 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
             }
         }
         other => {
-            let message = format!("Arguments must be a JSON object, got {}", json_type_name(other));
+            let message = format!(
+                "Arguments must be a JSON object, got {}",
+                json_type_name(other)
+            );
             return invalid(message);
         }
     }
@@ -32,7 +35,8 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
     if tool.validator.is_empty() {
         return Flow::Continue;
     }
-    let only_token = call.confirm_token.is_some() && call.args.as_object().is_some_and(Map::is_empty);
+    let only_token =
+        call.confirm_token.is_some() && call.args.as_object().is_some_and(Map::is_empty);
     if only_token && call.requires_confirmation() {
         return Flow::Continue;
     }
@@ -43,5 +47,8 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
 }
 
 fn invalid(message: String) -> Flow {
-    Flow::Finish(Terminal::new(ToolResult::validation_error(message), AuditOutcome::InvalidArguments))
+    Flow::Finish(Terminal::new(
+        ToolResult::validation_error(message),
+        AuditOutcome::InvalidArguments,
+    ))
 }

@@ -60,7 +60,11 @@ impl PolicyGate {
     /// Replaces (does not merge) the policy of `channel`.
     pub fn set_channel_policy(&mut self, channel: impl Into<String>, policy: ChannelPolicy) {
         let channel = channel.into();
-        match self.policies.iter_mut().find(|(name, _)| **name == *channel) {
+        match self
+            .policies
+            .iter_mut()
+            .find(|(name, _)| **name == *channel)
+        {
             Some((_, existing)) => *existing = policy,
             None => self.policies.push((channel.into(), policy)),
         }
@@ -68,12 +72,16 @@ impl PolicyGate {
 
     /// The policy that applies to `channel`: its own, or the fail-closed one.
     pub fn channel_policy(&self, channel: &str) -> ChannelPolicy {
-        self.registered_policy(channel).unwrap_or(ChannelPolicy::FAIL_CLOSED)
+        self.registered_policy(channel)
+            .unwrap_or(ChannelPolicy::FAIL_CLOSED)
     }
 
     /// The channel's own policy, `None` when it has none.
     pub fn registered_policy(&self, channel: &str) -> Option<ChannelPolicy> {
-        self.policies.iter().find(|(name, _)| **name == *channel).map(|(_, p)| *p)
+        self.policies
+            .iter()
+            .find(|(name, _)| **name == *channel)
+            .map(|(_, p)| *p)
     }
 
     /// Sets the rule provider consulted after scopes.
@@ -92,8 +100,13 @@ impl PolicyGate {
         self.requires_confirmation_under(&self.channel_policy(ctx.channel()), tool)
     }
 
-    pub(crate) fn requires_confirmation_under(&self, policy: &ChannelPolicy, tool: &ToolDefinition) -> bool {
-        tool.requires_confirmation() || (policy.require_confirmation_for_mutating && tool.is_mutating())
+    pub(crate) fn requires_confirmation_under(
+        &self,
+        policy: &ChannelPolicy,
+        tool: &ToolDefinition,
+    ) -> bool {
+        tool.requires_confirmation()
+            || (policy.require_confirmation_for_mutating && tool.is_mutating())
     }
 
     /// Decides whether `ctx` may call `tool`.
@@ -177,5 +190,9 @@ impl PolicyGate {
 }
 
 fn held_scopes(ctx: &ToolContext) -> String {
-    if ctx.scopes().is_empty() { "(none)".to_owned() } else { ctx.scopes().join(", ") }
+    if ctx.scopes().is_empty() {
+        "(none)".to_owned()
+    } else {
+        ctx.scopes().join(", ")
+    }
 }

@@ -103,7 +103,10 @@ impl StaticRuleProvider {
 
     /// The first rule that matches.
     pub fn first_match(&self, query: &RuleQuery<'_>) -> Option<&PolicyRule> {
-        self.rules.iter().find(|r| r.matches(query)).map(|r| &r.rule)
+        self.rules
+            .iter()
+            .find(|r| r.matches(query))
+            .map(|r| &r.rule)
     }
 }
 

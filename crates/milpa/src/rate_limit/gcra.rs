@@ -27,12 +27,20 @@ impl Gcra {
     pub fn new(quota: Quota) -> Gcra {
         let window = quota.window.as_nanos().min(u64::MAX as u128) as u64;
         let interval = window / u64::from(quota.max_tokens.max(1));
-        Gcra { interval: interval.max(1), window }
+        Gcra {
+            interval: interval.max(1),
+            window,
+        }
     }
 
     /// Tries to charge `cost` at time `now` (nanoseconds). Returns the decision and, when
     /// allowed, the new state to store.
-    pub fn charge(&self, state: GcraState, now: u64, cost: u32) -> (RateDecision, Option<GcraState>) {
+    pub fn charge(
+        &self,
+        state: GcraState,
+        now: u64,
+        cost: u32,
+    ) -> (RateDecision, Option<GcraState>) {
         let base = state.tat.max(now);
         let new_tat = base.saturating_add(self.interval.saturating_mul(u64::from(cost)));
         let allow_at = new_tat.saturating_sub(self.window);
@@ -42,7 +50,10 @@ impl Gcra {
         }
         let remaining = (now + self.window - new_tat) / self.interval;
         let remaining = remaining.min(u64::from(u32::MAX)) as u32;
-        (RateDecision::Allowed { remaining }, Some(GcraState { tat: new_tat }))
+        (
+            RateDecision::Allowed { remaining },
+            Some(GcraState { tat: new_tat }),
+        )
     }
 
     /// Whether a stored state is fully refilled at `now` (and may be forgotten).
@@ -68,11 +79,21 @@ mod tests {
         let now = 100 * SEC;
         for spent in 1..=10 {
             let (decision, next) = gcra.charge(state, now, 1);
-            assert_eq!(decision, RateDecision::Allowed { remaining: 10 - spent });
+            assert_eq!(
+                decision,
+                RateDecision::Allowed {
+                    remaining: 10 - spent
+                }
+            );
             state = next.unwrap();
         }
         let (decision, next) = gcra.charge(state, now, 1);
-        assert_eq!(decision, RateDecision::Denied { retry_after: Duration::from_secs(1) });
+        assert_eq!(
+            decision,
+            RateDecision::Denied {
+                retry_after: Duration::from_secs(1)
+            }
+        );
         assert!(next.is_none());
         let (decision, _) = gcra.charge(state, now + SEC, 1);
         assert_eq!(decision, RateDecision::Allowed { remaining: 0 });

@@ -34,7 +34,11 @@ impl Default for InMemoryRateLimiter {
 impl InMemoryRateLimiter {
     /// An empty limiter.
     pub fn new() -> Self {
-        InMemoryRateLimiter { epoch: Instant::now(), states: DashMap::new(), new_keys: AtomicU64::new(0) }
+        InMemoryRateLimiter {
+            epoch: Instant::now(),
+            states: DashMap::new(),
+            new_keys: AtomicU64::new(0),
+        }
     }
 
     fn now(&self) -> u64 {
@@ -89,7 +93,12 @@ impl InMemoryRateLimiter {
 }
 
 impl RateLimiter for InMemoryRateLimiter {
-    fn consume<'a>(&'a self, key: RateKey<'a>, cost: u32, quota: Quota) -> Deferred<'a, RateDecision> {
+    fn consume<'a>(
+        &'a self,
+        key: RateKey<'a>,
+        cost: u32,
+        quota: Quota,
+    ) -> Deferred<'a, RateDecision> {
         Deferred::ready(self.charge(key, cost, quota))
     }
 

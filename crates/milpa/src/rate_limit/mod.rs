@@ -32,7 +32,10 @@ pub struct Quota {
 
 impl Quota {
     /// 100 tokens per 60 seconds, the original's default.
-    pub const DEFAULT: Quota = Quota { max_tokens: 100, window: Duration::from_secs(60) };
+    pub const DEFAULT: Quota = Quota {
+        max_tokens: 100,
+        window: Duration::from_secs(60),
+    };
 
     /// `max_tokens` per `window`.
     pub fn new(max_tokens: u32, window: Duration) -> Quota {
@@ -94,7 +97,12 @@ pub enum RateDecision {
 /// both spend the last token.
 pub trait RateLimiter: Send + Sync + 'static {
     /// Charges `cost` tokens to `key` under `quota`, or refuses without charging.
-    fn consume<'a>(&'a self, key: RateKey<'a>, cost: u32, quota: Quota) -> Deferred<'a, RateDecision>;
+    fn consume<'a>(
+        &'a self,
+        key: RateKey<'a>,
+        cost: u32,
+        quota: Quota,
+    ) -> Deferred<'a, RateDecision>;
 
     /// Forgets everything spent by `key`.
     fn reset<'a>(&'a self, key: RateKey<'a>) -> Deferred<'a, ()>;

@@ -46,7 +46,11 @@ fn dotted_path(error: &ValidationError<'_>) -> String {
 }
 
 fn join(path: &str, key: &str) -> String {
-    if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") }
+    if path.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{path}.{key}")
+    }
 }
 
 /// A number as the original printed it: `5`, `1.5` (an integral float has no `.0`).
@@ -73,9 +77,16 @@ fn type_text(kind: &TypeKind) -> String {
         TypeKind::Single(t) => vec![t.as_str()],
         TypeKind::Multiple(set) => {
             let all: Vec<JsonType> = set.iter().collect();
-            let non_null: Vec<&str> =
-                all.iter().filter(|t| **t != JsonType::Null).map(|t| t.as_str()).collect();
-            if non_null.is_empty() { vec!["null"] } else { non_null }
+            let non_null: Vec<&str> = all
+                .iter()
+                .filter(|t| **t != JsonType::Null)
+                .map(|t| t.as_str())
+                .collect();
+            if non_null.is_empty() {
+                vec!["null"]
+            } else {
+                non_null
+            }
         }
     };
     names.join(" or ")
@@ -84,39 +95,70 @@ fn type_text(kind: &TypeKind) -> String {
 /// Appends the messages for one error (an `additionalProperties` error may name several keys).
 pub(super) fn describe(error: &ValidationError<'_>, _args: &Value, out: &mut Vec<(u8, String)>) {
     let path = dotted_path(error);
-    let name = if path.is_empty() { "arguments" } else { path.as_str() };
+    let name = if path.is_empty() {
+        "arguments"
+    } else {
+        path.as_str()
+    };
     match error.kind() {
         ValidationErrorKind::Required { property } => {
-            let key = property.as_str().map(str::to_owned).unwrap_or_else(|| property.to_string());
-            out.push((RANK_REQUIRED, format!("Missing required field: {}", join(&path, &key))));
+            let key = property
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| property.to_string());
+            out.push((
+                RANK_REQUIRED,
+                format!("Missing required field: {}", join(&path, &key)),
+            ));
         }
         ValidationErrorKind::AdditionalProperties { unexpected } => {
             for key in unexpected {
-                out.push((RANK_UNKNOWN, format!("Unknown property: {}", join(&path, key))));
+                out.push((
+                    RANK_UNKNOWN,
+                    format!("Unknown property: {}", join(&path, key)),
+                ));
             }
         }
         ValidationErrorKind::Type { kind } => {
             let got = json_type_name(error.instance());
-            out.push((RANK_VALUE, format!("{name}: Expected {}, got {got}", type_text(kind))));
+            out.push((
+                RANK_VALUE,
+                format!("{name}: Expected {}, got {got}", type_text(kind)),
+            ));
         }
         ValidationErrorKind::Enum { options } => {
             let values: Vec<String> = match options.as_ref() {
                 Value::Array(items) => items.iter().map(option_text).collect(),
                 other => vec![option_text(other)],
             };
-            out.push((RANK_VALUE, format!("{name}: Value must be one of: {}", values.join(", "))));
+            out.push((
+                RANK_VALUE,
+                format!("{name}: Value must be one of: {}", values.join(", ")),
+            ));
         }
         ValidationErrorKind::Minimum { limit } => {
-            out.push((RANK_VALUE, format!("{name}: Value too small (min: {})", number_text(limit))));
+            out.push((
+                RANK_VALUE,
+                format!("{name}: Value too small (min: {})", number_text(limit)),
+            ));
         }
         ValidationErrorKind::Maximum { limit } => {
-            out.push((RANK_VALUE, format!("{name}: Value too large (max: {})", number_text(limit))));
+            out.push((
+                RANK_VALUE,
+                format!("{name}: Value too large (max: {})", number_text(limit)),
+            ));
         }
         ValidationErrorKind::MinLength { limit } => {
-            out.push((RANK_VALUE, format!("{name}: String too short (min: {limit})")));
+            out.push((
+                RANK_VALUE,
+                format!("{name}: String too short (min: {limit})"),
+            ));
         }
         ValidationErrorKind::MaxLength { limit } => {
-            out.push((RANK_VALUE, format!("{name}: String too long (max: {limit})")));
+            out.push((
+                RANK_VALUE,
+                format!("{name}: String too long (max: {limit})"),
+            ));
         }
         _ => out.push((RANK_VALUE, format!("{name}: {error}"))),
     }
@@ -156,7 +198,10 @@ mod tests {
              age: Expected integer, got string; Unknown property: zz"
         );
         assert_eq!(
-            check(schema.clone(), json!({"name": "a", "id": 1, "age": -1, "ratio": 2.0, "kind": "b"})),
+            check(
+                schema.clone(),
+                json!({"name": "a", "id": 1, "age": -1, "ratio": 2.0, "kind": "b"})
+            ),
             "name: String too short (min: 2); age: Value too small (min: 0); \
              ratio: Value too large (max: 1.5); kind: Value must be one of: a, 1, , 1"
         );

@@ -58,7 +58,9 @@ impl InputValidator {
         let validator = jsonschema::draft202012::options()
             .build(&prepared)
             .map_err(|e| SchemaError(e.to_string()))?;
-        Ok(InputValidator { validator: Some(validator) })
+        Ok(InputValidator {
+            validator: Some(validator),
+        })
     }
 
     /// True if the schema accepts anything (nothing to check).
@@ -110,7 +112,10 @@ fn allow_null(map: &mut Map<String, Value>) {
     match map.get_mut("type") {
         Some(Value::String(t)) if t != "null" => {
             let t = std::mem::take(t);
-            map.insert("type".into(), Value::Array(vec![Value::String(t), "null".into()]));
+            map.insert(
+                "type".into(),
+                Value::Array(vec![Value::String(t), "null".into()]),
+            );
         }
         Some(Value::Array(types)) if !types.iter().any(|t| t == "null") => {
             types.push("null".into());
@@ -130,14 +135,21 @@ mod tests {
     use serde_json::json;
 
     fn errors(schema: Value, args: Value) -> Vec<String> {
-        InputValidator::compile(&schema).unwrap().validate(&args).err().unwrap_or_default()
+        InputValidator::compile(&schema)
+            .unwrap()
+            .validate(&args)
+            .err()
+            .unwrap_or_default()
     }
 
     #[test]
     fn nullable_accepts_null() {
         let schema = json!({"properties": {"x": {"type": "string", "nullable": true}}});
         assert!(errors(schema.clone(), json!({"x": null})).is_empty());
-        assert_eq!(errors(schema, json!({"x": 1})), ["x: Expected string, got integer"]);
+        assert_eq!(
+            errors(schema, json!({"x": 1})),
+            ["x: Expected string, got integer"]
+        );
     }
 
     #[test]

@@ -1,0 +1,177 @@
+//! [`CallHandle`]: what a running tool can ask of the client that called it — report
+//! progress, send log messages, request a model completion (sampling) or ask the user
+//! (elicitation), and notice that the caller cancelled.
+//!
+//! The runtime knows no transport: a transport (the MCP server) implements [`CallPeer`] and
+//! puts a handle in the [`ToolContext`](crate::ToolContext). Outside such a transport the
+//! handle is *detached*: progress and logs go nowhere, requests fail, nothing is cancelled.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::deferred::BoxFuture;
+
+/// Log severity, as MCP (RFC 5424) names it, lowest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    /// Detailed debugging information.
+    Debug,
+    /// Normal operation.
+    Info,
+    /// Normal but significant.
+    Notice,
+    /// A warning.
+    Warning,
+    /// An error.
+    Error,
+    /// A critical condition.
+    Critical,
+    /// Action must be taken at once.
+    Alert,
+    /// The system is unusable.
+    Emergency,
+}
+
+/// A request the client could not or would not answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct PeerError {
+    /// A JSON-RPC error code when the client sent one.
+    pub code: Option<i64>,
+    /// What went wrong.
+    pub message: String,
+}
+
+impl PeerError {
+    /// An error with only a message.
+    pub fn new(message: impl Into<String>) -> Self {
+        PeerError {
+            code: None,
+            message: message.into(),
+        }
+    }
+}
+
+/// The transport side of a [`CallHandle`]; implemented by servers, not by tools.
+pub trait CallPeer: Send + Sync + 'static {
+    /// Reports progress (only sent when the client asked for progress).
+    fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>);
+    /// Sends a log message (only sent at or above the level the client set).
+    fn log(&self, level: LogLevel, logger: Option<&str>, data: Value);
+    /// Sends a request to the client (e.g. `sampling/createMessage`) and awaits its answer.
+    fn request<'a>(
+        &'a self,
+        method: &'a str,
+        params: Value,
+    ) -> BoxFuture<'a, Result<Value, PeerError>>;
+    /// Whether the client cancelled this call.
+    fn is_cancelled(&self) -> bool;
+    /// Completes when the client cancels this call.
+    fn cancelled(&self) -> BoxFuture<'_, ()>;
+    /// The capabilities the client declared (e.g. `{"elicitation": {}}`), if known.
+    fn client_capabilities(&self) -> Option<Value> {
+        None
+    }
+}
+
+/// A tool's line back to its caller. Cheap to clone.
+///
+/// ```
+/// use milpa::call_handle::{CallHandle, LogLevel};
+/// use serde_json::json;
+///
+/// let handle = CallHandle::detached();
+/// handle.progress(1.0, Some(2.0), Some("half way"));   // goes nowhere when detached
+/// handle.log(LogLevel::Info, json!("hello"));
+/// assert!(!handle.is_cancelled());
+/// ```
+#[derive(Clone, Default)]
+pub struct CallHandle {
+    peer: Option<Arc<dyn CallPeer>>,
+}
+
+impl fmt::Debug for CallHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallHandle")
+            .field("attached", &self.peer.is_some())
+            .finish()
+    }
+}
+
+impl CallHandle {
+    /// A handle connected to a transport.
+    pub fn new(peer: Arc<dyn CallPeer>) -> Self {
+        CallHandle { peer: Some(peer) }
+    }
+
+    /// A handle with no client behind it.
+    pub fn detached() -> Self {
+        CallHandle { peer: None }
+    }
+
+    /// Whether a client is behind this handle.
+    pub fn is_attached(&self) -> bool {
+        self.peer.is_some()
+    }
+
+    /// Reports progress: `progress` of `total` (if known), with an optional message.
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        if let Some(peer) = &self.peer {
+            peer.progress(progress, total, message);
+        }
+    }
+
+    /// Sends a log message to the client.
+    pub fn log(&self, level: LogLevel, data: Value) {
+        if let Some(peer) = &self.peer {
+            peer.log(level, None, data);
+        }
+    }
+
+    /// Sends a log message naming its logger.
+    pub fn log_with_logger(&self, level: LogLevel, logger: &str, data: Value) {
+        if let Some(peer) = &self.peer {
+            peer.log(level, Some(logger), data);
+        }
+    }
+
+    /// Asks the client's model for a completion (`sampling/createMessage`).
+    pub async fn create_message(&self, params: Value) -> Result<Value, PeerError> {
+        self.request("sampling/createMessage", params).await
+    }
+
+    /// Asks the client's user for input (`elicitation/create`).
+    pub async fn elicit(&self, params: Value) -> Result<Value, PeerError> {
+        self.request("elicitation/create", params).await
+    }
+
+    /// Sends any request to the client and awaits the answer.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, PeerError> {
+        match &self.peer {
+            Some(peer) => peer.request(method, params).await,
+            None => Err(PeerError::new("no client is connected to this call")),
+        }
+    }
+
+    /// Whether the caller cancelled the call.
+    pub fn is_cancelled(&self) -> bool {
+        self.peer.as_ref().is_some_and(|p| p.is_cancelled())
+    }
+
+    /// Completes when the caller cancels (never, when detached).
+    pub async fn cancelled(&self) {
+        match &self.peer {
+            Some(peer) => peer.cancelled().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// The capabilities the client declared, if known.
+    pub fn client_capabilities(&self) -> Option<Value> {
+        self.peer.as_ref().and_then(|p| p.client_capabilities())
+    }
+}
