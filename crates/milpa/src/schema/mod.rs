@@ -3,7 +3,8 @@
 //! Validation is full JSON Schema 2020-12 (the `jsonschema` crate, no network `$ref`). The
 //! keywords the original validated keep its messages byte for byte (`Missing required field:
 //! x`, `x: Expected integer, got string`, `Unknown property: y`, …); nested failures name
-//! their path (`post.tags[2]: …`); everything else uses the crate's message after the path.
+//! their path (`post.tags[2]: …`); other keywords get a message of ours
+//! after the path, which never quotes the value (messages reach audit logs).
 
 mod messages;
 
@@ -79,7 +80,7 @@ impl InputValidator {
         }
         let mut errors: Vec<(u8, String)> = Vec::new();
         for error in validator.iter_errors(args) {
-            messages::describe(&error, args, &mut errors);
+            messages::describe(&error, &mut errors);
         }
         errors.sort_by_key(|(rank, _)| *rank);
         Err(errors.into_iter().map(|(_, m)| m).collect())

@@ -1,0 +1,193 @@
+//! Audit: one record on every terminal path, secrets redacted at any depth.
+
+mod support;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use milpa::audit::{AuditOutcome, JsonLinesAuditSink, Redactor};
+use milpa::events::{Dispatcher, Event};
+use milpa::{ToolContext, ToolDefinition, ToolRegistry};
+use serde_json::{Value, json};
+use support::{Runs, audited, echo_args, echoing, only_record};
+
+#[tokio::test]
+async fn nested_secrets_never_reach_the_record() {
+    let runs = Runs::default();
+    let (mut registry, sink) = audited(ToolRegistry::builder());
+    registry
+        .register(echoing(echo_args("login"), &runs))
+        .unwrap();
+    let args = json!({
+        "user": "ann",
+        "password": "hunter2",
+        "auth": {"apiKey": "k-1", "client_secret": "cs", "Authorization": "Bearer abc"},
+        "sessions": [{"access_token": "at"}, {"refresh-token": "rt", "note": "fine"}],
+        "user_password": "p2",
+        "PRIVATE_KEY": "pk",
+        "cookie": "c=1"
+    });
+    let result = registry.call("login", args, &ToolContext::cli()).await;
+    assert!(result.success);
+    let record = only_record(&sink);
+    let text = serde_json::to_string(&record).unwrap();
+    for secret in [
+        "hunter2",
+        "k-1",
+        "\"cs\"",
+        "Bearer abc",
+        "\"at\"",
+        "\"rt\"",
+        "p2",
+        "\"pk\"",
+        "c=1",
+    ] {
+        assert!(!text.contains(secret), "{secret} leaked: {text}");
+    }
+    assert_eq!(record.args["user"], "ann");
+    assert_eq!(record.args["sessions"][1]["note"], "fine");
+    assert_eq!(record.args["auth"]["apiKey"], "***REDACTED***");
+}
+
+#[tokio::test]
+async fn the_redaction_list_is_configurable() {
+    let runs = Runs::default();
+    let (mut registry, sink) =
+        audited(ToolRegistry::builder().redactor(Redactor::with_fields(["pin"])));
+    registry.register(echoing(echo_args("pay"), &runs)).unwrap();
+    registry
+        .call(
+            "pay",
+            json!({"card_pin": "1234", "amount": 5}),
+            &ToolContext::cli(),
+        )
+        .await;
+    assert_eq!(
+        only_record(&sink).args,
+        json!({"card_pin": "***REDACTED***", "amount": 5})
+    );
+}
+
+#[tokio::test]
+async fn every_terminal_path_is_audited_once_with_its_outcome() {
+    let runs = Runs::default();
+    let dispatcher = Arc::new(Dispatcher::new());
+    let (mut registry, sink) = audited(ToolRegistry::builder().dispatcher(dispatcher.clone()));
+    registry.register(support::add_tool(&runs)).unwrap();
+    registry
+        .register(echoing(echo_args("scoped").scopes(["admin"]), &runs))
+        .unwrap();
+    registry
+        .register(echoing(
+            echo_args("confirm").requires_confirmation(true),
+            &runs,
+        ))
+        .unwrap();
+    registry
+        .register(echoing(echo_args("cached"), &runs))
+        .unwrap();
+    registry
+        .register(echoing(echo_args("vetoed"), &runs))
+        .unwrap();
+    registry
+        .register(ToolDefinition::builder("boom").sync(|_, _| -> Value { panic!("boom") }))
+        .unwrap();
+    dispatcher.subscribe("tool.executing", 0, |event: &Event<'_>| {
+        if let Event::ToolExecuting(e) = event {
+            match e.tool {
+                "cached" => e.slot.short_circuit(json!("hit")),
+                "vetoed" => e.slot.stop(),
+                _ => {}
+            }
+        }
+    });
+    let cli = ToolContext::cli();
+    let guest = ToolContext::mcp("r", Some("guest".into()), Vec::<String>::new());
+    let cases: Vec<(&str, Value, &ToolContext, AuditOutcome)> = vec![
+        ("missing", json!({}), &cli, AuditOutcome::NotFound),
+        (
+            "add",
+            json!({"a": "x"}),
+            &cli,
+            AuditOutcome::InvalidArguments,
+        ),
+        ("scoped", json!({}), &guest, AuditOutcome::Denied),
+        (
+            "confirm",
+            json!({"confirm_token": "nope"}),
+            &cli,
+            AuditOutcome::InvalidConfirmation,
+        ),
+        (
+            "confirm",
+            json!({}),
+            &cli,
+            AuditOutcome::ConfirmationRequested,
+        ),
+        ("cached", json!({}), &cli, AuditOutcome::CacheServed),
+        ("vetoed", json!({}), &cli, AuditOutcome::Vetoed),
+        ("add", json!({"a": 1, "b": 2}), &cli, AuditOutcome::Executed),
+        ("boom", json!({}), &cli, AuditOutcome::Failed),
+    ];
+    for (tool, args, ctx, expected) in cases {
+        registry.call(tool, args, ctx).await;
+        let record = only_record(&sink);
+        assert_eq!((record.tool.as_str(), record.outcome), (tool, expected));
+        assert_eq!(record.channel, ctx.channel());
+        assert_eq!(record.request_id, ctx.request_id());
+    }
+    registry
+        .call("add", json!({"a": 1, "b": 2}), &cli.as_plan())
+        .await;
+    assert_eq!(only_record(&sink).outcome, AuditOutcome::Planned);
+}
+
+#[derive(Clone, Default)]
+struct SharedBuf(Arc<Mutex<Vec<u8>>>);
+
+impl Write for SharedBuf {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn the_json_lines_sink_writes_one_redacted_line_per_call() {
+    let runs = Runs::default();
+    let buf = SharedBuf::default();
+    let mut registry = ToolRegistry::builder()
+        .audit_sink(Arc::new(JsonLinesAuditSink::new(buf.clone())))
+        .build();
+    registry
+        .register(echoing(echo_args("echo"), &runs))
+        .unwrap();
+    let ctx = ToolContext::builder("cli")
+        .principal("ann")
+        .request_id("req-1")
+        .build();
+    registry
+        .call("echo", json!({"secret": "s", "n": 1}), &ctx)
+        .await;
+    registry.call("nope", json!({}), &ctx).await;
+    let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["outcome"], "executed");
+    assert_eq!(lines[0]["request_id"], "req-1");
+    assert_eq!(lines[0]["principal"], "ann");
+    assert_eq!(
+        lines[0]["args"],
+        json!({"secret": "***REDACTED***", "n": 1})
+    );
+    assert!(lines[0]["ts"].as_str().unwrap().contains('T'));
+    assert_eq!(lines[1]["outcome"], "not_found");
+    assert_eq!(lines[1]["code"], "TOOL_NOT_FOUND");
+    assert!(!text.contains("\"s\""));
+}
