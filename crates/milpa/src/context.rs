@@ -270,18 +270,6 @@ impl ToolContext {
     pub fn has_all_scopes<S: AsRef<str>>(&self, scopes: &[S]) -> bool {
         scopes.iter().all(|s| self.has_scope(s.as_ref()))
     }
-
-    pub(crate) fn principal_arc(&self) -> Option<&Arc<str>> {
-        self.inner.principal.as_ref()
-    }
-
-    pub(crate) fn request_id_arc(&self) -> &Arc<str> {
-        &self.inner.request_id
-    }
-
-    pub(crate) fn channel_arc(&self) -> &Arc<str> {
-        &self.inner.channel
-    }
 }
 
 /// Whether a held scope grants a required one: `*`, `ns:*` as a prefix pattern, or equality.

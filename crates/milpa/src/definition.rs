@@ -19,8 +19,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 pub enum ToolOutput {
     /// Data the runtime wraps in [`ToolResult::success`].
     Data(Value),
-    /// A result the tool built itself; the runtime adds its meta and passes it on.
-    Result(ToolResult),
+    /// A result the tool built itself; the runtime adds its meta and passes it on. Boxed:
+    /// a result is large, and plain data is the common case.
+    Result(Box<ToolResult>),
 }
 
 impl From<Value> for ToolOutput {
@@ -31,7 +32,7 @@ impl From<Value> for ToolOutput {
 
 impl From<ToolResult> for ToolOutput {
     fn from(result: ToolResult) -> Self {
-        ToolOutput::Result(result)
+        ToolOutput::Result(Box::new(result))
     }
 }
 
@@ -120,7 +121,7 @@ impl IntoOutcome for Value {
 
 impl IntoOutcome for ToolResult {
     fn into_outcome(self) -> Result<ToolOutput, ToolError> {
-        Ok(ToolOutput::Result(self))
+        Ok(ToolOutput::Result(Box::new(self)))
     }
 }
 

@@ -9,6 +9,8 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use crate::context::ToolContext;
+
 /// What went wrong, as a stable string callers match on (`meta.code`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ErrorCode {
@@ -33,7 +35,7 @@ pub enum ErrorCode {
     /// `CANCELLED`: the caller cancelled the call.
     Cancelled,
     /// Any other code a tool chose.
-    Other(Cow<'static, str>),
+    Other(Box<str>),
 }
 
 impl ErrorCode {
@@ -67,7 +69,7 @@ impl ErrorCode {
             "INTERNAL_ERROR" => ErrorCode::InternalError,
             "RATE_LIMITED" => ErrorCode::RateLimited,
             "CANCELLED" => ErrorCode::Cancelled,
-            other => ErrorCode::Other(Cow::Owned(other.to_owned())),
+            other => ErrorCode::Other(other.into()),
         }
     }
 }
@@ -93,20 +95,60 @@ impl<'de> Deserialize<'de> for ErrorCode {
 
 /// What the runtime adds to every result: which tool, how long, for which request.
 ///
-/// Kept typed (not as JSON) so building a result costs a few reference counts; it becomes
-/// JSON only when the result is serialized.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Kept typed (not as JSON), holding the call's context by reference count, so stamping it
+/// on a result costs two counter increments; it becomes JSON only when the result is
+/// serialized.
+#[derive(Debug, Clone)]
 pub struct RuntimeMeta {
+    tool: Arc<str>,
+    took_ms: u64,
+    ctx: ToolContext,
+}
+
+impl RuntimeMeta {
+    /// The meta of a call of `tool` in `ctx` that took `took_ms`.
+    pub fn new(tool: impl Into<Arc<str>>, took_ms: u64, ctx: &ToolContext) -> Self {
+        RuntimeMeta {
+            tool: tool.into(),
+            took_ms,
+            ctx: ctx.clone(),
+        }
+    }
+
     /// The tool name as called.
-    pub tool: Arc<str>,
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
     /// Whole-pipeline time in milliseconds (truncated).
-    pub took_ms: u64,
+    pub fn took_ms(&self) -> u64 {
+        self.took_ms
+    }
+
     /// The context's request id.
-    pub request_id: Arc<str>,
+    pub fn request_id(&self) -> &str {
+        self.ctx.request_id()
+    }
+
     /// The context's channel.
-    pub channel: Arc<str>,
-    /// The context's principal (`null` when anonymous).
-    pub principal: Option<Arc<str>>,
+    pub fn channel(&self) -> &str {
+        self.ctx.channel()
+    }
+
+    /// The context's principal as given (`None` when there is none).
+    pub fn principal(&self) -> Option<&str> {
+        self.ctx.raw_principal()
+    }
+}
+
+impl PartialEq for RuntimeMeta {
+    fn eq(&self, other: &Self) -> bool {
+        self.tool == other.tool
+            && self.took_ms == other.took_ms
+            && self.request_id() == other.request_id()
+            && self.channel() == other.channel()
+            && self.principal() == other.principal()
+    }
 }
 
 const RUNTIME_KEYS: [&str; 5] = ["tool", "took_ms", "request_id", "channel", "principal"];
@@ -119,8 +161,12 @@ const RUNTIME_KEYS: [&str; 5] = ["tool", "took_ms", "request_id", "channel", "pr
 pub struct Meta {
     runtime: Option<RuntimeMeta>,
     code: Option<ErrorCode>,
-    fields: Map<String, Value>,
+    // Boxed and optional: most results have no extra fields, and a result is moved several
+    // times per call, so every byte here is copied on the hot path.
+    fields: Option<Box<Map<String, Value>>>,
 }
+
+static NO_FIELDS: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
 
 impl Meta {
     /// Empty meta (serializes as `{}`).
@@ -150,7 +196,7 @@ impl Meta {
 
     /// One of the other fields (`type`, `pagination`, `retry_after_seconds`, …).
     pub fn get(&self, key: &str) -> Option<&Value> {
-        self.fields.get(key)
+        self.fields.as_ref()?.get(key)
     }
 
     /// Sets one of the other fields (later values win, positions are kept). The keys `code`
@@ -163,17 +209,21 @@ impl Meta {
                 return;
             }
         }
-        self.fields.insert(key, value);
+        self.fields_mut().insert(key, value);
+    }
+
+    fn fields_mut(&mut self) -> &mut Map<String, Value> {
+        self.fields.get_or_insert_with(Default::default)
     }
 
     /// The other fields, in insertion order.
     pub fn fields(&self) -> &Map<String, Value> {
-        &self.fields
+        self.fields.as_deref().unwrap_or(&NO_FIELDS)
     }
 
     /// True when nothing is set.
     pub fn is_empty(&self) -> bool {
-        self.runtime.is_none() && self.code.is_none() && self.fields.is_empty()
+        self.runtime.is_none() && self.code.is_none() && self.fields().is_empty()
     }
 
     /// Everything as one JSON object, in serialization order.
@@ -189,16 +239,16 @@ impl Serialize for Meta {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
         if let Some(rt) = &self.runtime {
-            map.serialize_entry("tool", &*rt.tool)?;
+            map.serialize_entry("tool", rt.tool())?;
             map.serialize_entry("took_ms", &rt.took_ms)?;
-            map.serialize_entry("request_id", &*rt.request_id)?;
-            map.serialize_entry("channel", &*rt.channel)?;
-            map.serialize_entry("principal", &rt.principal.as_deref())?;
+            map.serialize_entry("request_id", rt.request_id())?;
+            map.serialize_entry("channel", rt.channel())?;
+            map.serialize_entry("principal", &rt.principal())?;
         }
         if let Some(code) = &self.code {
             map.serialize_entry("code", code)?;
         }
-        for (key, value) in &self.fields {
+        for (key, value) in self.fields() {
             let shadowed = key == "code" && self.code.is_some()
                 || self.runtime.is_some() && RUNTIME_KEYS.contains(&key.as_str());
             if !shadowed {
@@ -244,11 +294,11 @@ impl Meta {
             .iter()
             .all(|k| map.contains_key(*k));
         if has_runtime {
-            let text = |v: Option<Value>| -> Arc<str> {
+            let text = |v: Option<Value>| -> String {
                 match v {
-                    Some(Value::String(s)) => Arc::from(s),
-                    Some(other) => Arc::from(other.to_string()),
-                    None => Arc::from(""),
+                    Some(Value::String(s)) => s,
+                    Some(other) => other.to_string(),
+                    None => String::new(),
                 }
             };
             let tool = text(map.shift_remove("tool"));
@@ -256,25 +306,20 @@ impl Meta {
                 .shift_remove("took_ms")
                 .and_then(|v| v.as_u64())
                 .unwrap_or(0);
-            let request_id = text(map.shift_remove("request_id"));
-            let channel = text(map.shift_remove("channel"));
-            let principal = match map.shift_remove("principal") {
-                Some(Value::String(s)) => Some(Arc::from(s)),
-                _ => None,
-            };
-            meta.runtime = Some(RuntimeMeta {
-                tool,
-                took_ms,
-                request_id,
-                channel,
-                principal,
-            });
+            let mut ctx = ToolContext::builder(text(map.shift_remove("channel")))
+                .request_id(text(map.shift_remove("request_id")));
+            if let Some(Value::String(p)) = map.shift_remove("principal") {
+                ctx = ctx.principal(p);
+            }
+            meta.runtime = Some(RuntimeMeta::new(tool, took_ms, &ctx.build()));
         }
         if let Some(Value::String(code)) = map.get("code") {
             meta.code = Some(ErrorCode::parse(code));
             map.shift_remove("code");
         }
-        meta.fields = map;
+        if !map.is_empty() {
+            meta.fields = Some(Box::new(map));
+        }
         meta
     }
 }
@@ -329,7 +374,8 @@ impl ToolResult {
     /// A failure with `error` as its message and `meta.type = "error"`.
     pub fn error(error: impl Into<String>) -> ToolResult {
         let mut meta = Meta::new();
-        meta.fields.insert("type".into(), Value::from("error"));
+        meta.fields_mut()
+            .insert("type".into(), Value::from("error"));
         ToolResult {
             success: false,
             data: Value::Null,
@@ -371,7 +417,7 @@ impl ToolResult {
         let mut result = Self::error_with_code(ErrorCode::RateLimited, reason);
         result
             .meta
-            .fields
+            .fields_mut()
             .insert("retry_after_seconds".into(), json!(retry_after_seconds));
         result
     }
@@ -396,8 +442,11 @@ impl ToolResult {
         };
         let mut result = ToolResult::success(Value::Array(items));
         result.message = message;
-        result.meta.fields.insert("type".into(), json!("list"));
-        result.meta.fields.insert(
+        result
+            .meta
+            .fields_mut()
+            .insert("type".into(), json!("list"));
+        result.meta.fields_mut().insert(
             "pagination".into(),
             json!({
                 "page": page,
@@ -420,14 +469,17 @@ impl ToolResult {
     ) -> ToolResult {
         let mut result = ToolResult::success(item);
         result.message = message;
-        result.meta.fields.insert("type".into(), json!("detail"));
         result
             .meta
-            .fields
+            .fields_mut()
+            .insert("type".into(), json!("detail"));
+        result
+            .meta
+            .fields_mut()
             .insert("entity".into(), Value::String(entity.into()));
         result
             .meta
-            .fields
+            .fields_mut()
             .insert("actions".into(), Value::Array(actions));
         result
     }
@@ -441,7 +493,7 @@ impl ToolResult {
         target_id: Value,
     ) -> ToolResult {
         let mut result = ToolResult::success(details).with_message(message);
-        let fields = &mut result.meta.fields;
+        let fields = result.meta.fields_mut();
         fields.insert("type".into(), json!("confirmation"));
         fields.insert("requires_confirmation".into(), json!(true));
         fields.insert("action".into(), Value::String(action.into()));
@@ -453,9 +505,11 @@ impl ToolResult {
     /// A failure because a rule or a listener blocked the action.
     pub fn blocked(reason: impl Into<String>, suggestion: Option<String>) -> ToolResult {
         let mut meta = Meta::new();
-        meta.fields.insert("type".into(), json!("blocked"));
-        meta.fields.insert("blocked_by_rule".into(), json!(true));
-        meta.fields.insert("suggestion".into(), json!(suggestion));
+        meta.fields_mut().insert("type".into(), json!("blocked"));
+        meta.fields_mut()
+            .insert("blocked_by_rule".into(), json!(true));
+        meta.fields_mut()
+            .insert("suggestion".into(), json!(suggestion));
         ToolResult {
             success: false,
             data: Value::Null,
@@ -552,13 +606,8 @@ mod tests {
     #[test]
     fn runtime_meta_comes_first_then_code_then_fields() {
         let mut result = ToolResult::error_with_code(ErrorCode::Forbidden, "no");
-        result.meta.set_runtime(RuntimeMeta {
-            tool: "t".into(),
-            took_ms: 3,
-            request_id: "r".into(),
-            channel: "mcp".into(),
-            principal: None,
-        });
+        let ctx = ToolContext::builder("mcp").request_id("r").build();
+        result.meta.set_runtime(RuntimeMeta::new("t", 3, &ctx));
         let text = serde_json::to_string(&result.meta).unwrap();
         assert_eq!(
             text,

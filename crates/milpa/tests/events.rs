@@ -101,7 +101,7 @@ async fn a_short_circuit_answers_for_the_tool_and_is_audited_as_cache_served() {
         .call("echo", json!({"x": 7}), &ToolContext::cli())
         .await;
     assert_eq!(result.data, json!({"cached": 7}));
-    assert_eq!(result.meta.runtime().unwrap().tool.as_ref(), "echo");
+    assert_eq!(result.meta.runtime().unwrap().tool(), "echo");
     assert_eq!(runs.count(), 0);
     assert_eq!(
         *later.lock().unwrap(),

@@ -225,7 +225,7 @@ async fn sixty_four_concurrent_calls_each_get_their_own_answer() {
             json!({"sum": i + 1000, "req": format!("req-{i}")})
         );
         assert_eq!(
-            &*result.meta.runtime().unwrap().request_id,
+            result.meta.runtime().unwrap().request_id(),
             format!("req-{i}")
         );
     }

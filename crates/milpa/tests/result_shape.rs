@@ -16,7 +16,7 @@ async fn a_success_has_the_five_keys_in_order_and_runtime_meta() {
         .build();
     let result = registry.call("add", json!({"a": 2, "b": 3}), &ctx).await;
     let text = serde_json::to_string(&result).unwrap();
-    let took = result.meta.runtime().unwrap().took_ms;
+    let took = result.meta.runtime().unwrap().took_ms();
     assert_eq!(
         text,
         format!(
@@ -54,8 +54,8 @@ async fn results_a_tool_built_itself_also_get_runtime_meta() {
         .await;
     assert_eq!(result.result_type(), "list");
     let runtime = result.meta.runtime().expect("runtime meta");
-    assert_eq!(&*runtime.tool, "listing");
-    assert_eq!(&*runtime.channel, "cli");
+    assert_eq!(runtime.tool(), "listing");
+    assert_eq!(runtime.channel(), "cli");
     let meta = serde_json::to_value(&result.meta).unwrap();
     assert_eq!(meta["pagination"]["total_pages"], 1);
     assert_eq!(meta["principal"], "local-shell");

@@ -5,6 +5,9 @@ use serde_json::Value;
 use crate::context::ToolContext;
 use crate::events::slot::InterceptionSlot;
 use crate::result::{ErrorCode, ToolResult};
+use crate::verification::{
+    VERIFICATION_GRANTED, VERIFICATION_REJECTED, VERIFICATION_REQUESTED, VerificationEvent,
+};
 
 /// Name of the event dispatched after every gate passed, before the tool runs.
 pub const TOOL_EXECUTING: &str = "tool.executing";
@@ -68,6 +71,12 @@ pub enum Event<'a> {
     ToolExecuted(ToolExecuted<'a>),
     /// See [`ToolFailed`].
     ToolFailed(ToolFailed<'a>),
+    /// `verification.requested`: a verification request was opened.
+    VerificationRequested(&'a VerificationEvent),
+    /// `verification.granted`: a verification request passed (its last required grant).
+    VerificationGranted(&'a VerificationEvent),
+    /// `verification.rejected`: a verification request was rejected.
+    VerificationRejected(&'a VerificationEvent),
     /// A host's own event.
     Custom {
         /// Its name (dot-separated segments).
@@ -84,7 +93,20 @@ impl Event<'_> {
             Event::ToolExecuting(_) => TOOL_EXECUTING,
             Event::ToolExecuted(_) => TOOL_EXECUTED,
             Event::ToolFailed(_) => TOOL_FAILED,
+            Event::VerificationRequested(_) => VERIFICATION_REQUESTED,
+            Event::VerificationGranted(_) => VERIFICATION_GRANTED,
+            Event::VerificationRejected(_) => VERIFICATION_REJECTED,
             Event::Custom { name, .. } => name,
+        }
+    }
+
+    /// The verification payload, for `verification.*` events.
+    pub fn verification(&self) -> Option<&VerificationEvent> {
+        match self {
+            Event::VerificationRequested(e)
+            | Event::VerificationGranted(e)
+            | Event::VerificationRejected(e) => Some(e),
+            _ => None,
         }
     }
 

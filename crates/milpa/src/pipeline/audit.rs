@@ -8,23 +8,27 @@ use crate::events::{Event, ToolExecuted, ToolFailed};
 use crate::pipeline::{Call, Terminal};
 use crate::result::{ErrorCode, RuntimeMeta, ToolResult};
 
-pub(crate) fn run(call: &Call<'_>, terminal: Terminal) -> ToolResult {
+pub(crate) fn run(call: &mut Call<'_>) -> ToolResult {
     let Terminal {
         mut result,
         outcome,
-    } = terminal;
+    } = call.terminal.take().unwrap_or_else(|| {
+        // Every path ends with a terminal (`contain_exception` always finishes); this is a
+        // bug in the stage table, reported rather than panicking.
+        Terminal::new(
+            ToolResult::internal_error("pipeline ended without a result"),
+            AuditOutcome::Failed,
+        )
+    });
+    let call = &*call;
     let took_ms = call.elapsed_ms();
     let tool_name = match call.tool {
         Some(tool) => tool.definition.name_arc().clone(),
         None => Arc::from(call.name),
     };
-    result.meta.set_runtime(RuntimeMeta {
-        tool: tool_name,
-        took_ms,
-        request_id: call.ctx.request_id_arc().clone(),
-        channel: call.ctx.channel_arc().clone(),
-        principal: call.ctx.principal_arc().cloned(),
-    });
+    result
+        .meta
+        .set_runtime(RuntimeMeta::new(tool_name, took_ms, call.ctx));
     let registry = call.registry;
     registry.audit_sink().record(&AuditRecord {
         request_id: call.ctx.request_id(),

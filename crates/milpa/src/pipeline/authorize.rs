@@ -2,7 +2,7 @@
 //! that names the failing check.
 
 use crate::audit::AuditOutcome;
-use crate::pipeline::{Call, Flow, Terminal};
+use crate::pipeline::{Call, Flow};
 use crate::policy::Authorization;
 use crate::result::ToolResult;
 
@@ -24,9 +24,8 @@ pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
     );
     match verdict {
         Authorization::Allowed => Flow::Continue,
-        Authorization::Denied(reason) => Flow::Finish(Terminal::new(
-            ToolResult::forbidden(reason),
-            AuditOutcome::Denied,
-        )),
+        Authorization::Denied(reason) => {
+            call.finish(ToolResult::forbidden(reason), AuditOutcome::Denied)
+        }
     }
 }

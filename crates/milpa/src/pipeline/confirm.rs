@@ -13,22 +13,27 @@ use crate::audit::AuditOutcome;
 use crate::confirm::{
     ConfirmationBinding, INVALID_TOKEN_MESSAGE, PendingConfirmation, random_hex_128, unix_millis,
 };
-use crate::pipeline::{Call, Flow, Terminal};
+use crate::pipeline::{Call, Flow, TokenArg};
 use crate::result::{ErrorCode, ToolResult};
 
 pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
     if !call.requires_confirmation() {
         return Flow::Continue;
     }
+    // Boxed: only confirmed tools pay for this state in the call's future.
+    Box::pin(confirm(call)).await
+}
+
+async fn confirm(call: &mut Call<'_>) -> Flow {
     let binding = ConfirmationBinding {
         tool: call.name.to_owned(),
         principal: call.ctx.principal().map(str::to_owned),
         channel: call.ctx.channel().to_owned(),
     };
-    match call.confirm_token.take() {
-        None | Some(Value::Null) => issue(call, binding).await,
-        Some(Value::String(token)) => redeem(call, &token, &binding).await,
-        Some(_) => refuse(),
+    match std::mem::replace(&mut call.confirm_token, TokenArg::Absent) {
+        TokenArg::Absent => issue(call, binding).await,
+        TokenArg::Given(token) => redeem(call, &token, &binding).await,
+        TokenArg::Malformed => refuse(call),
     }
 }
 
@@ -49,7 +54,7 @@ async fn issue(call: &mut Call<'_>, binding: ConfirmationBinding) -> Flow {
         .insert(token.clone(), pending)
         .await
     {
-        return store_failure(error.to_string());
+        return store_failure(call, error.to_string());
     }
     let data = json!({
         "requires_confirmation": true,
@@ -60,7 +65,7 @@ async fn issue(call: &mut Call<'_>, binding: ConfirmationBinding) -> Flow {
     let mut result = ToolResult::success(data).with_message(summary);
     result.meta.insert("type", json!("confirmation"));
     result.meta.insert("requires_confirmation", json!(true));
-    Flow::Finish(Terminal::new(result, AuditOutcome::ConfirmationRequested))
+    call.finish(result, AuditOutcome::ConfirmationRequested)
 }
 
 async fn redeem(call: &mut Call<'_>, token: &str, binding: &ConfirmationBinding) -> Flow {
@@ -75,24 +80,24 @@ async fn redeem(call: &mut Call<'_>, token: &str, binding: &ConfirmationBinding)
             call.args = pending.args;
             Flow::Continue
         }
-        Ok(None) => refuse(),
-        Err(error) => store_failure(error.to_string()),
+        Ok(None) => refuse(call),
+        Err(error) => store_failure(call, error.to_string()),
     }
 }
 
-fn refuse() -> Flow {
-    Flow::Finish(Terminal::new(
+fn refuse(call: &mut Call<'_>) -> Flow {
+    call.finish(
         ToolResult::validation_error(INVALID_TOKEN_MESSAGE),
         AuditOutcome::InvalidConfirmation,
-    ))
+    )
 }
 
-fn store_failure(message: String) -> Flow {
+fn store_failure(call: &mut Call<'_>, message: String) -> Flow {
     // Fail closed: without the store nothing can be confirmed.
-    Flow::Finish(Terminal::new(
+    call.finish(
         ToolResult::error_with_code(ErrorCode::InternalError, message),
         AuditOutcome::InvalidConfirmation,
-    ))
+    )
 }
 
 /// `tool(key=value, …)` with the first three scalar arguments.

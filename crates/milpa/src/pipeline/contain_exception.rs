@@ -33,11 +33,11 @@ pub(crate) async fn contained(tool: &dyn Tool, args: &Value, ctx: &ToolContext) 
 }
 
 pub(crate) fn run(call: &mut Call<'_>) -> Flow {
-    let terminal = match call.raw.take() {
+    let Terminal { result, outcome } = match call.raw.take() {
         Some(RawOutcome::Returned { output, exec_secs }) => {
             let mut result = match output {
                 ToolOutput::Data(data) => ToolResult::success(data),
-                ToolOutput::Result(result) => result,
+                ToolOutput::Result(result) => *result,
             };
             let limit = call.tool().definition.options().timeout;
             if exec_secs > limit.as_secs_f64() {
@@ -70,5 +70,5 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
             AuditOutcome::Failed,
         ),
     };
-    Flow::Finish(terminal)
+    call.finish(result, outcome)
 }

@@ -7,7 +7,7 @@
 use crate::audit::AuditOutcome;
 use crate::definition::ToolOutput;
 use crate::events::{Event, InterceptionSlot, TOOL_EXECUTING, ToolExecuting};
-use crate::pipeline::{Call, Flow, Terminal};
+use crate::pipeline::{Call, Flow};
 use crate::result::ToolResult;
 
 /// The message of a vetoed call.
@@ -30,15 +30,15 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
     if let Some(answer) = slot.take_result() {
         let result = match answer {
             ToolOutput::Data(data) => ToolResult::success(data),
-            ToolOutput::Result(result) => result,
+            ToolOutput::Result(result) => *result,
         };
-        return Flow::Finish(Terminal::new(result, AuditOutcome::CacheServed));
+        return call.finish(result, AuditOutcome::CacheServed);
     }
     if slot.is_stopped() {
-        return Flow::Finish(Terminal::new(
+        return call.finish(
             ToolResult::blocked(VETO_MESSAGE, None),
             AuditOutcome::Vetoed,
-        ));
+        );
     }
     Flow::Continue
 }

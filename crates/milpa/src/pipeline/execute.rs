@@ -5,76 +5,87 @@
 //! killed). If the caller drops the call while the tool runs (a client that went away), the
 //! call is audited as cancelled.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::Duration;
 
+use quanta::Instant;
+
+use futures_util::FutureExt;
 use serde_json::Value;
 
 use crate::context::ToolContext;
+use crate::deferred::Deferred;
 use crate::definition::Tool;
-use crate::pipeline::contain_exception::contained;
-use crate::pipeline::{Call, Flow, RawOutcome, audit};
+use crate::pipeline::contain_exception::{Contained, contained};
+use crate::pipeline::{Call, Flow, RawOutcome, audit, panic_message};
 
 pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
-    let raw = {
-        let guard = CancelGuard {
-            call: &*call,
-            armed: true,
-        };
-        let raw = invoke(guard.call).await;
-        guard.disarm();
-        raw
+    let def = &call.tool().definition;
+    if let Some(limit) = def.options().hard_timeout {
+        // Boxed: only tools with a hard timeout carry a timer in their call's future.
+        let raw = Box::pin(run_with_hard_timeout(call, limit)).await;
+        call.raw = Some(raw);
+        return Flow::Continue;
+    }
+    let started = Instant::now();
+    // The fast path: a sync tool answers here, with no future in between.
+    let outcome = match catch_unwind(AssertUnwindSafe(|| def.tool().invoke(&call.args, call.ctx))) {
+        Ok(Deferred::Ready(outcome)) => Ok(outcome),
+        Ok(Deferred::Pending(future)) => {
+            let guard = CancelGuard {
+                call: &*call,
+                armed: true,
+            };
+            let outcome = AssertUnwindSafe(future)
+                .catch_unwind()
+                .await
+                .map_err(|panic| panic_message(panic.as_ref()));
+            guard.disarm();
+            outcome
+        }
+        Err(panic) => Err(panic_message(panic.as_ref())),
     };
-    call.raw = Some(raw);
+    call.finished = Some(Instant::now());
+    call.raw = Some(RawOutcome::from_contained(outcome, started, call.finished));
     Flow::Continue
 }
 
-async fn invoke(call: &Call<'_>) -> RawOutcome {
-    let def = &call.tool().definition;
-    let tool = def.tool();
+async fn run_with_hard_timeout(call: &Call<'_>, limit: Duration) -> RawOutcome {
+    let guard = CancelGuard { call, armed: true };
     let started = Instant::now();
-    let outcome = match def.options().hard_timeout {
-        None => contained(tool.as_ref(), &call.args, call.ctx).await,
-        Some(limit) => match tokio::runtime::Handle::try_current() {
-            Ok(_) if tool.runs_blocking() => {
-                let handle = spawn_blocking(tool.clone(), call.args.clone(), call.ctx.clone());
-                match tokio::time::timeout(limit, handle).await {
-                    Ok(Ok(outcome)) => outcome,
-                    Ok(Err(join_error)) => Err(join_error.to_string()),
-                    Err(_) => {
-                        return RawOutcome::TimedOut {
-                            after_secs: limit.as_secs_f64(),
-                        };
-                    }
-                }
-            }
-            Ok(_) => {
-                match tokio::time::timeout(limit, contained(tool.as_ref(), &call.args, call.ctx))
-                    .await
-                {
-                    Ok(outcome) => outcome,
-                    Err(_) => {
-                        return RawOutcome::TimedOut {
-                            after_secs: limit.as_secs_f64(),
-                        };
-                    }
-                }
-            }
-            Err(_) => {
-                tracing::warn!(
-                    target: "milpa::pipeline",
-                    tool = call.name,
-                    "hard timeout not enforced: no Tokio runtime is running this call"
-                );
-                contained(tool.as_ref(), &call.args, call.ctx).await
-            }
-        },
-    };
-    let exec_secs = started.elapsed().as_secs_f64();
+    let outcome = with_hard_timeout(call, limit).await;
+    guard.disarm();
     match outcome {
-        Ok(Ok(output)) => RawOutcome::Returned { output, exec_secs },
-        Ok(Err(error)) => RawOutcome::Failed(error),
-        Err(panic) => RawOutcome::Panicked(panic),
+        Some(outcome) => RawOutcome::from_contained(outcome, started, None),
+        None => RawOutcome::TimedOut {
+            after_secs: limit.as_secs_f64(),
+        },
+    }
+}
+
+/// Runs the tool under its hard timeout; `None` when the deadline passed first.
+async fn with_hard_timeout(call: &Call<'_>, limit: Duration) -> Option<Contained> {
+    let tool = call.tool().definition.tool();
+    if tokio::runtime::Handle::try_current().is_err() {
+        tracing::warn!(
+            target: "milpa::pipeline",
+            tool = call.name,
+            "hard timeout not enforced: no Tokio runtime is running this call"
+        );
+        return Some(contained(tool.as_ref(), &call.args, call.ctx).await);
+    }
+    if tool.runs_blocking() {
+        let handle = spawn_blocking(tool.clone(), call.args.clone(), call.ctx.clone());
+        match tokio::time::timeout(limit, handle).await {
+            Ok(Ok(outcome)) => Some(outcome),
+            Ok(Err(join_error)) => Some(Err(join_error.to_string())),
+            Err(_) => None,
+        }
+    } else {
+        tokio::time::timeout(limit, contained(tool.as_ref(), &call.args, call.ctx))
+            .await
+            .ok()
     }
 }
 
@@ -82,7 +93,7 @@ fn spawn_blocking(
     tool: Arc<dyn Tool>,
     args: Value,
     ctx: ToolContext,
-) -> tokio::task::JoinHandle<super::contain_exception::Contained> {
+) -> tokio::task::JoinHandle<Contained> {
     tokio::task::spawn_blocking(move || {
         futures_util::FutureExt::now_or_never(contained(tool.as_ref(), &args, &ctx))
             .unwrap_or_else(|| Err("a blocking tool returned a pending future".to_owned()))

@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::audit::AuditOutcome;
-use crate::pipeline::{Call, Flow, Terminal};
+use crate::pipeline::{Call, Flow};
 use crate::result::ToolResult;
 
 pub(crate) fn run(call: &mut Call<'_>) -> Flow {
@@ -28,8 +28,5 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
             "args": call.args,
         }
     });
-    Flow::Finish(Terminal::new(
-        ToolResult::success(plan),
-        AuditOutcome::Planned,
-    ))
+    call.finish(ToolResult::success(plan), AuditOutcome::Planned)
 }

@@ -2,7 +2,7 @@
 //! otherwise). Runs before plan mode and confirmation, so both are charged too.
 
 use crate::audit::AuditOutcome;
-use crate::pipeline::{Call, Flow, Terminal};
+use crate::pipeline::{Call, Flow};
 use crate::rate_limit::{COST_MUTATING, COST_READ, RateDecision, RateKey};
 use crate::result::ToolResult;
 
@@ -30,10 +30,10 @@ pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
                 tool.quota.window.as_secs()
             );
             let retry = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
-            Flow::Finish(Terminal::new(
+            call.finish(
                 ToolResult::rate_limited(reason, Some(retry)),
                 AuditOutcome::RateLimited,
-            ))
+            )
         }
     }
 }

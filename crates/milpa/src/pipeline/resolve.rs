@@ -1,7 +1,7 @@
 //! Stage 1, `resolve`: find the tool by name. An unknown name is `TOOL_NOT_FOUND`.
 
 use crate::audit::AuditOutcome;
-use crate::pipeline::{Call, Flow, Terminal};
+use crate::pipeline::{Call, Flow};
 use crate::result::ToolResult;
 
 pub(crate) fn run(call: &mut Call<'_>) -> Flow {
@@ -10,9 +10,9 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
             call.tool = Some(tool);
             Flow::Continue
         }
-        None => Flow::Finish(Terminal::new(
+        None => call.finish(
             ToolResult::tool_not_found(call.name),
             AuditOutcome::NotFound,
-        )),
+        ),
     }
 }

@@ -8,7 +8,7 @@
 use serde_json::{Map, Value};
 
 use crate::audit::AuditOutcome;
-use crate::pipeline::{Call, Flow, Terminal};
+use crate::pipeline::{Call, Flow, TokenArg};
 use crate::result::ToolResult;
 use crate::schema::json_type_name;
 
@@ -20,7 +20,11 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
         Value::Null => call.args = Value::Object(Map::new()),
         Value::Object(map) => {
             if !map.is_empty() {
-                call.confirm_token = map.shift_remove(CONFIRM_TOKEN);
+                call.confirm_token = match map.shift_remove(CONFIRM_TOKEN) {
+                    None | Some(Value::Null) => TokenArg::Absent,
+                    Some(Value::String(token)) => TokenArg::Given(token),
+                    Some(_) => TokenArg::Malformed,
+                };
             }
         }
         other => {
@@ -28,7 +32,7 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
                 "Arguments must be a JSON object, got {}",
                 json_type_name(other)
             );
-            return invalid(message);
+            return invalid(call, message);
         }
     }
     let tool = call.tool();
@@ -36,19 +40,19 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
         return Flow::Continue;
     }
     let only_token =
-        call.confirm_token.is_some() && call.args.as_object().is_some_and(Map::is_empty);
+        call.confirm_token != TokenArg::Absent && call.args.as_object().is_some_and(Map::is_empty);
     if only_token && call.requires_confirmation() {
         return Flow::Continue;
     }
     match tool.validator.validate(&call.args) {
         Ok(()) => Flow::Continue,
-        Err(errors) => invalid(errors.join("; ")),
+        Err(errors) => invalid(call, errors.join("; ")),
     }
 }
 
-fn invalid(message: String) -> Flow {
-    Flow::Finish(Terminal::new(
+fn invalid(call: &mut Call<'_>, message: String) -> Flow {
+    call.finish(
         ToolResult::validation_error(message),
         AuditOutcome::InvalidArguments,
-    ))
+    )
 }

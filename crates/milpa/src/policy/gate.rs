@@ -138,55 +138,90 @@ impl PolicyGate {
         ctx: &ToolContext,
         tool: &ToolDefinition,
     ) -> Authorization {
-        let channel = ctx.channel();
-        let name = tool.name();
-        if policy.require_auth && ctx.principal().is_none() {
-            return Authorization::Denied(format!(
-                "channel '{channel}' requires an authenticated principal (require_auth) — none provided."
-            ));
-        }
-        let scopes = tool.scopes();
-        if !scopes.is_empty() && !ctx.has_any_scope(scopes) {
-            return Authorization::Denied(format!(
-                "Missing required scope for tool '{name}'. Need one of: {} — context has: {}.",
-                scopes.join(", "),
-                held_scopes(ctx)
-            ));
+        if let Some(denied) = check_caller(policy, ctx, tool) {
+            return denied;
         }
         if let Some(provider) = &self.rule_provider {
-            let query = RuleQuery {
-                channel,
-                principal: ctx.principal(),
-                tool: name,
-                mutating: tool.is_mutating(),
-            };
-            if let Some(rule) = provider.find_matching_rule(query).await {
-                let id = rule.id.map(|id| id.to_string()).unwrap_or_default();
-                if !rule.requires_scopes.is_empty() && !ctx.has_any_scope(&rule.requires_scopes) {
-                    return Authorization::Denied(format!(
-                        "Policy rule #{id} for tool '{name}' requires one of these scopes: {} — context has: {}.",
-                        rule.requires_scopes.join(", "),
-                        held_scopes(ctx)
-                    ));
-                }
-                return match rule.effect {
-                    RuleEffect::Allow => Authorization::Allowed,
-                    RuleEffect::Deny => Authorization::Denied(rule.description.unwrap_or_else(|| {
-                        format!(
-                            "Denied by policy rule #{id} for tool '{name}' on channel '{channel}' (principal: {}).",
-                            ctx.principal().unwrap_or("(none)")
-                        )
-                    })),
-                };
+            // Boxed: a gate without rules keeps every call's future small.
+            if let Some(verdict) = Box::pin(check_rules(provider.as_ref(), ctx, tool)).await {
+                return verdict;
             }
         }
-        if !policy.allow_all && policy.block_mutating && tool.is_mutating() {
-            return Authorization::Denied(format!(
-                "Mutating tool '{name}' is blocked on channel '{channel}' (block_mutating policy)."
-            ));
-        }
-        Authorization::Allowed
+        check_channel(policy, ctx, tool)
     }
+}
+
+/// Authentication required by the channel, then the tool's scopes.
+fn check_caller(
+    policy: &ChannelPolicy,
+    ctx: &ToolContext,
+    tool: &ToolDefinition,
+) -> Option<Authorization> {
+    if policy.require_auth && ctx.principal().is_none() {
+        return Some(Authorization::Denied(format!(
+            "channel '{}' requires an authenticated principal (require_auth) — none provided.",
+            ctx.channel()
+        )));
+    }
+    let scopes = tool.scopes();
+    if !scopes.is_empty() && !ctx.has_any_scope(scopes) {
+        return Some(Authorization::Denied(format!(
+            "Missing required scope for tool '{}'. Need one of: {} — context has: {}.",
+            tool.name(),
+            scopes.join(", "),
+            held_scopes(ctx)
+        )));
+    }
+    None
+}
+
+/// The first matching rule decides, if there is one.
+async fn check_rules(
+    provider: &dyn PolicyRuleProvider,
+    ctx: &ToolContext,
+    tool: &ToolDefinition,
+) -> Option<Authorization> {
+    let (channel, name) = (ctx.channel(), tool.name());
+    let query = RuleQuery {
+        channel,
+        principal: ctx.principal(),
+        tool: name,
+        mutating: tool.is_mutating(),
+    };
+    let rule = provider.find_matching_rule(query).await?;
+    let id = rule.id.map(|id| id.to_string()).unwrap_or_default();
+    if !rule.requires_scopes.is_empty() && !ctx.has_any_scope(&rule.requires_scopes) {
+        return Some(Authorization::Denied(format!(
+            "Policy rule #{id} for tool '{name}' requires one of these scopes: {} — context has: {}.",
+            rule.requires_scopes.join(", "),
+            held_scopes(ctx)
+        )));
+    }
+    Some(match rule.effect {
+        RuleEffect::Allow => Authorization::Allowed,
+        RuleEffect::Deny => Authorization::Denied(rule.description.unwrap_or_else(|| {
+            format!(
+                "Denied by policy rule #{id} for tool '{name}' on channel '{channel}' (principal: {}).",
+                ctx.principal().unwrap_or("(none)")
+            )
+        })),
+    })
+}
+
+/// The channel's `block_mutating`, unless `allow_all`.
+fn check_channel(
+    policy: &ChannelPolicy,
+    ctx: &ToolContext,
+    tool: &ToolDefinition,
+) -> Authorization {
+    if !policy.allow_all && policy.block_mutating && tool.is_mutating() {
+        return Authorization::Denied(format!(
+            "Mutating tool '{}' is blocked on channel '{}' (block_mutating policy).",
+            tool.name(),
+            ctx.channel()
+        ));
+    }
+    Authorization::Allowed
 }
 
 fn held_scopes(ctx: &ToolContext) -> String {
