@@ -45,6 +45,7 @@ mod context;
 mod deferred;
 mod definition;
 pub mod events;
+pub mod inspect;
 mod listing;
 pub mod llm;
 pub mod pipeline;

@@ -715,3 +715,33 @@ async fn the_store_refuses_duplicates_and_stale_writes() {
     assert!(!store.compare_and_set(0, ghost).await.unwrap());
     assert_eq!(store.get("ghost").await.unwrap(), None);
 }
+
+#[tokio::test]
+async fn an_authenticated_caller_cannot_resolve_as_someone_else() {
+    let registry = registry();
+    let requester = mcp("agent-7", &["notes:read"]);
+    let opened = registry
+        .call(REQUEST_NAME, json!({"subject": "deploy"}), &requester)
+        .await;
+    let id = opened.data["request_id"].as_str().unwrap().to_owned();
+    // agent-7 holds the resolve scope too, and claims to be alice to approve its own request.
+    let sneaky = mcp("agent-7", &[RESOLVE_SCOPE]);
+    let claim = json!({"request_id": id, "decision": "grant", "principal": "alice"});
+    let refused = registry.call(RESOLVE_NAME, claim.clone(), &sneaky).await;
+    assert_eq!(refused.code(), Some(&ErrorCode::Forbidden));
+    assert_eq!(
+        refused.error.as_deref(),
+        Some(
+            "principal 'alice' is not the caller ('agent-7'): resolve_verification records decisions under the caller's own principal."
+        )
+    );
+    // The real alice can; so can a fully trusted operator recording alice's decision.
+    let alice = mcp("alice", &[RESOLVE_SCOPE]);
+    assert!(registry.call(RESOLVE_NAME, claim, &alice).await.success);
+    let second = registry
+        .call(REQUEST_NAME, json!({"subject": "restart"}), &requester)
+        .await;
+    let id = second.data["request_id"].as_str().unwrap().to_owned();
+    let on_behalf = json!({"request_id": id, "decision": "grant", "principal": "bob"});
+    assert!(resolve(&registry, on_behalf).await.success);
+}

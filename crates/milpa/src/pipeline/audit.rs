@@ -5,7 +5,10 @@ use std::sync::Arc;
 
 use crate::audit::{AuditOutcome, AuditRecord};
 use crate::events::{Event, ToolExecuted, ToolFailed};
+use crate::inspect::StageFacts;
+use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::pipeline::{Call, Terminal};
+use crate::pipeline::{StepKind, step};
 use crate::result::{ErrorCode, RuntimeMeta, ToolResult};
 
 pub(crate) fn run(call: &mut Call<'_>) -> ToolResult {
@@ -102,4 +105,15 @@ pub(crate) fn record_cancelled(call: &Call<'_>) {
             took_ms,
         }));
     }
+}
+
+pub(crate) fn describe(_facts: &StageFacts<'_>) -> InvocationStep {
+    step(
+        StepKind::Audit,
+        StepRole::Outcome,
+        StepPresence::Active,
+        false,
+        false,
+        "one record on every terminal path (not found, invalid arguments, denied, rate limited, planned, confirmation requested, invalid confirmation, cache served, vetoed, executed, failed, timed out, cancelled), secrets redacted; then tool.executed / tool.failed when a dispatcher is wired",
+    )
 }

@@ -6,7 +6,10 @@
 use serde_json::Value;
 
 use crate::definition::Clamp;
+use crate::inspect::StageFacts;
+use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::pipeline::{Call, Flow};
+use crate::pipeline::{StepKind, step};
 
 pub(crate) fn run(call: &mut Call<'_>) -> Flow {
     let clamps = &call.tool().definition.options().clamps;
@@ -49,6 +52,44 @@ pub(crate) fn apply(value: &mut Value, clamp: &Clamp) {
         }
         _ => {}
     }
+}
+
+pub(crate) fn describe(facts: &StageFacts<'_>) -> InvocationStep {
+    let clamps = &facts.tool.options().clamps;
+    if clamps.is_empty() {
+        return step(
+            StepKind::Clamp,
+            StepRole::Transform,
+            StepPresence::Skipped,
+            false,
+            false,
+            "the tool declares no clamps",
+        );
+    }
+    let parts: Vec<String> = clamps
+        .iter()
+        .map(|(field, c)| {
+            let mut bounds = Vec::new();
+            if c.min.is_some() || c.max.is_some() {
+                let show = |n: &Option<serde_json::Number>| {
+                    n.as_ref().map_or("…".to_owned(), |n| n.to_string())
+                };
+                bounds.push(format!("[{}, {}]", show(&c.min), show(&c.max)));
+            }
+            if let Some(max) = c.max_length {
+                bounds.push(format!("maxLength {max}"));
+            }
+            format!("{field} → {}", bounds.join(", "))
+        })
+        .collect();
+    step(
+        StepKind::Clamp,
+        StepRole::Transform,
+        StepPresence::Active,
+        false,
+        true,
+        format!("tool clamps: {}", parts.join("; ")),
+    )
 }
 
 #[cfg(test)]

@@ -13,7 +13,10 @@ use crate::audit::AuditOutcome;
 use crate::confirm::{
     ConfirmationBinding, INVALID_TOKEN_MESSAGE, PendingConfirmation, random_hex_128, unix_millis,
 };
+use crate::inspect::StageFacts;
+use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::pipeline::{Call, Flow, TokenArg};
+use crate::pipeline::{StepKind, step, unreachable_in_plan_mode};
 use crate::result::{ErrorCode, ToolResult};
 
 pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
@@ -129,6 +132,52 @@ pub(crate) fn iso_seconds(time: SystemTime) -> String {
         .ok()
         .and_then(|t| t.format(&format).ok())
         .unwrap_or_default()
+}
+
+pub(crate) fn describe(facts: &StageFacts<'_>) -> InvocationStep {
+    if let Some(step) = unreachable_in_plan_mode(facts, StepKind::Confirm, StepRole::Branch) {
+        return step;
+    }
+    let channel = facts.ctx.channel();
+    let dance = format!(
+        "the first call returns a one-time token (bound to tool, principal and channel; expires after {}s); the replay with confirm_token runs the first call's arguments",
+        facts.confirmation_ttl.as_secs()
+    );
+    let (presence, blocking, source) = if facts.tool.requires_confirmation() {
+        (
+            StepPresence::Conditional,
+            true,
+            format!("the tool requires confirmation: {dance}"),
+        )
+    } else if facts.policy.require_confirmation_for_mutating && facts.tool.is_mutating() {
+        (
+            StepPresence::Conditional,
+            true,
+            format!(
+                "channel '{channel}' confirms mutating tools (require_confirmation_for_mutating): {dance}"
+            ),
+        )
+    } else if facts.policy.require_confirmation_for_mutating {
+        (
+            StepPresence::Dormant,
+            false,
+            format!("channel '{channel}' confirms mutating tools, but this tool is not mutating"),
+        )
+    } else {
+        (
+            StepPresence::Dormant,
+            false,
+            format!("neither the tool nor channel '{channel}' asks for confirmation"),
+        )
+    };
+    step(
+        StepKind::Confirm,
+        StepRole::Branch,
+        presence,
+        blocking,
+        false,
+        source,
+    )
 }
 
 #[cfg(test)]

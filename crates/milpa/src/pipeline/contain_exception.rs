@@ -11,7 +11,10 @@ use crate::audit::AuditOutcome;
 use crate::context::ToolContext;
 use crate::deferred::Deferred;
 use crate::definition::{Tool, ToolError, ToolOutput};
+use crate::inspect::StageFacts;
+use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::pipeline::{Call, Flow, RawOutcome, Terminal, panic_message};
+use crate::pipeline::{StepKind, step, unreachable_in_plan_mode};
 use crate::result::ToolResult;
 
 /// A tool's outcome, or the message of its panic.
@@ -71,4 +74,22 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
         ),
     };
     call.finish(result, outcome)
+}
+
+pub(crate) fn describe(facts: &StageFacts<'_>) -> InvocationStep {
+    if let Some(step) =
+        unreachable_in_plan_mode(facts, StepKind::ContainException, StepRole::Boundary)
+    {
+        return step;
+    }
+    let mut step = step(
+        StepKind::ContainException,
+        StepRole::Boundary,
+        StepPresence::Active,
+        false,
+        false,
+        "wraps execute: a tool error keeps its code (INTERNAL_ERROR by default), a panic becomes INTERNAL_ERROR, a hard timeout TIMEOUT; the registry keeps serving",
+    );
+    step.wraps = Some(StepKind::Execute);
+    step
 }

@@ -7,7 +7,10 @@
 use crate::audit::AuditOutcome;
 use crate::definition::ToolOutput;
 use crate::events::{Event, InterceptionSlot, TOOL_EXECUTING, ToolExecuting};
+use crate::inspect::StageFacts;
+use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::pipeline::{Call, Flow};
+use crate::pipeline::{StepKind, step, unreachable_in_plan_mode};
 use crate::result::ToolResult;
 
 /// The message of a vetoed call.
@@ -41,4 +44,37 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
         );
     }
     Flow::Continue
+}
+
+pub(crate) fn describe(facts: &StageFacts<'_>) -> InvocationStep {
+    if let Some(step) = unreachable_in_plan_mode(facts, StepKind::EmitExecuting, StepRole::Hook) {
+        return step;
+    }
+    let (presence, blocking, source) = match (facts.dispatcher, facts.executing_listeners) {
+        (false, _) => (
+            StepPresence::Skipped,
+            false,
+            "no dispatcher wired".to_owned(),
+        ),
+        (true, 0) => (
+            StepPresence::Dormant,
+            false,
+            "a dispatcher is wired, but nothing listens to tool.executing".to_owned(),
+        ),
+        (true, n) => (
+            StepPresence::Active,
+            true,
+            format!(
+                "{n} listener(s) on tool.executing, after every gate: one may answer for the tool (cache) or veto the call"
+            ),
+        ),
+    };
+    step(
+        StepKind::EmitExecuting,
+        StepRole::Hook,
+        presence,
+        blocking,
+        false,
+        source,
+    )
 }

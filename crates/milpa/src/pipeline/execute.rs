@@ -17,8 +17,11 @@ use serde_json::Value;
 use crate::context::ToolContext;
 use crate::deferred::Deferred;
 use crate::definition::Tool;
+use crate::inspect::StageFacts;
+use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::pipeline::contain_exception::{Contained, contained};
 use crate::pipeline::{Call, Flow, RawOutcome, audit, panic_message};
+use crate::pipeline::{StepKind, step, unreachable_in_plan_mode};
 
 pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
     let def = &call.tool().definition;
@@ -118,4 +121,29 @@ impl Drop for CancelGuard<'_, '_> {
             audit::record_cancelled(self.call);
         }
     }
+}
+
+pub(crate) fn describe(facts: &StageFacts<'_>) -> InvocationStep {
+    if let Some(step) = unreachable_in_plan_mode(facts, StepKind::Execute, StepRole::Execution) {
+        return step;
+    }
+    let options = facts.tool.options();
+    let hard = match options.hard_timeout {
+        Some(limit) => format!(
+            "hard timeout {}s (cancelled with TIMEOUT)",
+            limit.as_secs_f64()
+        ),
+        None => "no hard timeout".to_owned(),
+    };
+    step(
+        StepKind::Execute,
+        StepRole::Execution,
+        StepPresence::Active,
+        true,
+        facts.tool.is_mutating(),
+        format!(
+            "the tool's handler, with the context passed alongside the arguments; soft timeout {}s (flagged in meta); {hard}",
+            options.timeout.as_secs_f64()
+        ),
+    )
 }

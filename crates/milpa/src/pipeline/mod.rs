@@ -33,6 +33,8 @@ use serde_json::Value;
 use crate::audit::AuditOutcome;
 use crate::context::ToolContext;
 use crate::definition::{ToolError, ToolOutput};
+use crate::inspect::StageFacts;
+use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::policy::ChannelPolicy;
 use crate::registry::{RegisteredTool, ToolRegistry};
 use crate::result::ToolResult;
@@ -312,6 +314,64 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
     } else {
         "the tool panicked".to_owned()
     }
+}
+
+/// Every stage's description for one tool and caller, in the executor's order.
+pub(crate) fn describe(facts: &StageFacts<'_>) -> Vec<InvocationStep> {
+    StepKind::ORDER
+        .iter()
+        .map(|step| match step {
+            StepKind::Resolve => resolve::describe(facts),
+            StepKind::Validate => validate::describe(facts),
+            StepKind::Clamp => clamp::describe(facts),
+            StepKind::Authorize => authorize::describe(facts),
+            StepKind::RateLimit => rate_limit::describe(facts),
+            StepKind::PlanMode => plan_mode::describe(facts),
+            StepKind::Confirm => confirm::describe(facts),
+            StepKind::EmitExecuting => emit_executing::describe(facts),
+            StepKind::Execute => execute::describe(facts),
+            StepKind::ContainException => contain_exception::describe(facts),
+            StepKind::Audit => audit::describe(facts),
+        })
+        .collect()
+}
+
+/// A step description (the stages' `describe` functions build theirs with it).
+pub(crate) fn step(
+    kind: StepKind,
+    role: StepRole,
+    presence: StepPresence,
+    blocking: bool,
+    mutates: bool,
+    source: impl Into<String>,
+) -> InvocationStep {
+    InvocationStep {
+        kind,
+        role,
+        presence,
+        blocking,
+        mutates,
+        wraps: None,
+        source: source.into(),
+    }
+}
+
+/// For stages after `plan_mode`: in plan mode the call never gets there.
+pub(crate) fn unreachable_in_plan_mode(
+    facts: &StageFacts<'_>,
+    kind: StepKind,
+    role: StepRole,
+) -> Option<InvocationStep> {
+    facts.ctx.is_plan_mode().then(|| {
+        step(
+            kind,
+            role,
+            StepPresence::Dormant,
+            false,
+            false,
+            "plan mode returns before this stage",
+        )
+    })
 }
 
 #[cfg(test)]

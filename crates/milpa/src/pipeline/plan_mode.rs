@@ -3,7 +3,10 @@
 use serde_json::json;
 
 use crate::audit::AuditOutcome;
+use crate::inspect::StageFacts;
+use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::pipeline::{Call, Flow};
+use crate::pipeline::{StepKind, step};
 use crate::result::ToolResult;
 
 pub(crate) fn run(call: &mut Call<'_>) -> Flow {
@@ -29,4 +32,26 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
         }
     });
     call.finish(ToolResult::success(plan), AuditOutcome::Planned)
+}
+
+pub(crate) fn describe(facts: &StageFacts<'_>) -> InvocationStep {
+    if facts.ctx.is_plan_mode() {
+        step(
+            StepKind::PlanMode,
+            StepRole::Branch,
+            StepPresence::Active,
+            true,
+            false,
+            "the context is in plan mode: the call returns the plan; the tool never runs",
+        )
+    } else {
+        step(
+            StepKind::PlanMode,
+            StepRole::Branch,
+            StepPresence::Dormant,
+            false,
+            false,
+            "the context is in execute mode: the call goes on",
+        )
+    }
 }

@@ -2,7 +2,10 @@
 //! otherwise). Runs before plan mode and confirmation, so both are charged too.
 
 use crate::audit::AuditOutcome;
+use crate::inspect::StageFacts;
+use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::pipeline::{Call, Flow};
+use crate::pipeline::{StepKind, step};
 use crate::rate_limit::{COST_MUTATING, COST_READ, RateDecision, RateKey};
 use crate::result::ToolResult;
 
@@ -36,4 +39,32 @@ pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
             )
         }
     }
+}
+
+pub(crate) fn describe(facts: &StageFacts<'_>) -> InvocationStep {
+    if !facts.rate_limiter {
+        return step(
+            StepKind::RateLimit,
+            StepRole::Guard,
+            StepPresence::Skipped,
+            false,
+            false,
+            "no rate limiter wired",
+        );
+    }
+    let mutating = facts.tool.is_mutating();
+    let cost = if mutating { COST_MUTATING } else { COST_READ };
+    step(
+        StepKind::RateLimit,
+        StepRole::Guard,
+        StepPresence::Active,
+        true,
+        false,
+        format!(
+            "rate limiter present; key channel:principal:tool; cost {cost} ({}) of {} tokens per {}s (GCRA); charged before plan mode and confirmation",
+            if mutating { "mutating" } else { "read" },
+            facts.quota.max_tokens,
+            facts.quota.window.as_secs()
+        ),
+    )
 }

@@ -1,7 +1,10 @@
 //! Stage 1, `resolve`: find the tool by name. An unknown name is `TOOL_NOT_FOUND`.
 
 use crate::audit::AuditOutcome;
+use crate::inspect::StageFacts;
+use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::pipeline::{Call, Flow};
+use crate::pipeline::{StepKind, step};
 use crate::result::ToolResult;
 
 pub(crate) fn run(call: &mut Call<'_>) -> Flow {
@@ -15,4 +18,15 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
             AuditOutcome::NotFound,
         ),
     }
+}
+
+pub(crate) fn describe(_facts: &StageFacts<'_>) -> InvocationStep {
+    step(
+        StepKind::Resolve,
+        StepRole::Guard,
+        StepPresence::Active,
+        true,
+        false,
+        "registry lookup by name; an unknown name ends the call with TOOL_NOT_FOUND",
+    )
 }

@@ -8,7 +8,10 @@
 use serde_json::{Map, Value};
 
 use crate::audit::AuditOutcome;
+use crate::inspect::StageFacts;
+use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::pipeline::{Call, Flow, TokenArg};
+use crate::pipeline::{StepKind, step};
 use crate::result::ToolResult;
 use crate::schema::json_type_name;
 
@@ -55,4 +58,31 @@ fn invalid(call: &mut Call<'_>, message: String) -> Flow {
         ToolResult::validation_error(message),
         AuditOutcome::InvalidArguments,
     )
+}
+
+pub(crate) fn describe(facts: &StageFacts<'_>) -> InvocationStep {
+    let declared = facts
+        .tool
+        .input_schema()
+        .as_object()
+        .is_some_and(|s| !s.is_empty());
+    if declared {
+        step(
+            StepKind::Validate,
+            StepRole::Guard,
+            StepPresence::Active,
+            true,
+            false,
+            "the tool's input schema (JSON Schema 2020-12, compiled at registration); confirm_token is taken off first",
+        )
+    } else {
+        step(
+            StepKind::Validate,
+            StepRole::Guard,
+            StepPresence::Skipped,
+            false,
+            false,
+            "the tool declares no input schema: any argument object passes",
+        )
+    }
 }

@@ -101,9 +101,9 @@ impl VerificationTools {
             .scopes(self.resolve_scopes.clone())
             .mutating(true)
             .requires_confirmation(false)
-            .asynchronous(move |args: Value, _ctx: ToolContext| {
+            .asynchronous(move |args: Value, ctx: ToolContext| {
                 let verifier = verifier.clone();
-                async move { handle_resolve(&verifier, &args).await }
+                async move { handle_resolve(&verifier, &args, &ctx).await }
             });
         vec![request, resolve]
     }
@@ -231,7 +231,7 @@ async fn handle_request(verifier: &HumanVerifier, args: &Value, ctx: &ToolContex
 }
 
 /// `resolve_verification`: records a grant or a reject.
-async fn handle_resolve(verifier: &HumanVerifier, args: &Value) -> ToolResult {
+async fn handle_resolve(verifier: &HumanVerifier, args: &Value, ctx: &ToolContext) -> ToolResult {
     let Some(request_id) = text_arg(args, "request_id") else {
         return refusal(&VerificationError::invalid(
             "request_id",
@@ -254,6 +254,18 @@ async fn handle_resolve(verifier: &HumanVerifier, args: &Value) -> ToolResult {
             "principal is required",
         ));
     };
+    // The decider must be the caller: otherwise anyone allowed to resolve could claim to be
+    // someone else and defeat the self-approval and distinct-approver checks. Only a fully
+    // trusted caller (holding `*`, like the local shell or a trusted stdio process) may
+    // record a decision on someone's behalf.
+    if let Some(caller) = ctx.principal() {
+        if caller != principal && !ctx.scopes().iter().any(|s| s == "*") {
+            return ToolResult::forbidden(format!(
+                "principal '{principal}' is not the caller ('{caller}'): resolve_verification \
+                 records decisions under the caller's own principal."
+            ));
+        }
+    }
     let subject = text_arg(args, "subject");
     let reason = text_arg(args, "reason");
 

@@ -1,0 +1,269 @@
+//! [`InvocationPlan`] and its builder.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::context::{Mode, ToolContext};
+use crate::definition::ToolDefinition;
+use crate::events::TOOL_EXECUTING;
+use crate::pipeline::{self, StepKind};
+use crate::policy::ChannelPolicy;
+use crate::rate_limit::Quota;
+use crate::registry::ToolRegistry;
+
+/// The version of the plan's JSON shape.
+pub const SCHEMA_VERSION: &str = "1.0";
+
+/// What a stage is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepRole {
+    /// May refuse the call.
+    Guard,
+    /// Changes the arguments.
+    Transform,
+    /// May end the call with a non-error answer (a plan, a confirmation request).
+    Branch,
+    /// Lets listeners in.
+    Hook,
+    /// Runs the tool.
+    Execution,
+    /// Wraps another stage.
+    Boundary,
+    /// Happens on every terminal path.
+    Outcome,
+}
+
+/// Whether a stage does anything for this tool and caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepPresence {
+    /// Runs.
+    Active,
+    /// May act, depending on data known only at call time (a token, a listener's answer).
+    Conditional,
+    /// The rule exists, but the static facts make it impossible to act.
+    Dormant,
+    /// Not wired or not declared: nothing to do.
+    Skipped,
+}
+
+/// One stage as the plan describes it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InvocationStep {
+    /// Which stage.
+    pub kind: StepKind,
+    /// What it is for.
+    pub role: StepRole,
+    /// Whether it acts for this tool and caller.
+    pub presence: StepPresence,
+    /// Whether it can end the call.
+    pub blocking: bool,
+    /// Whether it changes something (arguments, or the world).
+    pub mutates: bool,
+    /// The stage it wraps, if any.
+    pub wraps: Option<StepKind>,
+    /// Where its behaviour comes from, in plain English.
+    pub source: String,
+}
+
+/// Whether an optional collaborator is wired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WiringState {
+    /// Wired.
+    Present,
+    /// Not wired.
+    Absent,
+}
+
+impl From<bool> for WiringState {
+    fn from(present: bool) -> Self {
+        if present {
+            WiringState::Present
+        } else {
+            WiringState::Absent
+        }
+    }
+}
+
+/// Which optional collaborators the registry has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RegistryWiring {
+    /// A rate limiter.
+    pub rate_limiter: WiringState,
+    /// An event dispatcher.
+    pub dispatcher: WiringState,
+    /// A policy rule provider.
+    pub rule_provider: WiringState,
+}
+
+/// The caller as the plan saw it (never invented).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanContext {
+    /// The principal, `null` when anonymous.
+    pub actor: Option<String>,
+    /// The scopes held.
+    pub scopes: Vec<String>,
+    /// Execute or plan.
+    pub mode: Mode,
+}
+
+/// What the pipeline would do for one tool and one caller.
+///
+/// ```
+/// use milpa::inspect::{InvocationPlan, StepPresence};
+/// use milpa::{StepKind, ToolContext, ToolDefinition, ToolRegistry};
+///
+/// let mut registry = ToolRegistry::new();
+/// registry.register(ToolDefinition::builder("wipe").mutating(true).requires_confirmation(true).sync(|_, _| serde_json::Value::Null)).unwrap();
+/// let anonymous = ToolContext::builder("mcp").build();
+/// let plan = InvocationPlan::build(&registry, "wipe", &anonymous).unwrap();
+/// assert_eq!(plan.step(StepKind::Confirm).presence, StepPresence::Conditional);
+/// assert!(plan.assumptions[0].contains("authorize would deny"));
+/// assert_eq!(plan.to_json()["schemaVersion"], "1.0");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InvocationPlan {
+    /// Always [`SCHEMA_VERSION`].
+    #[serde(rename = "schemaVersion")]
+    pub schema_version: String,
+    /// The tool.
+    pub operation: String,
+    /// The caller's channel.
+    pub channel: String,
+    /// The caller.
+    pub context: PlanContext,
+    /// What the plan takes for granted or predicts, in plain English.
+    pub assumptions: Vec<String>,
+    /// Which optional collaborators are wired.
+    pub wiring: RegistryWiring,
+    /// The eleven stages, in execution order.
+    pub steps: Vec<InvocationStep>,
+}
+
+impl InvocationPlan {
+    /// The plan for `tool` called in `ctx`, or `None` when no such tool is registered.
+    pub fn build(registry: &ToolRegistry, tool: &str, ctx: &ToolContext) -> Option<InvocationPlan> {
+        let definition = registry.get(tool)?;
+        Some(InvocationPlanBuilder::new(registry).build(definition, ctx))
+    }
+
+    /// The description of one stage.
+    pub fn step(&self, kind: StepKind) -> &InvocationStep {
+        &self.steps[kind as usize]
+    }
+
+    /// The plan as JSON (the contract shape, `schemaVersion` "1.0").
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// The plan as a plain-text table, then assumptions and wiring.
+    pub fn to_text(&self) -> String {
+        super::text::render(self)
+    }
+}
+
+/// Builds plans from a live registry, reading only what it admits to having.
+#[derive(Debug, Clone, Copy)]
+pub struct InvocationPlanBuilder<'r> {
+    registry: &'r ToolRegistry,
+}
+
+/// The static facts a stage describes itself from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StageFacts<'a> {
+    pub tool: &'a ToolDefinition,
+    pub ctx: &'a ToolContext,
+    pub policy: ChannelPolicy,
+    pub channel_registered: bool,
+    pub rate_limiter: bool,
+    pub dispatcher: bool,
+    pub executing_listeners: usize,
+    pub rule_provider: bool,
+    pub quota: Quota,
+    pub confirmation_ttl: std::time::Duration,
+}
+
+impl<'r> InvocationPlanBuilder<'r> {
+    /// A builder reading `registry`.
+    pub fn new(registry: &'r ToolRegistry) -> Self {
+        InvocationPlanBuilder { registry }
+    }
+
+    /// The plan for `tool` (which should be registered in the builder's registry) in `ctx`.
+    pub fn build(&self, tool: &ToolDefinition, ctx: &ToolContext) -> InvocationPlan {
+        let gate = self.registry.policy_gate();
+        let registered = gate.registered_policy(ctx.channel());
+        let facts = StageFacts {
+            tool,
+            ctx,
+            policy: registered.unwrap_or(ChannelPolicy::FAIL_CLOSED),
+            channel_registered: registered.is_some(),
+            rate_limiter: self.registry.has_rate_limiter(),
+            dispatcher: self.registry.has_dispatcher(),
+            executing_listeners: self
+                .registry
+                .dispatcher()
+                .map_or(0, |d| d.subscriber_count(TOOL_EXECUTING)),
+            rule_provider: gate.has_rule_provider(),
+            quota: self.registry.quota_for(tool.name()).unwrap_or_default(),
+            confirmation_ttl: self.registry.confirmation_ttl(),
+        };
+        InvocationPlan {
+            schema_version: SCHEMA_VERSION.to_owned(),
+            operation: tool.name().to_owned(),
+            channel: ctx.channel().to_owned(),
+            context: PlanContext {
+                actor: ctx.principal().map(str::to_owned),
+                scopes: ctx.scopes().to_vec(),
+                mode: ctx.mode(),
+            },
+            assumptions: assumptions(&facts),
+            wiring: RegistryWiring {
+                rate_limiter: facts.rate_limiter.into(),
+                dispatcher: facts.dispatcher.into(),
+                rule_provider: facts.rule_provider.into(),
+            },
+            steps: pipeline::describe(&facts),
+        }
+    }
+}
+
+/// What the plan predicts about the caller, without inventing one.
+fn assumptions(facts: &StageFacts<'_>) -> Vec<String> {
+    let channel = facts.ctx.channel();
+    let mut out = Vec::new();
+    if !facts.channel_registered {
+        out.push(format!(
+            "channel '{channel}' has no policy of its own → the fail-closed policy applies (require_auth)"
+        ));
+    }
+    let scopes = facts.tool.scopes();
+    match facts.ctx.principal() {
+        None if facts.policy.require_auth => {
+            out.push(format!(
+                "actor anonymous; channel '{channel}' requires auth → authorize would deny"
+            ));
+        }
+        _ if !scopes.is_empty() && !facts.ctx.has_any_scope(scopes) => {
+            out.push(format!(
+                "actor holds none of the tool's scopes ({}) → authorize would deny",
+                scopes.join(", ")
+            ));
+        }
+        _ if !facts.policy.allow_all && facts.policy.block_mutating && facts.tool.is_mutating() => {
+            out.push(format!(
+                "channel '{channel}' blocks mutating tools (block_mutating) → authorize would deny{}",
+                if facts.rule_provider { " unless a rule allows it" } else { "" }
+            ));
+        }
+        _ => {}
+    }
+    if facts.rule_provider {
+        out.push("a rule provider is wired: its verdict is known only at call time".to_owned());
+    }
+    out
+}
