@@ -153,9 +153,9 @@ pub fn definition(
                 } else {
                     bindings.push(quote! {
                         let #var = match #bound {
-                            ::core::result::Result::Ok(value) => value,
-                            ::core::result::Result::Err(error) => {
-                                return #milpa::Deferred::ready(::core::result::Result::Err(error));
+                            ::core::result::Result::Ok(__milpa_value) => __milpa_value,
+                            ::core::result::Result::Err(__milpa_error) => {
+                                return #milpa::Deferred::ready(::core::result::Result::Err(__milpa_error));
                             }
                         };
                     });

@@ -145,12 +145,15 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
                 out.into()
             }
         },
-        Ok(other) => syn::Error::new(
-            item_span(&other),
-            "#[tool] goes on a function (or on a method inside an impl block marked #[tools])",
-        )
-        .to_compile_error()
-        .into(),
+        Ok(other) => {
+            let mut out = syn::Error::new(
+                item_span(&other),
+                "#[tool] goes on a function (or on a method inside an impl block marked #[tools])",
+            )
+            .to_compile_error();
+            out.extend(other.into_token_stream());
+            out.into()
+        }
         Err(error) => error.to_compile_error().into(),
     }
 }
@@ -179,12 +182,15 @@ pub fn tools(args: TokenStream, item: TokenStream) -> TokenStream {
                 out.into()
             }
         },
-        Ok(other) => syn::Error::new(
-            item_span(&other),
-            "#[tools] goes on an `impl` block whose methods are marked #[tool]",
-        )
-        .to_compile_error()
-        .into(),
+        Ok(other) => {
+            let mut out = syn::Error::new(
+                item_span(&other),
+                "#[tools] goes on an `impl` block whose methods are marked #[tool]",
+            )
+            .to_compile_error();
+            out.extend(other.into_token_stream());
+            out.into()
+        }
         Err(error) => error.to_compile_error().into(),
     }
 }
@@ -246,17 +252,25 @@ fn expand_fn(
 
 fn expand_impl(block: &mut ItemImpl) -> syn::Result<proc_macro2::TokenStream> {
     let mut errors: syn::Result<()> = Ok(());
+    // Checked first, reported last: the loop below still strips #[tool] and #[param] so
+    // the block compiles as written and only these errors show.
     if let Some((_, path, _)) = &block.trait_ {
-        return Err(syn::Error::new_spanned(
-            path,
-            "#[tools] goes on an inherent impl block (`impl MyTools { ... }`), not on a trait impl",
-        ));
+        combine(
+            &mut errors,
+            syn::Error::new_spanned(
+                path,
+                "#[tools] goes on an inherent impl block (`impl MyTools { ... }`), not on a trait impl",
+            ),
+        );
     }
     if !block.generics.params.is_empty() {
-        return Err(syn::Error::new_spanned(
-            &block.generics,
-            "#[tools] cannot be used on a generic impl block: a tool's schema is fixed at compile time; implement it for a concrete type",
-        ));
+        combine(
+            &mut errors,
+            syn::Error::new_spanned(
+                &block.generics,
+                "#[tools] cannot be used on a generic impl block: a tool's schema is fixed at compile time; implement it for a concrete type",
+            ),
+        );
     }
     let self_ty = (*block.self_ty).clone();
     let mut definitions = Vec::new();

@@ -36,6 +36,9 @@
 //! # });
 //! ```
 
+// Lets `#[tool]` and `#[tools]`, which refer to `::milpa`, be used inside this crate too.
+extern crate self as milpa;
+
 pub mod audit;
 mod bind;
 pub mod budget;
