@@ -1,0 +1,220 @@
+//! Benchmark: `tools/call` of a trivial tool (`add`, declared with `#[tool]`) over stdio
+//! against the `everything` fixture server, with the full pipeline and audit on: every call
+//! produces an audit record, serialized as a JSON line into the fixture's buffered audit
+//! file (`--audit`, default `/dev/null`).
+//!
+//! ```text
+//! cargo build --release -p milpa-mcp --examples
+//! target/release/examples/bench_stdio [--seconds 3] [--audit FILE]
+//! ```
+//!
+//! Spawns `everything --stdio` (found next to this binary), initializes, then measures
+//! calls per second one at a time and with 32 in flight (the client keeps 32 requests
+//! outstanding, sending new ones as responses arrive). `MILPA_MCP_WORKERS` sets the
+//! server's Tokio worker threads. As a baseline measured in the same
+//! run, it also times the same call through `ToolRegistry::call` in process.
+
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use milpa::audit::{AuditRecord, AuditSink};
+use milpa::{ToolContext, ToolDefinition, ToolRegistry};
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, BufWriter};
+use tokio::process::{ChildStdin, ChildStdout, Command};
+
+fn request(id: u64) -> String {
+    let mut out = String::with_capacity(128);
+    push_request(&mut out, id);
+    out
+}
+
+fn push_request(out: &mut String, id: u64) {
+    use std::fmt::Write;
+    out.push_str("{\"jsonrpc\":\"2.0\",\"id\":");
+    let _ = write!(out, "{id}");
+    out.push_str(
+        ",\"method\":\"tools/call\",\"params\":{\"name\":\"add\",\"arguments\":{\"a\":1,\"b\":2}}}\n",
+    );
+}
+
+struct Conn {
+    writer: BufWriter<ChildStdin>,
+    reader: BufReader<ChildStdout>,
+    line: String,
+}
+
+impl Conn {
+    async fn read(&mut self) -> &str {
+        self.line.clear();
+        let n = self.reader.read_line(&mut self.line).await.expect("read");
+        assert!(n > 0, "the server closed its output");
+        &self.line
+    }
+}
+
+async fn sequential(conn: &mut Conn, seconds: f64) -> (u64, f64) {
+    let started = Instant::now();
+    let mut calls = 0u64;
+    while started.elapsed().as_secs_f64() < seconds {
+        for _ in 0..256 {
+            conn.writer
+                .write_all(request(calls).as_bytes())
+                .await
+                .unwrap();
+            conn.writer.flush().await.unwrap();
+            let line = conn.read().await;
+            assert!(line.contains("\"isError\":false"), "{line}");
+            calls += 1;
+        }
+    }
+    (calls, started.elapsed().as_secs_f64())
+}
+
+/// Keeps `in_flight` calls outstanding from one task: each time responses arrive, as many
+/// new requests go out in one write.
+async fn pipelined(conn: &mut Conn, seconds: f64, in_flight: u64) -> (u64, f64) {
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs_f64(seconds);
+    let mut sent = 0u64;
+    let mut received = 0u64;
+    let mut out = String::with_capacity(in_flight as usize * 128);
+    for _ in 0..in_flight {
+        push_request(&mut out, sent);
+        sent += 1;
+    }
+    conn.writer.write_all(out.as_bytes()).await.unwrap();
+    conn.writer.flush().await.unwrap();
+    while received < sent {
+        let chunk = conn.reader.fill_buf().await.unwrap();
+        assert!(!chunk.is_empty(), "the server closed its output");
+        let lines = chunk.iter().filter(|b| **b == b'\n').count() as u64;
+        // Spot-check (a full scan would cost more than the server's work).
+        if received % 1024 < lines {
+            assert!(
+                !chunk.windows(14).any(|w| w == b"\"isError\":true"),
+                "a call failed"
+            );
+        }
+        let n = chunk.len();
+        conn.reader.consume(n);
+        received += lines;
+        if lines > 0 && Instant::now() < deadline {
+            out.clear();
+            for _ in 0..lines {
+                push_request(&mut out, sent);
+                sent += 1;
+            }
+            conn.writer.write_all(out.as_bytes()).await.unwrap();
+            conn.writer.flush().await.unwrap();
+        }
+    }
+    (received, started.elapsed().as_secs_f64())
+}
+
+/// Serializes each record as the fixture's audit file does, keeping the bytes in memory
+/// (cleared now and then), so the baseline does the same audit work without file I/O.
+#[derive(Default)]
+struct MemoryJsonLines {
+    buf: std::sync::Mutex<Vec<u8>>,
+}
+
+impl AuditSink for MemoryJsonLines {
+    fn record(&self, record: &AuditRecord<'_>) {
+        let mut buf = self.buf.lock().unwrap();
+        if buf.len() > 1 << 20 {
+            buf.clear();
+        }
+        let _ = serde_json::to_writer(&mut *buf, record);
+        buf.push(b'\n');
+    }
+}
+
+async fn in_process(seconds: f64, audit: &str) -> (u64, f64) {
+    let _ = audit;
+    let mut registry = ToolRegistry::builder()
+        .audit_sink(Arc::new(MemoryJsonLines::default()))
+        .build();
+    registry
+        .register(
+            ToolDefinition::builder("add")
+                .input_schema(json!({
+                    "type": "object",
+                    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                    "required": ["a", "b"]
+                }))
+                .sync(|args, _| {
+                    json!(args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0))
+                }),
+        )
+        .unwrap();
+    let started = Instant::now();
+    let mut calls = 0u64;
+    while started.elapsed().as_secs_f64() < seconds {
+        for _ in 0..1024 {
+            let ctx = ToolContext::stdio("bench");
+            let r = registry.call("add", json!({"a": 1, "b": 2}), &ctx).await;
+            assert!(r.success);
+            calls += 1;
+        }
+    }
+    (calls, started.elapsed().as_secs_f64())
+}
+
+// The client is the harness: one thread, so it costs the server as little as possible.
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let mut seconds = 3.0;
+    let mut audit = "/dev/null".to_owned();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--seconds" => seconds = args.next().and_then(|s| s.parse().ok()).unwrap_or(3.0),
+            "--audit" => audit = args.next().unwrap_or(audit),
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    let exe = std::env::current_exe().unwrap();
+    let server = exe.with_file_name("everything");
+    let mut child = Command::new(&server)
+        .args(["--stdio", "--audit", &audit])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", server.display()));
+    let mut conn = Conn {
+        writer: BufWriter::new(child.stdin.take().unwrap()),
+        reader: BufReader::with_capacity(1 << 16, child.stdout.take().unwrap()),
+        line: String::new(),
+    };
+    conn.writer
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"init\",\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+        .await
+        .unwrap();
+    conn.writer.flush().await.unwrap();
+    conn.read().await;
+
+    // Warm up.
+    sequential(&mut conn, 0.3).await;
+    let (calls, secs) = sequential(&mut conn, seconds).await;
+    let one = calls as f64 / secs;
+    println!("stdio, 1 in flight:  {one:>10.0} calls/s ({calls} calls in {secs:.2} s)");
+    pipelined(&mut conn, 0.3, 32).await;
+    let (calls, secs) = pipelined(&mut conn, seconds, 32).await;
+    let many = calls as f64 / secs;
+    println!("stdio, 32 in flight: {many:>10.0} calls/s ({calls} calls in {secs:.2} s)");
+    drop(conn);
+    let _ = child.wait().await;
+
+    let (calls, secs) = in_process(seconds, &audit).await;
+    let base = calls as f64 / secs;
+    println!("baseline, in-process ToolRegistry::call: {base:>10.0} calls/s");
+    println!(
+        "ratios to baseline: 1 in flight {:.2}, 32 in flight {:.2}",
+        one / base,
+        many / base
+    );
+}

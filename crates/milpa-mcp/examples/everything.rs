@@ -1,0 +1,489 @@
+//! The fixture server for the MCP conformance suite and the interop tests.
+//!
+//! ```text
+//! cargo run -p milpa-mcp --example everything -- --stdio
+//! cargo run -p milpa-mcp --example everything -- --http 127.0.0.1:3000
+//! ```
+//!
+//! Options: `--json-response` (HTTP: never SSE), `--no-elicitation-confirm` (always use the
+//! confirm_token round trip), `--require-auth` (keep the `mcp` channel's `require_auth`;
+//! by default this fixture lets anonymous HTTP callers run tools, since the conformance
+//! suite sends no token), `--token TOKEN=PRINCIPAL:SCOPE,SCOPE` (HTTP bearer token),
+//! `--audit FILE` (audit records as JSON lines; default: stderr through `tracing` when
+//! `RUST_LOG` enables `milpa::audit`).
+//!
+//! The demo tools are declared with `#[tool]`; the suite's fixtures, whose schemas are
+//! prescribed to the letter, with `ToolDefinition::builder`.
+//!
+//! Tools: the suite's fixtures (`test_simple_text`, `test_image_content`,
+//! `test_audio_content`, `test_embedded_resource`, `test_multiple_content_types`,
+//! `test_error_handling`, `test_tool_with_logging`, `test_tool_with_progress`,
+//! `test_sampling`, `test_elicitation`, `test_elicitation_sep1034_defaults`,
+//! `test_elicitation_sep1330_enums`, `json_schema_2020_12_tool`), plus `add(a, b)`,
+//! `echo(text)`, `delete_note(id)` (asks for confirmation), `restart_server` (denied by a
+//! policy rule) and `slow(seconds)` (reports progress, stops when cancelled).
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use milpa::audit::{AuditRecord, AuditSink};
+use milpa::policy::{ChannelPolicy, PolicyRule, RuleEffect, StaticRule, StaticRuleProvider};
+use milpa::{
+    CallHandle, LogLevel, ToolContext, ToolDefinition, ToolError, ToolRegistry, ToolResult, tool,
+};
+use milpa_mcp::auth::StaticTokens;
+use milpa_mcp::{HttpServer, ServerOptions, content};
+use serde_json::{Value, json};
+
+const PNG_1X1: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
+const WAV_TINY: &str =
+    "UklGRjQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YRAAAAAAAAAAAAAAAAAAAAAAAAAA";
+
+fn no_args() -> Value {
+    json!({"type": "object", "properties": {}})
+}
+
+fn string_arg(name: &str, description: &str) -> Value {
+    json!({
+        "type": "object",
+        "properties": {name: {"type": "string", "description": description}},
+        "required": [name]
+    })
+}
+
+fn fixture_tools() -> Vec<ToolDefinition> {
+    vec![
+        ToolDefinition::builder("test_simple_text")
+            .description("Returns a simple text response")
+            .input_schema(no_args())
+            .sync(|_, _| json!("This is a simple text response for testing.")),
+        ToolDefinition::builder("test_image_content")
+            .description("Returns an image (a 1x1 PNG)")
+            .input_schema(no_args())
+            .sync(|_, _| content::result([content::image(PNG_1X1, "image/png")])),
+        ToolDefinition::builder("test_audio_content")
+            .description("Returns audio (a tiny WAV)")
+            .input_schema(no_args())
+            .sync(|_, _| content::result([content::audio(WAV_TINY, "audio/wav")])),
+        ToolDefinition::builder("test_embedded_resource")
+            .description("Returns an embedded resource")
+            .input_schema(no_args())
+            .sync(|_, _| {
+                content::result([content::resource(
+                    "test://embedded-resource",
+                    "text/plain",
+                    "This is an embedded resource content.",
+                )])
+            }),
+        ToolDefinition::builder("test_multiple_content_types")
+            .description("Returns text, an image and a resource")
+            .input_schema(no_args())
+            .sync(|_, _| {
+                content::result([
+                    content::text("Multiple content types test:"),
+                    content::image(PNG_1X1, "image/png"),
+                    content::resource(
+                        "test://mixed-content-resource",
+                        "application/json",
+                        r#"{"test":"data","value":123}"#,
+                    ),
+                ])
+            }),
+        ToolDefinition::builder("test_error_handling")
+            .description("Always fails")
+            .input_schema(no_args())
+            .sync(|_, _| -> Result<Value, ToolError> {
+                Err(ToolError::new(
+                    "This tool intentionally returns an error for testing",
+                ))
+            }),
+        ToolDefinition::builder("test_tool_with_logging")
+            .description("Sends three log messages while it runs")
+            .input_schema(no_args())
+            .asynchronous(|_, ctx: ToolContext| async move {
+                let handle = ctx.call_handle();
+                handle.log(LogLevel::Info, json!("Tool execution started"));
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                handle.log(LogLevel::Info, json!("Tool processing data"));
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                handle.log(LogLevel::Info, json!("Tool execution completed"));
+                json!("Tool with logging executed successfully")
+            }),
+        ToolDefinition::builder("test_tool_with_progress")
+            .description("Reports progress 0, 50, 100 of 100")
+            .input_schema(no_args())
+            .asynchronous(|_, ctx: ToolContext| async move {
+                let handle = ctx.call_handle();
+                handle.progress(0.0, Some(100.0), None);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                handle.progress(50.0, Some(100.0), None);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                handle.progress(100.0, Some(100.0), None);
+                json!("Tool with progress executed successfully")
+            }),
+        ToolDefinition::builder("test_sampling")
+            .description("Asks the client's model to complete a prompt")
+            .input_schema(string_arg("prompt", "The prompt to send to the LLM"))
+            .asynchronous(|args: Value, ctx: ToolContext| async move {
+                let prompt = args["prompt"].as_str().unwrap_or_default().to_owned();
+                let answer = ctx
+                    .call_handle()
+                    .create_message(json!({
+                        "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+                        "maxTokens": 100
+                    }))
+                    .await
+                    .map_err(|e| ToolError::new(format!("Sampling failed: {e}")))?;
+                let text = answer["content"]["text"].as_str().unwrap_or_default();
+                Ok::<_, ToolError>(json!(format!("LLM response: {text}")))
+            }),
+        ToolDefinition::builder("test_elicitation")
+            .description("Asks the user for a username and an email")
+            .input_schema(string_arg("message", "The message to show the user"))
+            .asynchronous(|args: Value, ctx: ToolContext| async move {
+                let message = args["message"].as_str().unwrap_or_default().to_owned();
+                let answer = ctx
+                    .call_handle()
+                    .elicit(json!({
+                        "message": message,
+                        "requestedSchema": {
+                            "type": "object",
+                            "properties": {
+                                "username": {"type": "string", "description": "User's response"},
+                                "email": {"type": "string", "description": "User's email address"}
+                            },
+                            "required": ["username", "email"]
+                        }
+                    }))
+                    .await
+                    .map_err(|e| ToolError::new(format!("Elicitation failed: {e}")))?;
+                Ok::<_, ToolError>(json!(format!(
+                    "User response: action={}, content={}",
+                    answer["action"].as_str().unwrap_or("?"),
+                    answer.get("content").cloned().unwrap_or(Value::Null)
+                )))
+            }),
+        ToolDefinition::builder("test_elicitation_sep1034_defaults")
+            .description("Elicitation whose fields have default values")
+            .input_schema(no_args())
+            .asynchronous(|_, ctx: ToolContext| async move {
+                elicit_and_report(
+                    &ctx,
+                    json!({
+                        "message": "Please review the defaults",
+                        "requestedSchema": {
+                            "type": "object",
+                            "properties": {
+                                "name": {"type": "string", "default": "John Doe"},
+                                "age": {"type": "integer", "default": 30},
+                                "score": {"type": "number", "default": 95.5},
+                                "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+                                "verified": {"type": "boolean", "default": true}
+                            }
+                        }
+                    }),
+                )
+                .await
+            }),
+        ToolDefinition::builder("test_elicitation_sep1330_enums")
+            .description("Elicitation with every enum form")
+            .input_schema(no_args())
+            .asynchronous(|_, ctx: ToolContext| async move {
+                elicit_and_report(
+                    &ctx,
+                    json!({
+                        "message": "Please choose",
+                        "requestedSchema": {
+                            "type": "object",
+                            "properties": {
+                                "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+                                "titledSingle": {"type": "string", "oneOf": [
+                                    {"const": "value1", "title": "First Option"},
+                                    {"const": "value2", "title": "Second Option"},
+                                    {"const": "value3", "title": "Third Option"}
+                                ]},
+                                "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
+                                    "enumNames": ["Option One", "Option Two", "Option Three"]},
+                                "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+                                "titledMulti": {"type": "array", "items": {"anyOf": [
+                                    {"const": "value1", "title": "First Choice"},
+                                    {"const": "value2", "title": "Second Choice"},
+                                    {"const": "value3", "title": "Third Choice"}
+                                ]}}
+                            }
+                        }
+                    }),
+                )
+                .await
+            }),
+        ToolDefinition::builder("json_schema_2020_12_tool")
+            .description("Tool with JSON Schema 2020-12 features")
+            .input_schema(json!({
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "type": "object",
+                "$defs": {
+                    "address": {
+                        "type": "object",
+                        "properties": {"street": {"type": "string"}, "city": {"type": "string"}}
+                    }
+                },
+                "properties": {
+                    "name": {"type": "string"},
+                    "address": {"$ref": "#/$defs/address"}
+                },
+                "additionalProperties": false
+            }))
+            .sync(|args, _| args.clone()),
+    ]
+}
+
+async fn elicit_and_report(ctx: &ToolContext, params: Value) -> Result<Value, ToolError> {
+    let answer = ctx
+        .call_handle()
+        .elicit(params)
+        .await
+        .map_err(|e| ToolError::new(format!("Elicitation failed: {e}")))?;
+    Ok(json!(format!(
+        "Elicitation completed: action={}, content={}",
+        answer["action"].as_str().unwrap_or("?"),
+        answer.get("content").cloned().unwrap_or(Value::Null)
+    )))
+}
+
+/// Adds two integers.
+#[tool]
+fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+/// Echoes the text.
+#[tool]
+fn echo(#[param(description = "The text to echo")] text: String) -> String {
+    text
+}
+
+/// Deletes a note (asks for confirmation first).
+#[tool(mutating, confirm)]
+fn delete_note(id: i64) -> ToolResult {
+    ToolResult::success(json!({"deleted": id})).with_message("Deleted.")
+}
+
+/// Restarts the server (a policy rule denies it to agents).
+#[tool(mutating)]
+fn restart_server() -> String {
+    "restarted".into()
+}
+
+/// Waits, reporting progress each 100 ms; stops when cancelled.
+#[tool]
+async fn slow(#[param(minimum = 0, maximum = 60)] seconds: f64, handle: &CallHandle) -> Value {
+    let steps = (seconds * 10.0).ceil().max(1.0) as u64;
+    for step in 1..=steps {
+        tokio::select! {
+            () = handle.cancelled() => return json!({"cancelled_at_step": step}),
+            () = tokio::time::sleep(Duration::from_millis(100)) => {}
+        }
+        handle.progress(step as f64, Some(steps as f64), Some("waiting"));
+    }
+    json!({"slept_seconds": seconds})
+}
+
+fn demo_tools() -> Vec<ToolDefinition> {
+    vec![
+        add_tool(),
+        echo_tool(),
+        delete_note_tool(),
+        restart_server_tool(),
+        slow_tool(),
+    ]
+}
+
+/// Audit records as JSON lines, buffered in memory and written by a background thread
+/// every 20 ms (a sink must be quick: it runs inline at the end of every call).
+struct BufferedAuditFile {
+    buf: Mutex<Vec<u8>>,
+}
+
+impl BufferedAuditFile {
+    fn start(mut file: std::fs::File) -> Arc<BufferedAuditFile> {
+        let sink = Arc::new(BufferedAuditFile {
+            buf: Mutex::new(Vec::with_capacity(1 << 16)),
+        });
+        let weak = Arc::downgrade(&sink);
+        std::thread::spawn(move || {
+            let mut spare = Vec::with_capacity(1 << 16);
+            while let Some(sink) = weak.upgrade() {
+                std::mem::swap(
+                    &mut *sink.buf.lock().unwrap_or_else(|e| e.into_inner()),
+                    &mut spare,
+                );
+                drop(sink);
+                if !spare.is_empty() {
+                    let _ = file.write_all(&spare).and_then(|()| file.flush());
+                    spare.clear();
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        sink
+    }
+}
+
+impl AuditSink for BufferedAuditFile {
+    fn record(&self, record: &AuditRecord<'_>) {
+        let mut buf = self.buf.lock().unwrap_or_else(|e| e.into_inner());
+        if serde_json::to_writer(&mut *buf, record).is_ok() {
+            buf.push(b'\n');
+        }
+    }
+}
+
+struct Args {
+    http: Option<SocketAddr>,
+    json_response: bool,
+    elicitation_confirm: bool,
+    require_auth: bool,
+    tokens: Vec<(String, String, Vec<String>)>,
+    audit: Option<String>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        http: None,
+        json_response: false,
+        elicitation_confirm: true,
+        require_auth: false,
+        tokens: Vec::new(),
+        audit: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--stdio" => args.http = None,
+            "--http" => {
+                let addr = it.next().ok_or("--http needs an address")?;
+                args.http = Some(
+                    addr.parse()
+                        .map_err(|e| format!("bad address {addr}: {e}"))?,
+                );
+            }
+            "--json-response" => args.json_response = true,
+            "--no-elicitation-confirm" => args.elicitation_confirm = false,
+            "--require-auth" => args.require_auth = true,
+            "--token" => {
+                let spec = it.next().ok_or("--token needs TOKEN=PRINCIPAL:SCOPES")?;
+                let (token, rest) = spec
+                    .split_once('=')
+                    .ok_or("--token TOKEN=PRINCIPAL:SCOPES")?;
+                let (principal, scopes) = rest.split_once(':').unwrap_or((rest, ""));
+                let scopes = scopes
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect();
+                args.tokens.push((token.into(), principal.into(), scopes));
+            }
+            "--audit" => args.audit = Some(it.next().ok_or("--audit needs a file")?),
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    Ok(args)
+}
+
+fn build_registry(args: &Args) -> Result<ToolRegistry, Box<dyn std::error::Error>> {
+    let deny_restart = StaticRule {
+        tool: "restart_server".into(),
+        principal: None,
+        channel: Some("mcp".into()),
+        rule: PolicyRule {
+            id: Some(1),
+            effect: RuleEffect::Deny,
+            requires_scopes: vec![],
+            description: Some("Restarts are not for agents.".into()),
+        },
+    };
+    let mut builder = ToolRegistry::builder()
+        .rule_provider(Arc::new(StaticRuleProvider::new(vec![deny_restart])));
+    if !args.require_auth {
+        builder = builder.channel_policy(
+            "mcp",
+            ChannelPolicy {
+                require_auth: false,
+                ..ChannelPolicy::AUTHENTICATED
+            },
+        );
+    }
+    if let Some(path) = &args.audit {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        builder = builder.audit_sink(BufferedAuditFile::start(file));
+    }
+    let mut registry = builder.build();
+    for tool in fixture_tools().into_iter().chain(demo_tools()) {
+        registry.register(tool)?;
+    }
+    Ok(registry)
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // MILPA_MCP_WORKERS=N picks the number of Tokio worker threads (default: one per core).
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = std::env::var("MILPA_MCP_WORKERS")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        runtime.worker_threads(n.max(1));
+    }
+    runtime.enable_all().build()?.block_on(run())
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let args = parse_args().inspect_err(|_| {
+        eprintln!("usage: everything [--stdio | --http ADDR] [--json-response] [--no-elicitation-confirm] [--require-auth] [--token TOKEN=PRINCIPAL:SCOPES] [--audit FILE]");
+    })?;
+    let registry = Arc::new(build_registry(&args)?);
+    let mut options = ServerOptions {
+        name: "milpa-everything".into(),
+        instructions: Some("Fixture server for the MCP conformance suite.".into()),
+        ..ServerOptions::default()
+    };
+    options.elicitation_confirmation = args.elicitation_confirm;
+    match args.http {
+        None => milpa_mcp::serve_stdio_with(registry, options).await?,
+        Some(addr) => {
+            let mut tokens = StaticTokens::new();
+            for (token, principal, scopes) in &args.tokens {
+                tokens.insert_token(token, principal.clone(), scopes.clone());
+            }
+            if !addr.ip().is_loopback() {
+                return Err(format!("{addr} is not a loopback address").into());
+            }
+            let listener = tokio::net::TcpListener::bind(addr).await?;
+            eprintln!(
+                "milpa-mcp everything: listening on http://{}/mcp",
+                listener.local_addr()?
+            );
+            HttpServer::new(registry)
+                .options(options)
+                .authenticator(tokens)
+                .json_response(args.json_response)
+                .serve_listener(listener, async {
+                    let _ = tokio::signal::ctrl_c().await;
+                })
+                .await?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# milpa-mcp: the official MCP conformance suite against the fixture server over HTTP, and
+# interop tests with the official Python and TypeScript SDKs as clients (stdio and HTTP).
+#
+#   crates/milpa-mcp/interop/run.sh [all|conformance|python|node]   (default: all)
+#
+# Installs what is missing into .cache/milpa-mcp (idempotent; nothing is fetched when the
+# pinned versions are already there), builds the `everything` example, starts it on a free
+# loopback port, runs the checks, and exits non-zero on any failure.
+# Needs: cargo, npm (any Node; Node 22 itself comes from the npm registry), python3 (venv).
+set -euo pipefail
+
+WHAT=${1:-all}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../../.." && pwd)
+CACHE="$ROOT/.cache/milpa-mcp"
+NODE_DIR="$CACHE/node"
+PY_DIR="$CACHE/py"
+WORK="$CACHE/run"
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+
+NODE_VERSION=22.23.5
+CONFORMANCE_VERSION=0.1.16
+TS_SDK_VERSION=1.32.2
+PY_MCP_VERSION=2.3.0
+
+CONFORMANCE_SCENARIOS=(
+  server-initialize ping tools-list logging-set-level
+  server-sse-multiple-streams dns-rebinding-protection
+  tools-call-simple-text tools-call-image tools-call-audio tools-call-embedded-resource
+  tools-call-mixed-content tools-call-with-logging tools-call-error tools-call-with-progress
+  tools-call-sampling tools-call-elicitation
+  json-schema-2020-12 elicitation-sep1034-defaults elicitation-sep1330-enums
+)
+
+log() { echo "[milpa-mcp interop] $*" >&2; }
+
+case "$(uname -m)" in
+  x86_64 | amd64) NODE_ARCH=x64 ;;
+  aarch64 | arm64) NODE_ARCH=arm64 ;;
+  *) log "unsupported architecture $(uname -m)"; exit 2 ;;
+esac
+NODE_PKG="node-linux-$NODE_ARCH"
+NODE="$NODE_DIR/node_modules/$NODE_PKG/bin/node"
+
+install_node() {
+  local stamp="$NODE_DIR/.stamp" want="$NODE_PKG@$NODE_VERSION conformance@$CONFORMANCE_VERSION sdk@$TS_SDK_VERSION"
+  if [[ -x "$NODE" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then return; fi
+  command -v npm > /dev/null || { log "npm is needed to install Node $NODE_VERSION and the test clients"; exit 2; }
+  log "installing Node $NODE_VERSION, @modelcontextprotocol/conformance@$CONFORMANCE_VERSION, @modelcontextprotocol/sdk@$TS_SDK_VERSION"
+  mkdir -p "$NODE_DIR"
+  npm install --prefix "$NODE_DIR" --no-audit --no-fund --loglevel=error \
+    "$NODE_PKG@$NODE_VERSION" \
+    "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" \
+    "@modelcontextprotocol/sdk@$TS_SDK_VERSION" >&2
+  echo "$want" > "$stamp"
+}
+
+install_python() {
+  local stamp="$PY_DIR/.stamp" want="mcp==$PY_MCP_VERSION"
+  if [[ -x "$PY_DIR/bin/python" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then return; fi
+  log "installing the Python SDK ($want)"
+  rm -rf "$PY_DIR"
+  python3 -m venv "$PY_DIR"
+  "$PY_DIR/bin/pip" install --quiet --disable-pip-version-check "$want" >&2
+  echo "$want" > "$stamp"
+}
+
+build() {
+  log "building the everything example"
+  (cd "$ROOT" && cargo build --quiet -p milpa-mcp --example everything)
+  BIN="$TARGET_DIR/debug/examples/everything"
+  [[ -x "$BIN" ]] || { log "no binary at $BIN"; exit 2; }
+}
+
+SERVER_PID=""
+stop_server() {
+  if [[ -n "$SERVER_PID" ]]; then
+    kill "$SERVER_PID" 2> /dev/null || true
+    wait "$SERVER_PID" 2> /dev/null || true
+    SERVER_PID=""
+  fi
+}
+trap stop_server EXIT
+
+# start_server AUDIT_FILE [extra args...]: starts the fixture on a free loopback port; sets URL.
+start_server() {
+  local audit=$1
+  shift
+  local errlog="$WORK/server-$RANDOM.log"
+  : > "$audit"
+  : > "$errlog"
+  "$BIN" --http 127.0.0.1:0 --audit "$audit" "$@" 2> "$errlog" &
+  SERVER_PID=$!
+  URL=""
+  for _ in $(seq 1 100); do
+    URL=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$errlog" | head -n1)
+    [[ -n "$URL" ]] && break
+    kill -0 "$SERVER_PID" 2> /dev/null || { cat "$errlog" >&2; log "server died"; exit 1; }
+    sleep 0.1
+  done
+  [[ -n "$URL" ]] || { cat "$errlog" >&2; log "server did not start"; exit 1; }
+}
+
+FAILED=0
+PASSED=0
+
+run_conformance() {
+  install_node
+  start_server "$WORK/conformance-audit.jsonl"
+  log "conformance suite against $URL"
+  local out
+  for scenario in "${CONFORMANCE_SCENARIOS[@]}"; do
+    out="$WORK/conformance-$scenario.txt"
+    if (cd "$WORK" && timeout 120 "$NODE" "$NODE_DIR/node_modules/.bin/conformance" server \
+      --url "$URL" --scenario "$scenario" -o "$WORK/results" > "$out" 2>&1) \
+      && grep -Eq "^Passed: [0-9]+/[0-9]+, 0 failed" "$out"; then
+      PASSED=$((PASSED + 1))
+      echo "ok - conformance $scenario ($(grep -E '^Passed:' "$out"))"
+    else
+      FAILED=$((FAILED + 1))
+      echo "not ok - conformance $scenario"
+      sed 's/^/    /' "$out"
+    fi
+  done
+  stop_server
+}
+
+count() { # count OUTPUT_FILE: adds the client's "N passed, M failed" line to the totals
+  local line
+  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$1" | tail -n1 || true)
+  if [[ -z "$line" ]]; then
+    FAILED=$((FAILED + 1))
+    return
+  fi
+  PASSED=$((PASSED + $(echo "$line" | cut -d' ' -f1)))
+  FAILED=$((FAILED + $(echo "$line" | cut -d' ' -f3)))
+}
+
+run_client() { # run_client NAME COMMAND...: runs one interop client over stdio and HTTP
+  local name=$1
+  shift
+  local out="$WORK/$name-stdio.txt"
+  "$@" --stdio "$BIN" "$WORK/$name-stdio-audit.jsonl" > "$out" 2>&1 || true
+  grep -E '^(ok|not ok) ' "$out" || cat "$out"
+  count "$out"
+  start_server "$WORK/$name-http-audit.jsonl"
+  out="$WORK/$name-http.txt"
+  "$@" --http "$URL" "$WORK/$name-http-audit.jsonl" > "$out" 2>&1 || true
+  grep -E '^(ok|not ok) ' "$out" || cat "$out"
+  count "$out"
+  stop_server
+}
+
+run_python() {
+  install_python
+  : > "$WORK/py-stdio-audit.jsonl"
+  run_client py timeout 180 "$PY_DIR/bin/python" "$HERE/py_client.py"
+}
+
+run_node() {
+  install_node
+  : > "$WORK/ts-stdio-audit.jsonl"
+  # The client resolves @modelcontextprotocol/sdk from the cache's node_modules.
+  cp "$HERE/ts_client.mjs" "$NODE_DIR/ts_client.mjs"
+  run_client ts timeout 180 "$NODE" "$NODE_DIR/ts_client.mjs"
+}
+
+mkdir -p "$WORK"
+build
+case "$WHAT" in
+  all) run_conformance; run_python; run_node ;;
+  conformance) run_conformance ;;
+  python) run_python ;;
+  node) run_node ;;
+  *) log "usage: $0 [all|conformance|python|node]"; exit 2 ;;
+esac
+
+echo "milpa-mcp-interop: $PASSED passed, $FAILED failed"
+[[ "$FAILED" -eq 0 ]]

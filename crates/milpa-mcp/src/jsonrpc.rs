@@ -1,0 +1,438 @@
+//! JSON-RPC 2.0 framing: parsing incoming messages and serializing outgoing ones.
+//!
+//! Parsing is strict about what a message is (`"jsonrpc": "2.0"`, a string or integer id,
+//! a string method) and forgiving about nothing else: anything that is not a request, a
+//! notification or a response gets `-32600 Invalid Request`, text that is not JSON gets
+//! `-32700 Parse error`. A parse failure never ends a connection.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::de::Deserializer;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Invalid JSON was received.
+pub const PARSE_ERROR: i64 = -32700;
+/// The JSON sent is not a valid request object.
+pub const INVALID_REQUEST: i64 = -32600;
+/// The method does not exist or is not available.
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// Invalid method parameters.
+pub const INVALID_PARAMS: i64 = -32602;
+/// Internal JSON-RPC error.
+pub const INTERNAL_ERROR: i64 = -32603;
+/// Implementation-defined server error (used for transport-level refusals).
+pub const SERVER_ERROR: i64 = -32000;
+
+/// A JSON-RPC request id: a string or an integer (MCP forbids `null`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum RequestId {
+    /// An integer id.
+    Number(i64),
+    /// A string id.
+    String(Arc<str>),
+}
+
+impl RequestId {
+    /// Reads an id from JSON; `None` for anything but a string or an integer.
+    pub fn from_value(value: &Value) -> Option<RequestId> {
+        match value {
+            Value::String(s) => Some(RequestId::String(Arc::from(s.as_str()))),
+            Value::Number(n) => n.as_i64().map(RequestId::Number),
+            _ => None,
+        }
+    }
+
+    /// The id as JSON.
+    pub fn to_value(&self) -> Value {
+        match self {
+            RequestId::Number(n) => Value::from(*n),
+            RequestId::String(s) => Value::String(s.to_string()),
+        }
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestId::Number(n) => write!(f, "{n}"),
+            RequestId::String(s) => f.write_str(s),
+        }
+    }
+}
+
+impl Serialize for RequestId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RequestId::Number(n) => serializer.serialize_i64(*n),
+            RequestId::String(s) => serializer.serialize_str(s),
+        }
+    }
+}
+
+/// A JSON-RPC error object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorObject {
+    /// The error code.
+    pub code: i64,
+    /// A short description.
+    pub message: String,
+    /// Optional details.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl ErrorObject {
+    /// An error with a code and a message.
+    pub fn new(code: i64, message: impl Into<String>) -> ErrorObject {
+        ErrorObject {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+}
+
+/// One incoming message, classified.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Incoming {
+    /// A request: it must be answered.
+    Request {
+        /// The id to answer with.
+        id: RequestId,
+        /// The method.
+        method: String,
+        /// The parameters, if any.
+        params: Option<Value>,
+    },
+    /// A notification: never answered.
+    Notification {
+        /// The method.
+        method: String,
+        /// The parameters, if any.
+        params: Option<Value>,
+    },
+    /// A response to a request this side sent.
+    Response {
+        /// The id of our request.
+        id: RequestId,
+        /// The result, or the error the peer sent.
+        result: Result<Value, ErrorObject>,
+    },
+}
+
+/// A message that could not be understood, with what to answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejected {
+    /// The id to answer with, when one could be read (else `null`).
+    pub id: Option<RequestId>,
+    /// The error to send.
+    pub error: Box<ErrorObject>,
+}
+
+impl Rejected {
+    fn invalid(id: Option<RequestId>, message: &str) -> Rejected {
+        Rejected {
+            id,
+            error: Box::new(ErrorObject::new(INVALID_REQUEST, message)),
+        }
+    }
+}
+
+/// What one line (or HTTP body) held.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Parsed {
+    /// One message (or why it was refused).
+    Single(Result<Incoming, Rejected>),
+    /// A batch (JSON array) of messages, each classified on its own.
+    Batch(Vec<Result<Incoming, Rejected>>),
+}
+
+/// The wire shape, read in one pass. `id` distinguishes absent from `null`.
+#[derive(Deserialize)]
+struct RawMessage {
+    #[serde(default)]
+    jsonrpc: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    params: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    result: Option<Value>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
+}
+
+/// Parses one frame: a single message or a batch.
+pub fn parse(bytes: &[u8]) -> Parsed {
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace()).copied();
+    if first == Some(b'[') {
+        return match serde_json::from_slice::<Vec<Value>>(bytes) {
+            Ok(items) if items.is_empty() => {
+                Parsed::Single(Err(Rejected::invalid(None, "Invalid Request: empty batch")))
+            }
+            Ok(items) => Parsed::Batch(items.into_iter().map(classify_value).collect()),
+            Err(error) if error.is_syntax() || error.is_eof() => {
+                Parsed::Single(Err(parse_error(&error)))
+            }
+            Err(_) => Parsed::Single(Err(Rejected::invalid(None, "Invalid Request"))),
+        };
+    }
+    match serde_json::from_slice::<RawMessage>(bytes) {
+        Ok(raw) => Parsed::Single(classify(raw)),
+        Err(error) if error.is_syntax() || error.is_eof() => {
+            Parsed::Single(Err(parse_error(&error)))
+        }
+        Err(_) => match serde_json::from_slice::<Value>(bytes) {
+            Ok(value) => Parsed::Single(classify_value(value)),
+            Err(error) => Parsed::Single(Err(parse_error(&error))),
+        },
+    }
+}
+
+fn parse_error(error: &serde_json::Error) -> Rejected {
+    Rejected {
+        id: None,
+        error: Box::new(ErrorObject::new(
+            PARSE_ERROR,
+            format!("Parse error: {error}"),
+        )),
+    }
+}
+
+fn classify_value(value: Value) -> Result<Incoming, Rejected> {
+    if !value.is_object() {
+        return Err(Rejected::invalid(
+            None,
+            "Invalid Request: a message must be a JSON object",
+        ));
+    }
+    let id = value.get("id").and_then(RequestId::from_value);
+    match serde_json::from_value::<RawMessage>(value) {
+        Ok(raw) => classify(raw),
+        Err(error) => Err(Rejected::invalid(id, &format!("Invalid Request: {error}"))),
+    }
+}
+
+fn classify(raw: RawMessage) -> Result<Incoming, Rejected> {
+    let id = match &raw.id {
+        None => None,
+        Some(value) => match RequestId::from_value(value) {
+            Some(id) => Some(id),
+            None => {
+                return Err(Rejected::invalid(
+                    None,
+                    "Invalid Request: id must be a string or an integer",
+                ));
+            }
+        },
+    };
+    if raw.jsonrpc.as_deref() != Some("2.0") {
+        return Err(Rejected::invalid(
+            id,
+            "Invalid Request: jsonrpc must be \"2.0\"",
+        ));
+    }
+    if let Some(params) = &raw.params {
+        if !params.is_object() && !params.is_array() {
+            return Err(Rejected::invalid(
+                id,
+                "Invalid Request: params must be an object or an array",
+            ));
+        }
+    }
+    match (raw.method, id) {
+        (Some(method), Some(id)) => Ok(Incoming::Request {
+            id,
+            method,
+            params: raw.params,
+        }),
+        (Some(method), None) => Ok(Incoming::Notification {
+            method,
+            params: raw.params,
+        }),
+        (None, Some(id)) => match (raw.result, raw.error) {
+            (Some(result), None) => Ok(Incoming::Response {
+                id,
+                result: Ok(result),
+            }),
+            (None, Some(error)) => match serde_json::from_value::<ErrorObject>(error) {
+                Ok(error) => Ok(Incoming::Response {
+                    id,
+                    result: Err(error),
+                }),
+                Err(_) => Err(Rejected::invalid(
+                    Some(id),
+                    "Invalid Request: bad error object",
+                )),
+            },
+            _ => Err(Rejected::invalid(
+                Some(id),
+                "Invalid Request: a message needs a method, or a result or an error",
+            )),
+        },
+        (None, None) => Err(Rejected::invalid(
+            None,
+            "Invalid Request: a message needs a method, or an id with a result or an error",
+        )),
+    }
+}
+
+#[derive(Serialize)]
+struct ResponseOut<'a, R: Serialize> {
+    jsonrpc: &'static str,
+    id: &'a RequestId,
+    result: R,
+}
+
+#[derive(Serialize)]
+struct ErrorOut<'a> {
+    jsonrpc: &'static str,
+    id: Option<&'a RequestId>,
+    error: &'a ErrorObject,
+}
+
+#[derive(Serialize)]
+struct NotificationOut<'a, P: Serialize> {
+    jsonrpc: &'static str,
+    method: &'a str,
+    params: P,
+}
+
+#[derive(Serialize)]
+struct RequestOut<'a, P: Serialize> {
+    jsonrpc: &'static str,
+    id: u64,
+    method: &'a str,
+    params: P,
+}
+
+/// A success response, serialized.
+pub fn response(id: &RequestId, result: &impl Serialize) -> String {
+    serde_json::to_string(&ResponseOut {
+        jsonrpc: "2.0",
+        id,
+        result,
+    })
+    .unwrap_or_else(|e| error_response(Some(id), &ErrorObject::new(INTERNAL_ERROR, e.to_string())))
+}
+
+/// An error response, serialized (`id: null` when none is known).
+pub fn error_response(id: Option<&RequestId>, error: &ErrorObject) -> String {
+    serde_json::to_string(&ErrorOut {
+        jsonrpc: "2.0",
+        id,
+        error,
+    })
+    .unwrap_or_default()
+}
+
+/// A notification, serialized.
+pub fn notification(method: &str, params: &impl Serialize) -> String {
+    serde_json::to_string(&NotificationOut {
+        jsonrpc: "2.0",
+        method,
+        params,
+    })
+    .unwrap_or_default()
+}
+
+/// A request from this side, serialized.
+pub fn request(id: u64, method: &str, params: &impl Serialize) -> String {
+    serde_json::to_string(&RequestOut {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
+    })
+    .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn single(text: &str) -> Result<Incoming, Rejected> {
+        match parse(text.as_bytes()) {
+            Parsed::Single(r) => r,
+            Parsed::Batch(_) => panic!("batch"),
+        }
+    }
+
+    #[test]
+    fn classifies_messages() {
+        assert_eq!(
+            single(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+            Ok(Incoming::Request {
+                id: RequestId::Number(1),
+                method: "ping".into(),
+                params: None
+            })
+        );
+        assert!(matches!(
+            single(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            Ok(Incoming::Notification { .. })
+        ));
+        assert!(matches!(
+            single(r#"{"jsonrpc":"2.0","id":"a","result":{}}"#),
+            Ok(Incoming::Response { result: Ok(_), .. })
+        ));
+        assert!(matches!(
+            single(r#"{"jsonrpc":"2.0","id":"a","error":{"code":1,"message":"x"}}"#),
+            Ok(Incoming::Response { result: Err(_), .. })
+        ));
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_message() {
+        let e = single("{not json").unwrap_err();
+        assert_eq!(e.error.code, PARSE_ERROR);
+        let e = single(r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#).unwrap_err();
+        assert_eq!((e.error.code, e.id), (INVALID_REQUEST, None));
+        let e = single(r#"{"jsonrpc":"1.0","id":3,"method":"ping"}"#).unwrap_err();
+        assert_eq!(
+            (e.error.code, e.id),
+            (INVALID_REQUEST, Some(RequestId::Number(3)))
+        );
+        let e = single(r#"{"jsonrpc":"2.0","id":4,"method":5}"#).unwrap_err();
+        assert_eq!(
+            (e.error.code, e.id),
+            (INVALID_REQUEST, Some(RequestId::Number(4)))
+        );
+        let e = single("42").unwrap_err();
+        assert_eq!(e.error.code, INVALID_REQUEST);
+        let e = single(r#"{"jsonrpc":"2.0","id":5}"#).unwrap_err();
+        assert_eq!(e.id, Some(RequestId::Number(5)));
+    }
+
+    #[test]
+    fn batches_are_split() {
+        match parse(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}, 3]"#) {
+            Parsed::Batch(items) => {
+                assert!(items[0].is_ok());
+                assert!(items[1].is_err());
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn serializes() {
+        assert_eq!(
+            response(&RequestId::String("x".into()), &json!({})),
+            r#"{"jsonrpc":"2.0","id":"x","result":{}}"#
+        );
+        assert_eq!(
+            error_response(None, &ErrorObject::new(PARSE_ERROR, "bad")),
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad"}}"#
+        );
+    }
+}

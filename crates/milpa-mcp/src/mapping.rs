@@ -1,0 +1,222 @@
+//! How the runtime's types appear over MCP (DESIGN §6).
+//!
+//! - A [`ToolDefinition`] becomes a `tools/list` entry: `name`, `description`,
+//!   `inputSchema` (as declared; `"type": "object"` added when missing), `outputSchema`
+//!   when declared, `annotations` (`readOnlyHint` = not mutating, `destructiveHint` =
+//!   mutating).
+//! - A [`ToolResult`] becomes a `tools/call` result: one text block rendered for the `mcp`
+//!   channel (or the blocks the tool returned, see [`crate::content`]), `structuredContent`
+//!   (`data` when it is an object, else `{"result": data}`, left out when `data` is null),
+//!   `isError` = not success, and `_meta.milpa` = the result's meta.
+
+use milpa::{ToolDefinition, ToolResult};
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
+use serde_json::{Map, Value, json};
+
+use crate::content;
+
+/// The `tools/list` entry of a tool.
+pub fn tool_entry(definition: &ToolDefinition) -> Value {
+    let mut entry = Map::new();
+    entry.insert("name".into(), Value::String(definition.name().to_owned()));
+    entry.insert(
+        "description".into(),
+        Value::String(definition.description().to_owned()),
+    );
+    entry.insert(
+        "inputSchema".into(),
+        object_schema(definition.input_schema()),
+    );
+    if let Some(output) = &definition.options().output_schema {
+        entry.insert("outputSchema".into(), object_schema(output));
+    }
+    let mutating = definition.is_mutating();
+    entry.insert(
+        "annotations".into(),
+        json!({"readOnlyHint": !mutating, "destructiveHint": mutating}),
+    );
+    Value::Object(entry)
+}
+
+/// MCP requires schemas whose top level is `"type": "object"`; keep everything else as is.
+fn object_schema(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) if map.contains_key("type") => schema.clone(),
+        Value::Object(map) => {
+            let mut out = Map::with_capacity(map.len() + 1);
+            out.insert("type".into(), Value::String("object".into()));
+            for (k, v) in map {
+                out.insert(k.clone(), v.clone());
+            }
+            Value::Object(out)
+        }
+        _ => json!({"type": "object"}),
+    }
+}
+
+/// The text a result reads as on the `mcp` channel.
+///
+/// On success: `data` as compact JSON (a string as itself), after `message` when there is
+/// one. On failure: the error message. A confirmation request says how to confirm.
+pub fn render_text(tool: &str, result: &ToolResult) -> String {
+    if !result.success {
+        return result
+            .error
+            .clone()
+            .or_else(|| result.message.clone())
+            .unwrap_or_else(|| "The call failed".to_owned());
+    }
+    if result.requires_confirmation() {
+        if let Some(token) = result.confirm_token() {
+            let summary = result
+                .data
+                .get("action_summary")
+                .and_then(Value::as_str)
+                .unwrap_or(tool);
+            let expires = result
+                .data
+                .get("expires_at")
+                .and_then(Value::as_str)
+                .map(|e| format!(" before {e}"))
+                .unwrap_or_default();
+            return format!(
+                "Confirmation required: {summary}. Nothing was done yet. To proceed, call \
+                 {tool} again with the argument confirm_token = \"{token}\"{expires}."
+            );
+        }
+    }
+    let data = match &result.data {
+        Value::String(s) => Some(s.clone()),
+        Value::Null if result.message.is_some() => None,
+        other => Some(serde_json::to_string(other).unwrap_or_default()),
+    };
+    match (&result.message, data) {
+        (Some(message), Some(data)) => format!("{message}\n{data}"),
+        (Some(message), None) => message.clone(),
+        (None, Some(data)) => data,
+        (None, None) => String::new(),
+    }
+}
+
+/// The `tools/call` result of a [`ToolResult`].
+pub fn call_result(tool: &str, result: &ToolResult) -> Value {
+    serde_json::to_value(CallResult::new(tool, result)).unwrap_or(Value::Null)
+}
+
+/// A `tools/call` result that serializes straight from the [`ToolResult`], without an
+/// intermediate JSON tree (what the server writes).
+#[derive(Debug, Clone, Copy)]
+pub struct CallResult<'a> {
+    tool: &'a str,
+    result: &'a ToolResult,
+}
+
+impl<'a> CallResult<'a> {
+    /// The result of a call of `tool`.
+    pub fn new(tool: &'a str, result: &'a ToolResult) -> Self {
+        CallResult { tool, result }
+    }
+}
+
+#[derive(Serialize)]
+struct TextBlock<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+}
+
+#[derive(Serialize)]
+struct Wrapped<'a> {
+    result: &'a Value,
+}
+
+#[derive(Serialize)]
+struct MilpaMeta<'a> {
+    milpa: &'a milpa::Meta,
+}
+
+impl Serialize for CallResult<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let result = self.result;
+        let mut map = serializer.serialize_map(None)?;
+        if let Some(blocks) = content::blocks_of(result) {
+            map.serialize_entry("content", blocks)?;
+            if let Some(structured) = result.data.get("structuredContent") {
+                map.serialize_entry("structuredContent", structured)?;
+            }
+        } else {
+            let text = render_text(self.tool, result);
+            map.serialize_entry(
+                "content",
+                &[TextBlock {
+                    kind: "text",
+                    text: &text,
+                }],
+            )?;
+            match &result.data {
+                Value::Null => {}
+                Value::Object(_) => map.serialize_entry("structuredContent", &result.data)?,
+                other => map.serialize_entry("structuredContent", &Wrapped { result: other })?,
+            }
+        }
+        map.serialize_entry("isError", &!result.success)?;
+        map.serialize_entry(
+            "_meta",
+            &MilpaMeta {
+                milpa: &result.meta,
+            },
+        )?;
+        map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use milpa::ErrorCode;
+
+    #[test]
+    fn success_text_and_structure() {
+        let r = ToolResult::success(json!({"a": 1})).with_message("Done.");
+        let v = call_result("t", &r);
+        assert_eq!(v["content"][0]["text"], "Done.\n{\"a\":1}");
+        assert_eq!(v["structuredContent"], json!({"a": 1}));
+        assert_eq!(v["isError"], false);
+
+        let v = call_result("t", &ToolResult::success(json!("hi")));
+        assert_eq!(v["content"][0]["text"], "hi");
+        assert_eq!(v["structuredContent"], json!({"result": "hi"}));
+
+        let v = call_result("t", &ToolResult::success(json!(3)));
+        assert_eq!(v["structuredContent"], json!({"result": 3}));
+
+        let v = call_result("t", &ToolResult::success(Value::Null));
+        assert!(v.get("structuredContent").is_none());
+    }
+
+    #[test]
+    fn errors_carry_the_code() {
+        let r = ToolResult::error_with_code(ErrorCode::Forbidden, "no");
+        let v = call_result("t", &r);
+        assert_eq!(v["content"][0]["text"], "no");
+        assert_eq!(v["isError"], true);
+        assert_eq!(v["_meta"]["milpa"]["code"], "FORBIDDEN");
+        assert!(v.get("structuredContent").is_none());
+    }
+
+    #[test]
+    fn own_blocks_pass_through() {
+        let r = content::result([content::text("x"), content::audio("AA==", "audio/wav")]);
+        let v = call_result("t", &r);
+        assert_eq!(v["content"][1]["type"], "audio");
+        assert!(v.get("structuredContent").is_none());
+    }
+
+    #[test]
+    fn schemas_get_an_object_type() {
+        assert_eq!(object_schema(&json!({})), json!({"type": "object"}));
+        let s = json!({"type": "object", "$defs": {}});
+        assert_eq!(object_schema(&s), s);
+    }
+}

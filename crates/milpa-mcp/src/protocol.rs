@@ -1,0 +1,167 @@
+//! MCP constants: protocol versions, method names, log levels, server options.
+
+use std::time::Duration;
+
+use milpa::LogLevel;
+
+/// The protocol versions this server speaks, newest (preferred) first.
+pub const SUPPORTED_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The version offered when the client asks for one we do not speak.
+pub const LATEST_VERSION: &str = SUPPORTED_VERSIONS[0];
+
+/// The version an HTTP request without `MCP-Protocol-Version` is assumed to speak.
+pub const HTTP_DEFAULT_VERSION: &str = "2025-03-26";
+
+/// Whether `version` is one this server speaks.
+pub fn is_supported(version: &str) -> bool {
+    SUPPORTED_VERSIONS.contains(&version)
+}
+
+/// The version to answer `initialize` with: the client's when we speak it, else our latest.
+pub fn negotiate(requested: &str) -> &'static str {
+    SUPPORTED_VERSIONS
+        .iter()
+        .find(|v| **v == requested)
+        .copied()
+        .unwrap_or(LATEST_VERSION)
+}
+
+/// Parses an MCP log level name (`debug` … `emergency`).
+pub fn parse_level(name: &str) -> Option<LogLevel> {
+    Some(match name {
+        "debug" => LogLevel::Debug,
+        "info" => LogLevel::Info,
+        "notice" => LogLevel::Notice,
+        "warning" => LogLevel::Warning,
+        "error" => LogLevel::Error,
+        "critical" => LogLevel::Critical,
+        "alert" => LogLevel::Alert,
+        "emergency" => LogLevel::Emergency,
+        _ => return None,
+    })
+}
+
+/// The wire name of a log level.
+pub fn level_name(level: LogLevel) -> &'static str {
+    match level {
+        LogLevel::Debug => "debug",
+        LogLevel::Info => "info",
+        LogLevel::Notice => "notice",
+        LogLevel::Warning => "warning",
+        LogLevel::Error => "error",
+        LogLevel::Critical => "critical",
+        LogLevel::Alert => "alert",
+        LogLevel::Emergency => "emergency",
+    }
+}
+
+pub(crate) fn level_rank(level: LogLevel) -> u8 {
+    match level {
+        LogLevel::Debug => 0,
+        LogLevel::Info => 1,
+        LogLevel::Notice => 2,
+        LogLevel::Warning => 3,
+        LogLevel::Error => 4,
+        LogLevel::Critical => 5,
+        LogLevel::Alert => 6,
+        LogLevel::Emergency => 7,
+    }
+}
+
+/// Default largest message (a stdio line or an HTTP body): 4 MiB.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+
+/// How an MCP server behaves, whatever its transport.
+///
+/// ```
+/// use milpa_mcp::ServerOptions;
+///
+/// let mut options = ServerOptions::default();
+/// options.name = "notes".into();
+/// options.elicitation_confirmation = false; // always use the confirm_token round trip
+/// assert_eq!(options.max_message_bytes, 4 * 1024 * 1024);
+/// ```
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// `serverInfo.name` (default `milpa`).
+    pub name: String,
+    /// `serverInfo.version` (default: this crate's version).
+    pub version: String,
+    /// `serverInfo.title`, if any.
+    pub title: Option<String>,
+    /// `instructions` returned by `initialize`, if any.
+    pub instructions: Option<String>,
+    /// Tools per `tools/list` page (default 100).
+    pub page_size: usize,
+    /// Largest stdio line or HTTP body accepted (default 4 MiB). Larger ones are refused
+    /// with an error and the server keeps serving.
+    pub max_message_bytes: usize,
+    /// Ask clients that declared elicitation to confirm actions through
+    /// `elicitation/create` (default `true`). Turn it off when an elicitation "accept" is
+    /// not good enough: it is the client's word, not proof that a person saw the question.
+    pub elicitation_confirmation: bool,
+    /// Log messages below this level are not sent until the client calls
+    /// `logging/setLevel` (default `info`; `None` sends nothing until then).
+    pub default_log_level: Option<LogLevel>,
+    /// After `notifications/cancelled`, how long a call may still run (to notice the
+    /// cancellation through its call handle) before it is dropped (default: at once).
+    pub cancel_grace: Duration,
+    /// How long a tool waits for the client to answer a request it sent (sampling,
+    /// elicitation) before giving up (default 10 minutes; `None` waits as long as the call).
+    pub client_request_timeout: Option<Duration>,
+    /// Calls one connection may run at once (default 256). Further calls queue; stdio stops
+    /// reading new input while four times as many wait.
+    pub max_in_flight: usize,
+    /// stdio: after end of input, how long running calls may finish before they are
+    /// cancelled (default 1 s).
+    pub drain_timeout: Duration,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            name: "milpa".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            title: None,
+            instructions: None,
+            page_size: 100,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            elicitation_confirmation: true,
+            default_log_level: Some(LogLevel::Info),
+            cancel_grace: Duration::ZERO,
+            client_request_timeout: Some(Duration::from_secs(600)),
+            max_in_flight: 256,
+            drain_timeout: Duration::from_secs(1),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negotiation_prefers_the_clients_version() {
+        assert_eq!(negotiate("2024-11-05"), "2024-11-05");
+        assert_eq!(negotiate("2025-06-18"), "2025-06-18");
+        assert_eq!(negotiate("1999-01-01"), LATEST_VERSION);
+    }
+
+    #[test]
+    fn levels_round_trip() {
+        for name in [
+            "debug",
+            "info",
+            "notice",
+            "warning",
+            "error",
+            "critical",
+            "alert",
+            "emergency",
+        ] {
+            assert_eq!(level_name(parse_level(name).unwrap()), name);
+        }
+        assert!(parse_level("verbose").is_none());
+    }
+}

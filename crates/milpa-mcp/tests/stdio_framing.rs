@@ -1,0 +1,209 @@
+//! stdio framing and bad input: every malformed message gets an error and the connection
+//! keeps serving; end of input ends the server cleanly.
+
+mod common;
+
+use common::{StdioClient, fixture};
+use milpa_mcp::ServerOptions;
+use serde_json::json;
+
+async fn started() -> StdioClient {
+    let f = fixture();
+    let mut client = StdioClient::start(f.registry, ServerOptions::default());
+    client.initialize(json!({})).await;
+    client
+}
+
+#[tokio::test]
+async fn initialize_negotiates_versions() {
+    for (asked, answered) in [
+        ("2025-11-25", "2025-11-25"),
+        ("2025-06-18", "2025-06-18"),
+        ("2025-03-26", "2025-03-26"),
+        ("2024-11-05", "2024-11-05"),
+        ("2023-01-01", "2025-11-25"),
+    ] {
+        let mut client = StdioClient::start(fixture().registry, ServerOptions::default());
+        let reply = client
+            .request(
+                "initialize",
+                json!({"protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+            )
+            .await;
+        assert_eq!(reply["result"]["protocolVersion"], answered);
+        assert_eq!(
+            reply["result"]["capabilities"]["tools"]["listChanged"],
+            false
+        );
+        assert!(reply["result"]["capabilities"]["logging"].is_object());
+        assert_eq!(reply["result"]["serverInfo"]["name"], "milpa");
+    }
+}
+
+#[tokio::test]
+async fn requests_before_initialize_and_unknown_methods_get_method_not_found() {
+    let mut client = StdioClient::start(fixture().registry, ServerOptions::default());
+    // Newer clients probe server/discover first: answered at once, not a hang.
+    let reply = client.request("server/discover", json!({})).await;
+    assert_eq!(reply["error"]["code"], -32601);
+    let reply = client.request("tools/list", json!({})).await;
+    assert_eq!(reply["error"]["code"], -32601);
+    // ping works before initialize.
+    let reply = client.request("ping", json!({})).await;
+    assert_eq!(reply["result"], json!({}));
+    client.initialize(json!({})).await;
+    let reply = client.request("resources/list", json!({})).await;
+    assert_eq!(reply["error"]["code"], -32601);
+    let again = client
+        .request("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}))
+        .await;
+    assert_eq!(again["error"]["code"], -32600);
+}
+
+#[tokio::test]
+async fn malformed_json_is_a_parse_error_and_the_connection_stays() {
+    let mut client = started().await;
+    client
+        .send_raw(b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \n")
+        .await;
+    let reply = client.recv().await;
+    assert_eq!(reply["error"]["code"], -32700);
+    assert_eq!(reply["id"], json!(null));
+    client.send_raw(b"not json at all\n").await;
+    assert_eq!(client.recv().await["error"]["code"], -32700);
+    let reply = client.request("ping", json!({})).await;
+    assert_eq!(reply["result"], json!({}));
+}
+
+#[tokio::test]
+async fn valid_json_that_is_not_a_request_is_invalid_request() {
+    let mut client = started().await;
+    for bad in [
+        json!(42),
+        json!("text"),
+        json!({"jsonrpc": "2.0"}),
+        json!({"jsonrpc": "1.0", "id": 7, "method": "ping"}),
+        json!({"jsonrpc": "2.0", "id": null, "method": "ping"}),
+        json!({"jsonrpc": "2.0", "id": 8, "method": 12}),
+        json!({"jsonrpc": "2.0", "id": 9, "method": "ping", "params": "x"}),
+    ] {
+        client.send(bad.clone()).await;
+        let reply = client.recv().await;
+        assert_eq!(reply["error"]["code"], -32600, "for {bad}: {reply}");
+    }
+    // The id is echoed when it could be read.
+    client
+        .send(json!({"jsonrpc": "1.0", "id": 7, "method": "ping"}))
+        .await;
+    assert_eq!(client.recv().await["id"], 7);
+    let reply = client.request("ping", json!({})).await;
+    assert_eq!(reply["result"], json!({}));
+}
+
+#[tokio::test]
+async fn bad_params_are_invalid_params() {
+    let mut client = started().await;
+    let reply = client.request("tools/call", json!({"arguments": {}})).await;
+    assert_eq!(reply["error"]["code"], -32602);
+    let reply = client.request("tools/call", json!({"name": 5})).await;
+    assert_eq!(reply["error"]["code"], -32602);
+    let reply = client
+        .request("tools/call", json!({"name": "echo", "arguments": [1]}))
+        .await;
+    assert_eq!(reply["error"]["code"], -32602);
+    let reply = client
+        .request("logging/setLevel", json!({"level": "loud"}))
+        .await;
+    assert_eq!(reply["error"]["code"], -32602);
+    let reply = client
+        .request("tools/list", json!({"cursor": "bogus"}))
+        .await;
+    assert_eq!(reply["error"]["code"], -32602);
+    let fresh = StdioClient::start(fixture().registry, ServerOptions::default());
+    let mut fresh = fresh;
+    let reply = fresh
+        .request("initialize", json!({"capabilities": {}}))
+        .await;
+    assert_eq!(reply["error"]["code"], -32602);
+}
+
+#[tokio::test]
+async fn an_oversized_line_is_refused_and_serving_continues() {
+    let options = ServerOptions {
+        max_message_bytes: 1024,
+        ..ServerOptions::default()
+    };
+    let mut client = StdioClient::start(fixture().registry, options);
+    client.initialize(json!({})).await;
+    let big = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"{}\"}}}}}}\n",
+        "x".repeat(100_000)
+    );
+    client.send_raw(big.as_bytes()).await;
+    let reply = client.recv().await;
+    assert_eq!(reply["error"]["code"], -32600);
+    assert!(reply["error"]["message"].as_str().unwrap().contains("1024"));
+    let result = client.call("echo", json!({"text": "small"})).await;
+    assert_eq!(result["content"][0]["text"], "small");
+}
+
+#[tokio::test]
+async fn blank_lines_and_crlf_are_tolerated() {
+    let mut client = started().await;
+    client
+        .send_raw(b"\n\r\n{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"ping\"}\r\n")
+        .await;
+    let reply = client.recv().await;
+    assert_eq!(reply["id"], "a");
+    assert_eq!(reply["result"], json!({}));
+}
+
+#[tokio::test]
+async fn batches_get_one_array_reply() {
+    let mut client = started().await;
+    client
+        .send(json!([
+            {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "b"}}},
+            7
+        ]))
+        .await;
+    let reply = client.recv().await;
+    let items = reply.as_array().expect("an array");
+    assert_eq!(items.len(), 3);
+    assert!(items.iter().any(|i| i["id"] == 1));
+    assert!(
+        items
+            .iter()
+            .any(|i| i["id"] == 2 && i["result"]["content"][0]["text"] == "b")
+    );
+    assert!(items.iter().any(|i| i["error"]["code"] == -32600));
+}
+
+#[tokio::test]
+async fn end_of_input_ends_the_server_cleanly() {
+    let mut client = started().await;
+    client.close().await;
+    assert!(client.read_line().await.is_none(), "output closes too");
+    let ended = tokio::time::timeout(common::WAIT, &mut client.server)
+        .await
+        .expect("the server ends")
+        .unwrap();
+    assert!(ended.is_ok());
+}
+
+#[tokio::test]
+async fn tool_calls_get_stdio_context() {
+    let f = fixture();
+    let mut client = StdioClient::start(f.registry, ServerOptions::default());
+    client.initialize(json!({})).await;
+    let result = client.call("add", json!({"a": 1, "b": 2})).await;
+    let meta = &result["_meta"]["milpa"];
+    assert_eq!(meta["channel"], "mcp");
+    assert_eq!(meta["principal"], "stdio");
+    assert_eq!(meta["request_id"].as_str().unwrap().len(), 32);
+    let records = f.audit.records();
+    assert_eq!(records.len(), 1);
+    assert_eq!(records[0].principal.as_deref(), Some("stdio"));
+}
