@@ -1,0 +1,349 @@
+//! Command tools: a manifest's `[[tools]]` entry run as a program.
+//!
+//! - argv only, never a shell; each `{param}` becomes part of exactly one argv element;
+//! - the environment is cleared except `PATH`, `HOME`, `LANG` and the tool's `env` list;
+//! - standard input is closed (`/dev/null`);
+//! - the program runs in its own process group; when its hard timeout fires (or the call is
+//!   cancelled) the whole group is killed, and stragglers left behind after the program
+//!   exits are killed too;
+//! - standard output is kept up to `max_output_bytes` (the rest is read and dropped, and
+//!   `meta.truncated` is `true`); output that parses as JSON becomes structured `data`,
+//!   anything else text;
+//! - a non-zero exit is a failed result (`meta.code = COMMAND_FAILED`) with `meta.exit_code`
+//!   (or `meta.signal`) and the tail of standard error in the message.
+
+use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use milpa::{
+    Deferred, ErrorCode, Invocation, Tool, ToolContext, ToolDefinition, ToolError, ToolOptions,
+    ToolOutput, ToolResult,
+};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use crate::manifest::CommandToolSpec;
+use crate::template::ArgTemplate;
+
+/// How much of standard error a failure message quotes (its end).
+pub const STDERR_TAIL_BYTES: usize = 2048;
+
+/// The code of a result whose program exited unsuccessfully.
+pub const COMMAND_FAILED: &str = "COMMAND_FAILED";
+
+/// Environment variables every command gets (when milpa has them).
+pub const BASE_ENV: [&str; 3] = ["PATH", "HOME", "LANG"];
+
+/// A program run as a tool. Build it with [`CommandTool::from_spec`].
+#[derive(Debug, Clone)]
+pub struct CommandTool {
+    program: PathBuf,
+    args: Vec<ArgTemplate>,
+    defaults: Map<String, Value>,
+    env: Vec<String>,
+    cwd: Option<PathBuf>,
+    max_output: usize,
+}
+
+impl CommandTool {
+    /// The tool for a manifest entry; relative `cwd` and relative program paths with a `/`
+    /// (`./scripts/x.sh`) are taken from `base_dir` (the manifest's folder).
+    pub fn from_spec(spec: &CommandToolSpec, base_dir: Option<&Path>) -> CommandTool {
+        let argv = spec.command.get_ref();
+        let resolve = |path: &Path| match base_dir {
+            Some(base) if path.is_relative() => base.join(path),
+            _ => path.to_path_buf(),
+        };
+        let program = PathBuf::from(&argv[0]);
+        let program = if argv[0].contains('/') {
+            resolve(&program)
+        } else {
+            program
+        };
+        let defaults = spec
+            .params
+            .iter()
+            .filter_map(|(name, p)| p.default.clone().map(|d| (name.clone(), d)))
+            .collect();
+        CommandTool {
+            program,
+            args: argv[1..].iter().map(|a| ArgTemplate::parse(a)).collect(),
+            defaults,
+            env: spec.env.clone(),
+            cwd: spec.cwd.as_deref().map(resolve),
+            max_output: usize::try_from(spec.max_output_bytes()).unwrap_or(usize::MAX),
+        }
+    }
+
+    /// The definition to register: name, description, schema, scopes, flags, timeouts.
+    pub fn definition(spec: &CommandToolSpec, base_dir: Option<&Path>) -> ToolDefinition {
+        let timeout = Duration::from_secs(spec.timeout_seconds());
+        let options = ToolOptions {
+            scopes: spec.scopes.clone(),
+            mutating: spec.mutating,
+            requires_confirmation: spec.confirm,
+            timeout,
+            hard_timeout: Some(timeout),
+            version: spec.version.clone(),
+            ..ToolOptions::default()
+        };
+        ToolDefinition::new(
+            spec.name(),
+            spec.description.clone(),
+            spec.input_schema(),
+            options,
+            Arc::new(CommandTool::from_spec(spec, base_dir)),
+        )
+    }
+
+    /// The argv (after the program) for validated arguments.
+    pub fn argv(&self, args: &Value) -> Vec<String> {
+        let mut values = self.defaults.clone();
+        if let Some(given) = args.as_object() {
+            for (k, v) in given {
+                values.insert(k.clone(), v.clone());
+            }
+        }
+        self.args.iter().filter_map(|t| t.render(&values)).collect()
+    }
+
+    fn environment(&self) -> Vec<(String, OsString)> {
+        BASE_ENV
+            .iter()
+            .map(|name| (*name).to_owned())
+            .chain(self.env.iter().cloned())
+            .filter_map(|name| std::env::var_os(&name).map(|value| (name, value)))
+            .collect()
+    }
+
+    async fn run(&self, args: &Value) -> Result<ToolOutput, ToolError> {
+        let argv = self.argv(args);
+        let mut command = tokio::process::Command::new(&self.program);
+        command
+            .args(&argv)
+            .env_clear()
+            .envs(self.environment())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        if let Some(cwd) = &self.cwd {
+            if !cwd.is_dir() {
+                return Err(ToolError::new(format!(
+                    "The working folder `{}` does not exist",
+                    cwd.display()
+                )));
+            }
+            command.current_dir(cwd);
+        }
+        let mut child = command.spawn().map_err(|error| {
+            ToolError::new(format!(
+                "Could not start `{}`: {error}",
+                self.program.display()
+            ))
+        })?;
+        let mut group = GroupGuard(child.id().map(|id| Pid::from_raw(id as i32)));
+        let stdout = child.stdout.take();
+        let stderr = child.stderr.take();
+        let waited = async move {
+            let status = child.wait().await;
+            // Whatever the program left running in its group goes with it.
+            group.kill();
+            status
+        };
+        let ((out, truncated), err, status) = tokio::join!(
+            read_capped(stdout, self.max_output),
+            read_tail(stderr, STDERR_TAIL_BYTES),
+            waited
+        );
+        let status = status.map_err(|e| ToolError::new(format!("Could not wait: {e}")))?;
+        Ok(ToolOutput::Result(Box::new(outcome(
+            status, out, truncated, &err,
+        ))))
+    }
+}
+
+impl Tool for CommandTool {
+    fn invoke<'a>(&'a self, args: &'a Value, _ctx: &'a ToolContext) -> Invocation<'a> {
+        Deferred::pending(self.run(args))
+    }
+}
+
+/// Kills the process group when dropped (a timeout or a cancelled call drops the future).
+struct GroupGuard(Option<Pid>);
+
+impl GroupGuard {
+    fn kill(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            // ESRCH (nobody left) is the usual answer.
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Reads everything, keeping the first `cap` bytes; reports whether more came. The rest is
+/// read and dropped, so the program runs to its own end and its exit status is its own
+/// (a program that never stops writing meets its timeout).
+async fn read_capped(pipe: Option<impl AsyncRead + Unpin>, cap: usize) -> (Vec<u8>, bool) {
+    let Some(mut pipe) = pipe else {
+        return (Vec::new(), false);
+    };
+    let mut out = Vec::new();
+    let mut truncated = false;
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        match pipe.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let room = cap.saturating_sub(out.len());
+                out.extend_from_slice(&chunk[..n.min(room)]);
+                truncated |= n > room;
+            }
+        }
+    }
+    if truncated {
+        cut_to_char_boundary(&mut out);
+    }
+    (out, truncated)
+}
+
+/// Reads everything, keeping only the last `keep` bytes.
+async fn read_tail(pipe: Option<impl AsyncRead + Unpin>, keep: usize) -> (Vec<u8>, bool) {
+    let Some(mut pipe) = pipe else {
+        return (Vec::new(), false);
+    };
+    let mut tail = Vec::new();
+    let mut cut = false;
+    let mut chunk = vec![0u8; 16 * 1024];
+    loop {
+        match pipe.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                tail.extend_from_slice(&chunk[..n]);
+                if tail.len() > 2 * keep {
+                    tail.drain(..tail.len() - keep);
+                    cut = true;
+                }
+            }
+        }
+    }
+    if tail.len() > keep {
+        tail.drain(..tail.len() - keep);
+        cut = true;
+    }
+    // Do not start in the middle of a character.
+    let start = tail
+        .iter()
+        .position(|b| (*b & 0xC0) != 0x80)
+        .unwrap_or(tail.len());
+    tail.drain(..start);
+    (tail, cut)
+}
+
+fn cut_to_char_boundary(bytes: &mut Vec<u8>) {
+    if let Err(error) = std::str::from_utf8(bytes) {
+        if error.error_len().is_none() {
+            bytes.truncate(error.valid_up_to());
+        }
+    }
+}
+
+/// What standard output becomes: JSON when it parses (and was not cut), else text without
+/// its final newline; nothing at all is `null`.
+fn output_data(out: &[u8], truncated: bool) -> Value {
+    if out.is_empty() {
+        return Value::Null;
+    }
+    if !truncated {
+        if let Ok(value) = serde_json::from_slice::<Value>(out) {
+            return value;
+        }
+    }
+    let text = String::from_utf8_lossy(out);
+    let text = text
+        .strip_suffix('\n')
+        .map(|t| t.strip_suffix('\r').unwrap_or(t))
+        .unwrap_or(&text);
+    Value::String(text.to_owned())
+}
+
+fn outcome(
+    status: std::process::ExitStatus,
+    out: Vec<u8>,
+    truncated: bool,
+    (err, err_cut): &(Vec<u8>, bool),
+) -> ToolResult {
+    let data = output_data(&out, truncated);
+    let signal = status.signal();
+    if status.success() {
+        return ToolResult::success(data)
+            .with_meta("exit_code", json!(status.code()))
+            .with_meta("truncated", json!(truncated));
+    }
+    let stderr = String::from_utf8_lossy(err);
+    let stderr = stderr.trim();
+    let what = match (status.code(), signal) {
+        (Some(code), _) => format!("Command exited with code {code}"),
+        (None, Some(signal)) => format!("Command was killed by signal {signal}"),
+        (None, None) => "Command failed".to_owned(),
+    };
+    let message = if stderr.is_empty() {
+        format!("{what} (nothing on stderr)")
+    } else if *err_cut {
+        format!("{what}: …{stderr}")
+    } else {
+        format!("{what}: {stderr}")
+    };
+    let mut result = ToolResult::error_with_code(ErrorCode::Other(COMMAND_FAILED.into()), message)
+        .with_meta("exit_code", json!(status.code()))
+        .with_meta("truncated", json!(truncated));
+    if let Some(signal) = signal {
+        result = result.with_meta("signal", json!(signal));
+    }
+    result.data = data;
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_becomes_json_or_text() {
+        assert_eq!(output_data(b"{\"a\": 1}\n", false), json!({"a": 1}));
+        assert_eq!(output_data(b"hello\n", false), json!("hello"));
+        assert_eq!(output_data(b"a\nb\r\n", false), json!("a\nb"));
+        assert_eq!(output_data(b"[1,2", true), json!("[1,2"));
+        assert_eq!(output_data(b"", false), Value::Null);
+        assert_eq!(output_data(b"5", true), json!("5"));
+    }
+
+    #[test]
+    fn cuts_respect_characters() {
+        let mut bytes = "añ".as_bytes()[..2].to_vec();
+        cut_to_char_boundary(&mut bytes);
+        assert_eq!(bytes, b"a");
+    }
+
+    #[tokio::test]
+    async fn tails_keep_the_end() {
+        let data = vec![b'x'; 10_000];
+        let (tail, cut) = read_tail(Some(&data[..]), 100).await;
+        assert_eq!((tail.len(), cut), (100, true));
+        let (tail, cut) = read_tail(Some(&b"short"[..]), 100).await;
+        assert_eq!((tail, cut), (b"short".to_vec(), false));
+    }
+}

@@ -1,0 +1,187 @@
+//! # milpa-cli
+//!
+//! The `milpa` command (DESIGN §5): list, inspect, call and serve tools, from the built-in
+//! demo toolset or from a manifest (`milpa.toml`) that declares tools which run programs.
+//!
+//! ```text
+//! milpa tools [--json]
+//! milpa tools inspect TOOL [--channel C] [--actor P] [--scope S]... [--plan] [--json]
+//! milpa call TOOL [ARGS_JSON] [--channel C] [--actor P] [--scope S]... [--plan]
+//!            [--confirm-token T] [--json]
+//! milpa serve [--stdio | --http ADDR] [--audit FILE]
+//! global: --manifest FILE, --store URL
+//! ```
+//!
+//! Exit codes: 0 success, 1 a refused or failed call, 2 a usage or manifest error.
+//!
+//! A Rust program with its own tools gets the same subcommands in one line; the manifest
+//! (if any) still supplies the policy, the tokens and its command tools:
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//!
+//! fn main() -> std::process::ExitCode {
+//!     milpa_cli::main_with(|registry, _manifest| {
+//!         // e.g. registry.register_provider(Arc::new(MyTools::default()))?;
+//!         milpa_cli::demo::register(registry)
+//!     })
+//! }
+//! ```
+
+pub mod cli;
+pub mod command_tool;
+mod commands;
+pub mod demo;
+pub mod manifest;
+pub mod setup;
+pub mod template;
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::Parser;
+use milpa::{RegistryError, ToolRegistry};
+
+use crate::cli::Cli;
+use crate::manifest::Manifest;
+
+/// Exit code of a successful run.
+pub const EXIT_OK: u8 = 0;
+/// Exit code of a refused or failed call.
+pub const EXIT_CALL_FAILED: u8 = 1;
+/// Exit code of a usage or manifest error.
+pub const EXIT_USAGE: u8 = 2;
+
+/// The manifest read when `--manifest` is not given, if it exists.
+pub const DEFAULT_MANIFEST: &str = "milpa.toml";
+
+/// A run that could not go on: what to print and the exit code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CliError {
+    /// The exit code.
+    pub code: u8,
+    /// What to print on standard error.
+    pub message: String,
+}
+
+impl CliError {
+    /// A usage or manifest error (exit code 2).
+    pub fn usage(message: impl Into<String>) -> CliError {
+        CliError {
+            code: EXIT_USAGE,
+            message: message.into(),
+        }
+    }
+
+    /// A failure while running (exit code 1).
+    pub fn failed(message: impl Into<String>) -> CliError {
+        CliError {
+            code: EXIT_CALL_FAILED,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CliError {}
+
+/// The `milpa` binary: the demo toolset when there is no manifest, the manifest's tools
+/// otherwise.
+pub fn main() -> ExitCode {
+    main_with(demo_unless_manifest)
+}
+
+/// Registers the demo toolset when no manifest file was read.
+pub fn demo_unless_manifest(
+    registry: &mut ToolRegistry,
+    manifest: &Manifest,
+) -> Result<(), RegistryError> {
+    if manifest.source().is_none() {
+        demo::register(registry)
+    } else {
+        Ok(())
+    }
+}
+
+/// Runs the `milpa` command line on this process's arguments, with the tools `tools`
+/// registers (besides the manifest's command tools and verification tools).
+pub fn main_with<F>(tools: F) -> ExitCode
+where
+    F: FnOnce(&mut ToolRegistry, &Manifest) -> Result<(), RegistryError>,
+{
+    run_with(std::env::args_os(), tools)
+}
+
+/// Runs the `milpa` command line on `args` (the first is the program name).
+pub fn run_with<I, T, F>(args: I, tools: F) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+    F: FnOnce(&mut ToolRegistry, &Manifest) -> Result<(), RegistryError>,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(error) => {
+            // Help and version go to stdout with 0; usage errors to stderr with 2.
+            let _ = error.print();
+            return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(EXIT_USAGE));
+        }
+    };
+    match commands::run(cli, Box::new(tools)) {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            eprintln!("milpa: {error}");
+            ExitCode::from(error.code)
+        }
+    }
+}
+
+/// Reads the manifest `--manifest` names, else `./milpa.toml` when it exists, else the
+/// built-in defaults.
+pub fn load_manifest(explicit: Option<&Path>) -> Result<Manifest, CliError> {
+    let path = match explicit {
+        Some(path) => path,
+        None => {
+            let default = Path::new(DEFAULT_MANIFEST);
+            if !default.exists() {
+                return Ok(Manifest::builtin());
+            }
+            default
+        }
+    };
+    Manifest::load(path).map_err(|e| CliError::usage(e.to_string()))
+}
+
+/// What `--store` selects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Store {
+    /// In this process's memory (confirmation tokens do not outlive it).
+    Memory,
+}
+
+/// Parses `--store`: `memory` now; `sqlite:PATH` and `redis://HOST:PORT` are refused as not
+/// available yet.
+pub fn parse_store(url: &str) -> Result<Store, CliError> {
+    if url == "memory" {
+        Ok(Store::Memory)
+    } else if url.starts_with("sqlite:") {
+        Err(CliError::usage(format!(
+            "--store {url}: the SQLite store is not available yet; use --store memory"
+        )))
+    } else if url.starts_with("redis://") || url.starts_with("rediss://") {
+        Err(CliError::usage(format!(
+            "--store {url}: the Redis store is not available yet; use --store memory"
+        )))
+    } else {
+        Err(CliError::usage(format!(
+            "--store {url}: unknown store; expected memory, sqlite:PATH or redis://HOST:PORT"
+        )))
+    }
+}

@@ -1,0 +1,5 @@
+//! The `milpa` binary.
+
+fn main() -> std::process::ExitCode {
+    milpa_cli::main()
+}

@@ -1,0 +1,749 @@
+//! The manifest (`milpa.toml`): server info, policy, bearer tokens and command tools.
+//!
+//! Every table refuses keys it does not know, and every error names the file, the line and
+//! what is wrong (`milpa.toml:12: unknown field `comand`, expected one of …`), so a typo
+//! never silently turns a setting off.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use indexmap::IndexMap;
+use milpa::policy::{ChannelPolicy, PolicyRule, RuleEffect, StaticRule};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use toml::Spanned;
+
+use crate::template::ArgTemplate;
+
+/// Default cap on a command's standard output: 1 MiB.
+pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1024 * 1024;
+
+/// Default hard timeout of a command tool, in seconds.
+pub const DEFAULT_TIMEOUT_SECONDS: u64 = 30;
+
+/// A manifest that could not be read: which file, which line, what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManifestError {
+    file: String,
+    line: Option<usize>,
+    message: String,
+}
+
+impl ManifestError {
+    /// An error about `file` at `line` (1-based), if known.
+    pub fn new(file: impl Into<String>, line: Option<usize>, message: impl Into<String>) -> Self {
+        ManifestError {
+            file: file.into(),
+            line,
+            message: message.into(),
+        }
+    }
+
+    /// The file as the user named it.
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
+    /// The 1-based line the error is on, when known.
+    pub fn line(&self) -> Option<usize> {
+        self.line
+    }
+
+    /// What is wrong.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{line}: {}", self.file, self.message),
+            None => write!(f, "{}: {}", self.file, self.message),
+        }
+    }
+}
+
+impl std::error::Error for ManifestError {}
+
+/// A parsed and checked manifest.
+///
+/// ```
+/// use milpa_cli::manifest::Manifest;
+///
+/// let manifest = Manifest::parse("milpa.toml", r#"
+/// [[tools]]
+/// name = "greet"
+/// command = ["echo", "hello", "{who}"]
+///
+/// [tools.params.who]
+/// type = "string"
+/// required = true
+/// "#).unwrap();
+/// assert_eq!(manifest.tools[0].name(), "greet");
+///
+/// let typo = Manifest::parse("milpa.toml", "[[tools]]\nname = \"x\"\ncomand = [\"ls\"]\n").unwrap_err();
+/// assert!(typo.to_string().starts_with("milpa.toml:3: unknown field `comand`"));
+/// ```
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// `[server]`: what the MCP server calls itself.
+    #[serde(default)]
+    pub server: ServerSection,
+    /// `[rate_limit]`: no limiter when absent.
+    #[serde(default)]
+    pub rate_limit: Option<RateLimitSection>,
+    /// `[confirmation]`: token lifetime and MCP elicitation.
+    #[serde(default)]
+    pub confirmation: ConfirmationSection,
+    /// `[channels.NAME]`: overrides of channel policies.
+    #[serde(default)]
+    pub channels: IndexMap<String, ChannelOverride>,
+    /// `[auth]`: HTTP bearer tokens.
+    #[serde(default)]
+    pub auth: AuthSection,
+    /// `[[rules]]`: static policy rules, first match wins.
+    #[serde(default)]
+    pub rules: Vec<RuleSpec>,
+    /// `[verification]`: the two verification tools; off when absent.
+    #[serde(default)]
+    pub verification: Option<VerificationSection>,
+    /// `[[tools]]`: tools that run programs.
+    #[serde(default)]
+    pub tools: Vec<CommandToolSpec>,
+    /// Where the manifest was read from (`None` for the built-in defaults).
+    #[serde(skip)]
+    source: Option<PathBuf>,
+    /// The file's name as given and its text, for error lines.
+    #[serde(skip)]
+    origin: Option<(String, String)>,
+}
+
+/// `[server]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSection {
+    /// `serverInfo.name` (default `milpa`).
+    pub name: Option<String>,
+    /// `serverInfo.version` (default: this program's version).
+    pub version: Option<String>,
+    /// `serverInfo.title`.
+    pub title: Option<String>,
+    /// `instructions` sent to MCP clients on `initialize`.
+    pub instructions: Option<String>,
+}
+
+/// `[rate_limit]`: a GCRA budget per `channel:principal:tool`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitSection {
+    /// Tokens in a full window (a mutating call costs 5, others 1).
+    pub max_tokens: Spanned<u32>,
+    /// Seconds a full budget takes to refill.
+    pub window_seconds: Spanned<u64>,
+}
+
+/// `[confirmation]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfirmationSection {
+    /// How long a confirmation token lives (default 60).
+    pub ttl_seconds: Option<Spanned<u64>>,
+    /// `milpa serve`: confirm through MCP elicitation when the client supports it
+    /// (default `true`); `false` always uses the `confirm_token` round trip.
+    pub elicitation: Option<bool>,
+}
+
+/// `[channels.NAME]`: the keys given replace the channel's built-in values; the others keep
+/// them (a channel without a built-in policy starts from the fail-closed one, which
+/// requires an authenticated principal).
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelOverride {
+    /// Lets mutating tools through even when `block_mutating` is set.
+    pub allow_all: Option<bool>,
+    /// Denies calls without a principal.
+    pub require_auth: Option<bool>,
+    /// Denies every mutating tool.
+    pub block_mutating: Option<bool>,
+    /// Makes every mutating tool ask for confirmation.
+    pub require_confirmation_for_mutating: Option<bool>,
+}
+
+impl ChannelOverride {
+    /// `base` with the keys this override sets.
+    pub fn apply(&self, base: ChannelPolicy) -> ChannelPolicy {
+        ChannelPolicy {
+            allow_all: self.allow_all.unwrap_or(base.allow_all),
+            require_auth: self.require_auth.unwrap_or(base.require_auth),
+            block_mutating: self.block_mutating.unwrap_or(base.block_mutating),
+            require_confirmation_for_mutating: self
+                .require_confirmation_for_mutating
+                .unwrap_or(base.require_confirmation_for_mutating),
+        }
+    }
+}
+
+/// `[auth]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthSection {
+    /// `[[auth.tokens]]`.
+    #[serde(default)]
+    pub tokens: Vec<TokenSpec>,
+}
+
+/// `[[auth.tokens]]`: a bearer token, by the SHA-256 of its text (never the text itself).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenSpec {
+    /// Lowercase or uppercase hex SHA-256 of the token (`printf %s TOKEN | sha256sum`).
+    pub sha256: Spanned<String>,
+    /// Who calls with this token.
+    pub principal: String,
+    /// The scopes the token grants.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+}
+
+/// `[[rules]]`: a static policy rule, checked after scopes; the first match wins.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleSpec {
+    /// Shown in denial messages as `#<id>`.
+    pub id: Option<i64>,
+    /// Tool-name pattern (`*` matches any run of characters).
+    pub tool: String,
+    /// Principal pattern; absent matches every caller, anonymous included.
+    pub principal: Option<String>,
+    /// Channel; absent matches every channel.
+    pub channel: Option<String>,
+    /// `allow` or `deny`.
+    pub effect: RuleEffect,
+    /// If not empty, the caller needs one of these scopes or the rule denies.
+    #[serde(default)]
+    pub requires_scopes: Vec<String>,
+    /// The denial message, verbatim.
+    pub description: Option<String>,
+}
+
+impl RuleSpec {
+    /// The rule as the policy gate takes it.
+    pub fn to_static_rule(&self) -> StaticRule {
+        StaticRule {
+            tool: self.tool.clone(),
+            principal: self.principal.clone(),
+            channel: self.channel.clone(),
+            rule: PolicyRule {
+                id: self.id,
+                effect: self.effect,
+                requires_scopes: self.requires_scopes.clone(),
+                description: self.description.clone(),
+            },
+        }
+    }
+}
+
+/// `[verification]`: registers `request_verification` and `resolve_verification`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerificationSection {
+    /// On unless `false`.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Scopes of which a caller of `resolve_verification` needs one.
+    #[serde(default)]
+    pub resolve_scopes: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `[[tools]]`: a tool that runs a program.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandToolSpec {
+    /// The tool's name.
+    pub name: Spanned<String>,
+    /// What it does, for people and models.
+    #[serde(default)]
+    pub description: String,
+    /// The argv: a program, then arguments with `{param}` placeholders. Never a shell.
+    pub command: Spanned<Vec<String>>,
+    /// Scopes of which the caller needs one.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// Whether the tool changes state.
+    #[serde(default)]
+    pub mutating: bool,
+    /// Whether every call needs a confirmation first.
+    #[serde(default)]
+    pub confirm: bool,
+    /// Hard timeout in seconds (default 30): the whole process group is killed.
+    pub timeout_seconds: Option<Spanned<u64>>,
+    /// Working directory (relative paths are relative to the manifest's folder).
+    pub cwd: Option<PathBuf>,
+    /// Names of environment variables passed through besides `PATH`, `HOME` and `LANG`.
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// Standard output beyond this is cut (`meta.truncated = true`); default 1 MiB.
+    pub max_output_bytes: Option<Spanned<u64>>,
+    /// The tool's version, shown in listings.
+    pub version: Option<String>,
+    /// `[tools.params.NAME]`: the arguments, in order.
+    #[serde(default)]
+    pub params: IndexMap<String, ParamSpec>,
+}
+
+impl CommandToolSpec {
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        self.name.get_ref()
+    }
+
+    /// The hard timeout in seconds.
+    pub fn timeout_seconds(&self) -> u64 {
+        self.timeout_seconds
+            .as_ref()
+            .map_or(DEFAULT_TIMEOUT_SECONDS, |t| *t.get_ref())
+    }
+
+    /// The stdout cap in bytes.
+    pub fn max_output_bytes(&self) -> u64 {
+        self.max_output_bytes
+            .as_ref()
+            .map_or(DEFAULT_MAX_OUTPUT_BYTES, |m| *m.get_ref())
+    }
+
+    /// The JSON Schema of the arguments: one property per param, `required` as declared,
+    /// no other properties allowed.
+    pub fn input_schema(&self) -> Value {
+        let mut properties = Map::new();
+        let mut required = Vec::new();
+        for (name, param) in &self.params {
+            properties.insert(name.clone(), param.schema());
+            if param.required {
+                required.push(Value::String(name.clone()));
+            }
+        }
+        let mut schema = Map::new();
+        schema.insert("type".into(), json!("object"));
+        schema.insert("properties".into(), Value::Object(properties));
+        if !required.is_empty() {
+            schema.insert("required".into(), Value::Array(required));
+        }
+        schema.insert("additionalProperties".into(), json!(false));
+        Value::Object(schema)
+    }
+}
+
+/// The JSON type of a command tool's parameter (placeholders take scalars only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ParamType {
+    /// Text.
+    String,
+    /// A whole number.
+    Integer,
+    /// Any number.
+    Number,
+    /// `true` or `false`.
+    Boolean,
+}
+
+impl ParamType {
+    /// The JSON Schema type name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParamType::String => "string",
+            ParamType::Integer => "integer",
+            ParamType::Number => "number",
+            ParamType::Boolean => "boolean",
+        }
+    }
+
+    fn admits(self, value: &Value) -> bool {
+        match self {
+            ParamType::String => value.is_string(),
+            ParamType::Integer => value.is_i64() || value.is_u64(),
+            ParamType::Number => value.is_number(),
+            ParamType::Boolean => value.is_boolean(),
+        }
+    }
+}
+
+/// `[tools.params.NAME]`: one argument of a command tool.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParamSpec {
+    /// `string`, `integer`, `number` or `boolean`.
+    #[serde(rename = "type")]
+    pub kind: ParamType,
+    /// What the argument means.
+    pub description: Option<String>,
+    /// Whether a call must give it.
+    #[serde(default)]
+    pub required: bool,
+    /// The only values allowed.
+    #[serde(rename = "enum")]
+    pub allowed: Option<Vec<Value>>,
+    /// The value used when a call leaves the argument out.
+    pub default: Option<Value>,
+    /// Smallest number allowed.
+    pub minimum: Option<serde_json::Number>,
+    /// Largest number allowed.
+    pub maximum: Option<serde_json::Number>,
+    /// Shortest text allowed, in characters.
+    pub min_length: Option<u64>,
+    /// Longest text allowed, in characters.
+    pub max_length: Option<u64>,
+    /// A regular expression the text must match.
+    pub pattern: Option<String>,
+}
+
+impl ParamSpec {
+    /// The parameter's JSON Schema.
+    pub fn schema(&self) -> Value {
+        let mut schema = Map::new();
+        schema.insert("type".into(), json!(self.kind.as_str()));
+        if let Some(description) = &self.description {
+            schema.insert("description".into(), json!(description));
+        }
+        if let Some(allowed) = &self.allowed {
+            schema.insert("enum".into(), Value::Array(allowed.clone()));
+        }
+        if let Some(default) = &self.default {
+            schema.insert("default".into(), default.clone());
+        }
+        if let Some(minimum) = &self.minimum {
+            schema.insert("minimum".into(), Value::Number(minimum.clone()));
+        }
+        if let Some(maximum) = &self.maximum {
+            schema.insert("maximum".into(), Value::Number(maximum.clone()));
+        }
+        if let Some(n) = self.min_length {
+            schema.insert("minLength".into(), json!(n));
+        }
+        if let Some(n) = self.max_length {
+            schema.insert("maxLength".into(), json!(n));
+        }
+        if let Some(pattern) = &self.pattern {
+            schema.insert("pattern".into(), json!(pattern));
+        }
+        Value::Object(schema)
+    }
+}
+
+impl Manifest {
+    /// The manifest used when there is no file: no limiter, built-in policies, no tokens,
+    /// no rules, no command tools.
+    pub fn builtin() -> Manifest {
+        Manifest::default()
+    }
+
+    /// Reads and checks the manifest at `path`.
+    pub fn load(path: &Path) -> Result<Manifest, ManifestError> {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ManifestError::new(&name, None, format!("cannot read: {e}")))?;
+        let mut manifest = Manifest::parse(&name, &text)?;
+        manifest.source = Some(path.to_path_buf());
+        Ok(manifest)
+    }
+
+    /// Parses and checks manifest text; `file` names it in errors.
+    pub fn parse(file: &str, text: &str) -> Result<Manifest, ManifestError> {
+        let manifest: Manifest = toml::from_str(text).map_err(|e| {
+            let line = e.span().map(|span| line_of(text, span.start));
+            ManifestError::new(file, line, e.message().trim_end())
+        })?;
+        let mut manifest = manifest;
+        manifest.check(file, text)?;
+        manifest.origin = Some((file.to_owned(), text.to_owned()));
+        Ok(manifest)
+    }
+
+    /// An error about this manifest at byte `offset` of its text (when known).
+    pub fn error_at(&self, offset: Option<usize>, message: impl Into<String>) -> ManifestError {
+        match &self.origin {
+            Some((file, text)) => {
+                ManifestError::new(file, offset.map(|o| line_of(text, o)), message)
+            }
+            None => ManifestError::new("(built-in manifest)", None, message),
+        }
+    }
+
+    /// The file the manifest was read from; `None` for the built-in defaults.
+    pub fn source(&self) -> Option<&Path> {
+        self.source.as_deref()
+    }
+
+    /// The folder relative paths in the manifest are resolved against.
+    pub fn base_dir(&self) -> Option<&Path> {
+        self.source
+            .as_deref()
+            .map(|p| p.parent().unwrap_or(Path::new("")))
+            .map(|p| {
+                if p.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    p
+                }
+            })
+    }
+
+    /// Semantic checks serde cannot do; each error points at the offending line.
+    fn check(&self, file: &str, text: &str) -> Result<(), ManifestError> {
+        let at = |start: usize, message: String| {
+            ManifestError::new(file, Some(line_of(text, start)), message)
+        };
+        if let Some(limit) = &self.rate_limit {
+            if *limit.max_tokens.get_ref() == 0 {
+                return Err(at(
+                    limit.max_tokens.span().start,
+                    "rate_limit.max_tokens must be at least 1".into(),
+                ));
+            }
+            if *limit.window_seconds.get_ref() == 0 {
+                return Err(at(
+                    limit.window_seconds.span().start,
+                    "rate_limit.window_seconds must be at least 1".into(),
+                ));
+            }
+        }
+        if let Some(ttl) = &self.confirmation.ttl_seconds {
+            if *ttl.get_ref() == 0 {
+                return Err(at(
+                    ttl.span().start,
+                    "confirmation.ttl_seconds must be at least 1".into(),
+                ));
+            }
+        }
+        let mut hashes: Vec<String> = Vec::new();
+        for token in &self.auth.tokens {
+            let hash = token.sha256.get_ref();
+            let normalized = hash.to_ascii_lowercase();
+            if hashes.contains(&normalized) {
+                return Err(at(
+                    token.sha256.span().start,
+                    "auth.tokens: the same token is listed twice".into(),
+                ));
+            }
+            hashes.push(normalized);
+            if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(at(
+                    token.sha256.span().start,
+                    "auth.tokens.sha256 must be the 64 hex digits of the token's SHA-256 \
+                     (e.g. `printf %s TOKEN | sha256sum`), never the token itself"
+                        .into(),
+                ));
+            }
+        }
+        let mut seen: Vec<&str> = Vec::new();
+        for tool in &self.tools {
+            let name = tool.name();
+            let name_at = tool.name.span().start;
+            if seen.contains(&name) {
+                return Err(at(name_at, format!("tool `{name}` is declared twice")));
+            }
+            seen.push(name);
+            tool.check(name, &|span_start, message| at(span_start, message))?;
+        }
+        Ok(())
+    }
+}
+
+impl CommandToolSpec {
+    fn check(
+        &self,
+        name: &str,
+        at: &dyn Fn(usize, String) -> ManifestError,
+    ) -> Result<(), ManifestError> {
+        let name_at = self.name.span().start;
+        let command_at = self.command.span().start;
+        let argv = self.command.get_ref();
+        let Some(program) = argv.first() else {
+            return Err(at(
+                command_at,
+                format!("tool `{name}`: command must name a program"),
+            ));
+        };
+        if program.is_empty() {
+            return Err(at(
+                command_at,
+                format!("tool `{name}`: command must name a program"),
+            ));
+        }
+        if !ArgTemplate::parse(program).params().is_empty() {
+            return Err(at(
+                command_at,
+                format!("tool `{name}`: the program (command[0]) cannot be a placeholder"),
+            ));
+        }
+        for (param, spec) in &self.params {
+            if !crate::template::is_identifier(param) {
+                return Err(at(
+                    name_at,
+                    format!(
+                        "tool `{name}`: param `{param}`: use letters, digits and `_` (not first a digit)"
+                    ),
+                ));
+            }
+            if let Some(default) = &spec.default {
+                if !spec.kind.admits(default) {
+                    return Err(at(
+                        name_at,
+                        format!(
+                            "tool `{name}`: param `{param}`: default is not a {}",
+                            spec.kind.as_str()
+                        ),
+                    ));
+                }
+            }
+            if let Some(allowed) = &spec.allowed {
+                if let Some(bad) = allowed.iter().find(|v| !spec.kind.admits(v)) {
+                    return Err(at(
+                        name_at,
+                        format!(
+                            "tool `{name}`: param `{param}`: enum value {bad} is not a {}",
+                            spec.kind.as_str()
+                        ),
+                    ));
+                }
+            }
+        }
+        for arg in &argv[1..] {
+            for placeholder in ArgTemplate::parse(arg).params() {
+                if !self.params.contains_key(placeholder) {
+                    let declared = if self.params.is_empty() {
+                        "none declared".to_owned()
+                    } else {
+                        self.params.keys().cloned().collect::<Vec<_>>().join(", ")
+                    };
+                    return Err(at(
+                        command_at,
+                        format!(
+                            "tool `{name}`: placeholder {{{placeholder}}} names no param (params: {declared}); write {{{{ and }}}} for literal braces"
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Some(timeout) = &self.timeout_seconds {
+            if *timeout.get_ref() == 0 {
+                return Err(at(
+                    timeout.span().start,
+                    format!("tool `{name}`: timeout_seconds must be at least 1"),
+                ));
+            }
+        }
+        if let Some(max) = &self.max_output_bytes {
+            if *max.get_ref() == 0 {
+                return Err(at(
+                    max.span().start,
+                    format!("tool `{name}`: max_output_bytes must be at least 1"),
+                ));
+            }
+        }
+        for var in &self.env {
+            if var.is_empty() || var.contains('=') || var.contains('\0') {
+                return Err(at(
+                    name_at,
+                    format!("tool `{name}`: env lists variable names, got {var:?}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The 1-based line holding byte `offset` of `text`.
+pub fn line_of(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(text: &str) -> String {
+        Manifest::parse("m.toml", text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn lines_are_counted_from_one() {
+        assert_eq!(line_of("a\nb\nc", 0), 1);
+        assert_eq!(line_of("a\nb\nc", 2), 2);
+        assert_eq!(line_of("a\nb\nc", 99), 3);
+    }
+
+    #[test]
+    fn unknown_keys_name_their_line() {
+        let text =
+            "[server]\nname = \"x\"\n\n[[tools]]\nname = \"t\"\ncommand = [\"ls\"]\ncomand = 1\n";
+        let e = error(text);
+        assert!(e.starts_with("m.toml:7: unknown field `comand`"), "{e}");
+    }
+
+    #[test]
+    fn wrong_types_name_their_line() {
+        let e = error("[rate_limit]\nmax_tokens = \"many\"\nwindow_seconds = 60\n");
+        assert!(e.starts_with("m.toml:2: invalid type"), "{e}");
+        let e = error("[channels.mcp]\nrequire_auth = true\nrequire_ath = true\n");
+        assert!(
+            e.starts_with("m.toml:3: unknown field `require_ath`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn placeholders_must_name_params() {
+        let text = "[[tools]]\nname = \"t\"\ncommand = [\"ls\", \"{pth}\"]\n[tools.params.path]\ntype = \"string\"\n";
+        let e = error(text);
+        assert!(
+            e.starts_with("m.toml:3: tool `t`: placeholder {pth} names no param (params: path)"),
+            "{e}"
+        );
+        let e = error("[[tools]]\nname = \"t\"\ncommand = [\"{p}\"]\n");
+        assert!(e.contains("cannot be a placeholder"), "{e}");
+    }
+
+    #[test]
+    fn token_hashes_are_checked() {
+        let e = error("[[auth.tokens]]\nprincipal = \"a\"\nsha256 = \"secret\"\n");
+        assert!(e.starts_with("m.toml:3: auth.tokens.sha256 must be"), "{e}");
+    }
+
+    #[test]
+    fn schemas_forbid_other_properties() {
+        let m = Manifest::parse(
+            "m",
+            "[[tools]]\nname = \"t\"\ncommand = [\"ls\", \"{b}\", \"{a}\"]\n[tools.params.b]\ntype = \"integer\"\nrequired = true\nminimum = 1\n[tools.params.a]\ntype = \"string\"\nenum = [\"x\", \"y\"]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            m.tools[0].input_schema(),
+            json!({"type": "object", "properties": {
+                "b": {"type": "integer", "minimum": 1},
+                "a": {"type": "string", "enum": ["x", "y"]}
+            }, "required": ["b"], "additionalProperties": false})
+        );
+    }
+
+    #[test]
+    fn channel_overrides_merge() {
+        let o = ChannelOverride {
+            block_mutating: Some(true),
+            ..Default::default()
+        };
+        let p = o.apply(ChannelPolicy::TELEGRAM);
+        assert!(p.block_mutating && p.require_confirmation_for_mutating);
+    }
+}

@@ -1,0 +1,124 @@
+//! From a manifest to a registry, an authenticator and MCP server options.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use milpa::audit::AuditSink;
+use milpa::policy::{ChannelPolicy, StaticRuleProvider};
+use milpa::rate_limit::{InMemoryRateLimiter, Quota};
+use milpa::verification::{HumanVerifier, VerificationTools};
+use milpa::{RegistryError, ToolRegistry};
+use milpa_mcp::ServerOptions;
+use milpa_mcp::auth::StaticTokens;
+
+use crate::command_tool::CommandTool;
+use crate::manifest::{Manifest, ManifestError};
+
+/// Adds a program's own tools to the registry the manifest configured.
+pub type ToolsFn<'a> = dyn FnOnce(&mut ToolRegistry, &Manifest) -> Result<(), RegistryError> + 'a;
+
+/// Why a registry could not be built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetupError {
+    /// A manifest entry was refused (a command tool's name, say).
+    Manifest(ManifestError),
+    /// The program's own tools could not be registered.
+    Tools(RegistryError),
+}
+
+impl std::fmt::Display for SetupError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SetupError::Manifest(e) => e.fmt(f),
+            SetupError::Tools(e) => write!(f, "could not register the tools: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SetupError {}
+
+/// The registry the manifest describes: its policy (channel overrides, static rules), rate
+/// limiter, confirmation lifetime and audit sink (`None`: `tracing`); then the tools
+/// `tools` adds, the verification tools when `[verification]` is on, and the command tools.
+pub fn build_registry(
+    manifest: &Manifest,
+    audit: Option<Arc<dyn AuditSink>>,
+    tools: Box<ToolsFn<'_>>,
+) -> Result<ToolRegistry, SetupError> {
+    let mut builder = ToolRegistry::builder();
+    if let Some(limit) = &manifest.rate_limit {
+        builder = builder
+            .rate_limiter(Arc::new(InMemoryRateLimiter::new()))
+            .default_quota(Quota::new(
+                *limit.max_tokens.get_ref(),
+                Duration::from_secs(*limit.window_seconds.get_ref()),
+            ));
+    }
+    if let Some(ttl) = &manifest.confirmation.ttl_seconds {
+        builder = builder.confirmation_ttl(Duration::from_secs(*ttl.get_ref()));
+    }
+    if !manifest.rules.is_empty() {
+        let rules = manifest.rules.iter().map(|r| r.to_static_rule()).collect();
+        builder = builder.rule_provider(Arc::new(StaticRuleProvider::new(rules)));
+    }
+    if let Some(sink) = audit {
+        builder = builder.audit_sink(sink);
+    }
+    let mut registry = builder.build();
+    for (channel, change) in &manifest.channels {
+        let base = registry
+            .policy_gate()
+            .registered_policy(channel)
+            .unwrap_or(ChannelPolicy::FAIL_CLOSED);
+        registry
+            .policy_gate_mut()
+            .set_channel_policy(channel.clone(), change.apply(base));
+    }
+    tools(&mut registry, manifest).map_err(SetupError::Tools)?;
+    if let Some(verification) = manifest.verification.as_ref().filter(|v| v.enabled) {
+        VerificationTools::new(HumanVerifier::in_memory())
+            .resolve_scopes(verification.resolve_scopes.iter().cloned())
+            .register(&mut registry)
+            .map_err(|e| SetupError::Manifest(manifest.error_at(None, e.to_string())))?;
+    }
+    let base_dir = manifest.base_dir();
+    for spec in &manifest.tools {
+        registry
+            .register(CommandTool::definition(spec, base_dir))
+            .map_err(|e| {
+                SetupError::Manifest(manifest.error_at(Some(spec.name.span().start), e.to_string()))
+            })?;
+    }
+    Ok(registry)
+}
+
+/// The bearer tokens of `[[auth.tokens]]` (hashes checked when the manifest was read).
+pub fn authenticator(manifest: &Manifest) -> StaticTokens {
+    let mut tokens = StaticTokens::new();
+    for token in &manifest.auth.tokens {
+        // Checked by `Manifest::parse`: 64 hex digits.
+        let _ = tokens.insert_sha256_hex(
+            token.sha256.get_ref(),
+            token.principal.clone(),
+            token.scopes.iter().cloned(),
+        );
+    }
+    tokens
+}
+
+/// The MCP server options of `[server]` and `[confirmation]`.
+pub fn server_options(manifest: &Manifest) -> ServerOptions {
+    let mut options = ServerOptions::default();
+    if let Some(name) = &manifest.server.name {
+        options.name = name.clone();
+    }
+    if let Some(version) = &manifest.server.version {
+        options.version = version.clone();
+    }
+    options.title = manifest.server.title.clone();
+    options.instructions = manifest.server.instructions.clone();
+    if let Some(elicitation) = manifest.confirmation.elicitation {
+        options.elicitation_confirmation = elicitation;
+    }
+    options
+}

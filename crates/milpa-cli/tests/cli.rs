@@ -1,0 +1,394 @@
+//! The subcommands and global flags on the built-in demo toolset: output, exit codes.
+
+mod common;
+
+use common::{Sandbox, run};
+use serde_json::json;
+
+#[test]
+fn tools_lists_the_demo_toolset_as_a_table() {
+    let sb = Sandbox::new();
+    let r = run(sb.milpa().arg("tools"));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert!(lines[0].starts_with("NAME"), "{}", r.stdout);
+    for name in [
+        "echo",
+        "add",
+        "notes_add",
+        "notes_list",
+        "notes_delete",
+        "request_verification",
+        "resolve_verification",
+    ] {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.split_whitespace().next() == Some(name)),
+            "{name} missing from\n{}",
+            r.stdout
+        );
+    }
+    let delete = lines
+        .iter()
+        .find(|l| l.starts_with("notes_delete"))
+        .unwrap();
+    assert!(delete.contains("mutating,confirm") && delete.contains("notes:write"));
+}
+
+#[test]
+fn tools_json_prints_the_summaries() {
+    let sb = Sandbox::new();
+    let r = run(sb.milpa().args(["tools", "--json"]));
+    assert_eq!(r.code, 0);
+    let tools = r.json();
+    let add = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "add")
+        .unwrap();
+    assert_eq!(add["inputSchema"]["required"], json!(["a", "b"]));
+    assert_eq!(add["inputSchema"]["properties"]["a"]["type"], "integer");
+}
+
+#[test]
+fn the_main_job_adds_two_numbers() {
+    let sb = Sandbox::new();
+    let r = run(sb.milpa().args(["call", "add", r#"{"a":2,"b":3}"#]));
+    assert_eq!((r.code, r.stdout.as_str()), (0, "✓ 5\n"), "{}", r.stderr);
+    let r = run(sb
+        .milpa()
+        .args(["call", "add", r#"{"a":2,"b":3}"#, "--json"]));
+    let result = r.json();
+    assert_eq!(result["success"], true);
+    assert_eq!(result["data"], 5);
+    assert_eq!(result["meta"]["channel"], "cli");
+    assert_eq!(result["meta"]["principal"], "local-shell");
+    let keys: Vec<&String> = result.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["success", "data", "message", "error", "meta"]);
+}
+
+#[test]
+fn echo_returns_its_text_and_defaults_to_empty_args() {
+    let sb = Sandbox::new();
+    let r = run(sb
+        .milpa()
+        .args(["call", "echo", r#"{"text":"hola"}"#, "--json"]));
+    assert_eq!(r.json()["data"], "hola");
+    // No ARGS_JSON is `{}`: a validation error, exit 1.
+    let r = run(sb.milpa().args(["call", "echo", "--json"]));
+    assert_eq!(r.code, 1);
+    assert_eq!(r.json()["error"], "Missing required field: text");
+    assert_eq!(r.json()["meta"]["code"], "VALIDATION_ERROR");
+}
+
+#[test]
+fn bad_args_json_is_a_usage_error() {
+    let sb = Sandbox::new();
+    let r = run(sb.milpa().args(["call", "add", "{a: 2}"]));
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("ARGS_JSON is not valid JSON"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stdout.is_empty());
+    let r = run(sb.milpa().args(["call", "add", "[2, 3]"]));
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("ARGS_JSON must be a JSON object"));
+}
+
+#[test]
+fn refused_and_failed_calls_exit_1() {
+    let sb = Sandbox::new();
+    let r = run(sb.milpa().args(["call", "nope", "--json"]));
+    assert_eq!(r.code, 1);
+    assert_eq!(r.json()["meta"]["code"], "TOOL_NOT_FOUND");
+    assert_eq!(r.json()["error"], "Tool not found: nope");
+    let r = run(sb.milpa().args(["call", "add", r#"{"a":"2","b":3}"#]));
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stdout.contains("a: Expected integer, got string"),
+        "{}",
+        r.stdout
+    );
+    let r = run(sb
+        .milpa()
+        .args(["call", "add", r#"{"a":9223372036854775807,"b":1}"#]));
+    assert_eq!(r.code, 1);
+}
+
+#[test]
+fn caller_flags_change_who_calls() {
+    let sb = Sandbox::new();
+    // mcp requires a principal.
+    let r = run(sb.milpa().args([
+        "call",
+        "echo",
+        r#"{"text":"x"}"#,
+        "--channel",
+        "mcp",
+        "--json",
+    ]));
+    assert_eq!(r.code, 1);
+    assert_eq!(r.json()["meta"]["code"], "FORBIDDEN");
+    assert_eq!(
+        r.json()["error"],
+        "channel 'mcp' requires an authenticated principal (require_auth) \u{2014} none provided."
+    );
+    // A principal without the scope.
+    let r = run(sb.milpa().args([
+        "call",
+        "notes_add",
+        r#"{"text":"x"}"#,
+        "--channel",
+        "mcp",
+        "--actor",
+        "bob",
+        "--scope",
+        "notes:read",
+        "--json",
+    ]));
+    assert_eq!(r.code, 1);
+    assert!(
+        r.json()["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("Missing required scope")
+    );
+    // With it (one of several --scope flags).
+    let r = run(sb.milpa().args([
+        "call",
+        "notes_add",
+        r#"{"text":"x"}"#,
+        "--channel",
+        "mcp",
+        "--actor",
+        "bob",
+        "--scope",
+        "other",
+        "--scope",
+        "notes:*",
+        "--json",
+    ]));
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    assert_eq!(r.json()["data"], json!({"id": 1, "text": "x"}));
+    assert_eq!(r.json()["meta"]["principal"], "bob");
+    assert_eq!(r.json()["meta"]["channel"], "mcp");
+    // An unknown channel fails closed.
+    let r = run(sb
+        .milpa()
+        .args(["call", "echo", r#"{"text":"x"}"#, "--channel", "pager"]));
+    assert_eq!(r.code, 1);
+}
+
+#[test]
+fn plan_mode_runs_nothing() {
+    let sb = Sandbox::new();
+    let r = run(sb
+        .milpa()
+        .args(["call", "notes_delete", r#"{"id":1}"#, "--plan", "--json"]));
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    let result = r.json();
+    assert_eq!(result["success"], true);
+    assert_ne!(result["meta"]["requires_confirmation"], true);
+    assert!(
+        result["data"].to_string().contains("notes_delete"),
+        "{result}"
+    );
+}
+
+#[test]
+fn confirmation_without_a_terminal_prints_the_token() {
+    let sb = Sandbox::new();
+    let r = run(sb
+        .milpa()
+        .args(["call", "notes_delete", r#"{"id":1}"#, "--json"]));
+    assert_eq!(r.code, 0);
+    let result = r.json();
+    assert_eq!(result["meta"]["requires_confirmation"], true);
+    let token = result["data"]["confirm_token"].as_str().unwrap();
+    assert_eq!(token.len(), 32);
+    assert!(
+        r.stderr.contains(&format!("--confirm-token {token}")),
+        "{}",
+        r.stderr
+    );
+    // A token from another process is unknown to this one (memory store).
+    let r = run(sb.milpa().args([
+        "call",
+        "notes_delete",
+        r#"{"id":1}"#,
+        "--confirm-token",
+        token,
+        "--json",
+    ]));
+    assert_eq!(r.code, 1);
+    assert_eq!(r.json()["error"], "Invalid or expired confirmation token");
+}
+
+#[test]
+fn inspect_prints_the_plan_as_text_or_json() {
+    let sb = Sandbox::new();
+    let r = run(sb.milpa().args(["tools", "inspect", "notes_delete"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("confirm"), "{}", r.stdout);
+    let r = run(sb.milpa().args([
+        "tools",
+        "inspect",
+        "notes_delete",
+        "--channel",
+        "mcp",
+        "--actor",
+        "bob",
+        "--scope",
+        "notes:write",
+        "--plan",
+        "--json",
+    ]));
+    assert_eq!(r.code, 0);
+    let plan = r.json();
+    assert_eq!(plan["schemaVersion"], "1.0");
+    assert_eq!(plan["operation"], "notes_delete");
+    assert_eq!(plan["channel"], "mcp");
+    assert_eq!(
+        plan["context"],
+        json!({"actor": "bob", "scopes": ["notes:write"], "mode": "plan"})
+    );
+    let kinds: Vec<&str> = plan["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "resolve",
+            "validate",
+            "clamp",
+            "authorize",
+            "rate_limit",
+            "plan_mode",
+            "confirm",
+            "emit_executing",
+            "execute",
+            "contain_exception",
+            "audit"
+        ]
+    );
+    let r = run(sb.milpa().args(["tools", "--json", "inspect", "add"]));
+    assert_eq!(r.json()["operation"], "add");
+    let r = run(sb.milpa().args(["tools", "inspect", "nope"]));
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("Tool not found: nope"));
+}
+
+#[test]
+fn usage_errors_exit_2_and_help_exits_0() {
+    let sb = Sandbox::new();
+    for args in [
+        &["--bogus"][..],
+        &[][..],
+        &["call"][..],
+        &["frobnicate"][..],
+        &["serve", "--stdio", "--http", "127.0.0.1:1"][..],
+        &["serve", "--http", "not-an-address"][..],
+        &["serve", "--http", "example.com:80"][..],
+        &["tools", "inspect"][..],
+    ] {
+        let r = run(sb.milpa().args(args));
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(r.stdout.is_empty(), "{args:?}");
+    }
+    let r = run(sb.milpa().arg("--help"));
+    assert_eq!(r.code, 0);
+    assert!(r.stdout.contains("Usage: milpa"));
+    let r = run(sb.milpa().args(["call", "--help"]));
+    assert!(r.stdout.contains("--confirm-token"));
+    let r = run(sb.milpa().arg("--version"));
+    assert_eq!(r.code, 0);
+}
+
+#[test]
+fn stores_other_than_memory_are_not_available_yet() {
+    let sb = Sandbox::new();
+    let r = run(sb.milpa().args(["--store", "memory", "tools"]));
+    assert_eq!(r.code, 0);
+    let r = run(sb.milpa().args(["--store", "sqlite:state.db", "tools"]));
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("SQLite store is not available yet"),
+        "{}",
+        r.stderr
+    );
+    let r = run(sb
+        .milpa()
+        .args(["call", "add", "--store", "redis://127.0.0.1:6379"]));
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("Redis store is not available yet"));
+    let r = run(sb.milpa().args(["--store", "postgres://x", "tools"]));
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("unknown store"));
+}
+
+#[test]
+fn serve_refuses_non_loopback_addresses() {
+    let sb = Sandbox::new();
+    let r = run(sb.milpa().args(["serve", "--http", "0.0.0.0:0"]));
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("loopback"), "{}", r.stderr);
+}
+
+/// `script` gives the command a terminal, so `milpa call` asks before a confirmed action.
+fn in_terminal(sb: &Sandbox, command: &str, answer: &str) -> Option<common::Run> {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no `script` command");
+        return None;
+    }
+    let bin = assert_cmd::cargo::cargo_bin("milpa");
+    let line = format!("{} {command}", bin.display());
+    let mut cmd = assert_cmd::Command::new("script");
+    cmd.current_dir(sb.path())
+        .env("NO_COLOR", "1")
+        .args(["-qec", &line, "/dev/null"])
+        .write_stdin(answer.to_owned())
+        .timeout(std::time::Duration::from_secs(30));
+    Some(run(&mut cmd))
+}
+
+#[test]
+fn a_terminal_is_asked_before_a_confirmed_action() {
+    let sb = Sandbox::new();
+    sb.write(
+        "milpa.toml",
+        r#"
+[[tools]]
+name = "touch"
+description = "Creates a file"
+command = ["touch", "--", "{path}"]
+mutating = true
+confirm = true
+
+[tools.params.path]
+type = "string"
+required = true
+"#,
+    );
+    let Some(r) = in_terminal(&sb, r#"call touch '{"path": "no.txt"}'"#, "n\n") else {
+        return;
+    };
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("Proceed? [y/N]"), "{}", r.stdout);
+    assert!(r.stdout.contains("Not confirmed"));
+    assert!(!sb.path().join("no.txt").exists());
+
+    let r = in_terminal(&sb, r#"call touch '{"path": "yes.txt"}'"#, "y\n").unwrap();
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(sb.path().join("yes.txt").exists());
+}

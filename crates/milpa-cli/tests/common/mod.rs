@@ -1,0 +1,89 @@
+//! Helpers: run the real `milpa` binary in a temporary folder.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+/// A temporary folder to run `milpa` in (so no stray `./milpa.toml` is picked up).
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        Sandbox {
+            dir: tempfile::tempdir().expect("a temporary folder"),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes `name` in the folder; returns its path.
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.dir.path().join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// Writes an executable script.
+    pub fn script(&self, name: &str, text: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.write(name, text);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    /// `milpa` run in the folder, without colours.
+    pub fn milpa(&self) -> Command {
+        let mut cmd = Command::cargo_bin("milpa").expect("the milpa binary");
+        cmd.current_dir(self.dir.path())
+            .env("NO_COLOR", "1")
+            .env_remove("RUST_LOG")
+            .timeout(std::time::Duration::from_secs(60));
+        cmd
+    }
+
+    /// `milpa --manifest m.toml …` after writing `manifest` to `m.toml`.
+    pub fn with_manifest(&self, manifest: &str) -> Command {
+        self.write("m.toml", manifest);
+        let mut cmd = self.milpa();
+        cmd.args(["--manifest", "m.toml"]);
+        cmd
+    }
+}
+
+/// What a finished run printed, and its exit code.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", self.stdout))
+    }
+}
+
+pub fn run(cmd: &mut Command) -> Run {
+    let output = cmd.output().expect("milpa ran");
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// Runs `milpa ARGS…` on `manifest` and returns what it printed.
+pub fn run_manifest(sandbox: &Sandbox, manifest: &str, args: &[&str]) -> Run {
+    run(sandbox.with_manifest(manifest).args(args))
+}

@@ -1,0 +1,443 @@
+//! `milpa serve`: the real binary over stdio and over Streamable HTTP with bearer tokens
+//! from the manifest, and the audit file.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::Sandbox;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+/// Kills the server when the test ends, however it ends.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn sha256_hex(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+fn milpa_command(sb: &Sandbox) -> Command {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("milpa"));
+    cmd.current_dir(sb.path())
+        .env("NO_COLOR", "1")
+        .env_remove("RUST_LOG");
+    cmd
+}
+
+/// Starts `milpa serve --http 127.0.0.1:0 …`; returns the server and the bound address.
+fn start_http(sb: &Sandbox, extra: &[&str]) -> (Server, SocketAddr) {
+    let mut child = milpa_command(sb)
+        .args(["--manifest", "m.toml", "serve", "--http", "127.0.0.1:0"])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let server = Server(child);
+    let mut lines = BufReader::new(stderr).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("the server said where it listens")
+            .unwrap();
+        if let Some(rest) = line.strip_prefix("milpa: serving MCP on http://") {
+            break rest.trim_end_matches("/mcp").parse().unwrap();
+        }
+    };
+    // Keep draining stderr so the server never blocks on it.
+    std::thread::spawn(move || for _ in lines {});
+    (server, addr)
+}
+
+struct Response {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: String,
+}
+
+impl Response {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The JSON-RPC message: the body itself, or the last `data:` of an SSE stream.
+    fn message(&self) -> Value {
+        let is_sse = self
+            .header("content-type")
+            .is_some_and(|c| c.starts_with("text/event-stream"));
+        if is_sse {
+            let last = self
+                .body
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .rfind(|d| !d.trim().is_empty())
+                .expect("an SSE data line");
+            serde_json::from_str(last.trim()).unwrap()
+        } else {
+            serde_json::from_str(&self.body)
+                .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", self.body))
+        }
+    }
+}
+
+/// One POST /mcp on a fresh connection (HTTP/1.1, `Connection: close`).
+fn post(addr: SocketAddr, headers: &[(&str, &str)], body: &Value) -> Response {
+    let body = body.to_string();
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    parse(&raw)
+}
+
+fn parse(raw: &[u8]) -> Response {
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a header end");
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    let mut body = raw[split + 4..].to_vec();
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    if chunked {
+        let mut out = Vec::new();
+        let mut data = &body[..];
+        while let Some(end) = data.windows(2).position(|w| w == b"\r\n") {
+            let size = usize::from_str_radix(String::from_utf8_lossy(&data[..end]).trim(), 16)
+                .unwrap_or(0);
+            if size == 0 {
+                break;
+            }
+            let start = end + 2;
+            out.extend_from_slice(&data[start..(start + size).min(data.len())]);
+            data = &data[(start + size + 2).min(data.len())..];
+        }
+        body = out;
+    }
+    Response {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    }
+}
+
+/// `initialize` (with `auth` headers); returns the session id.
+fn initialize(addr: SocketAddr, auth: &[(&str, &str)]) -> String {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "milpa-cli-test", "version": "1"}
+    }});
+    let r = post(addr, auth, &body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.message()["result"]["serverInfo"]["name"], "ops-test");
+    let session = r.header("mcp-session-id").expect("a session").to_owned();
+    let mut headers = auth.to_vec();
+    headers.push(("Mcp-Session-Id", &session));
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post(addr, &headers, &note).status, 202);
+    session
+}
+
+/// `tools/call` in `session`; returns the JSON-RPC result.
+fn call(addr: SocketAddr, session: &str, auth: &[(&str, &str)], tool: &str, args: Value) -> Value {
+    let mut headers = auth.to_vec();
+    headers.push(("Mcp-Session-Id", session));
+    headers.push(("MCP-Protocol-Version", "2025-11-25"));
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": tool, "arguments": args}});
+    let r = post(addr, &headers, &body);
+    assert_eq!(r.status, 200, "{}", r.body);
+    r.message()["result"].clone()
+}
+
+fn manifest() -> String {
+    format!(
+        r#"
+[server]
+name = "ops-test"
+version = "9.9.9"
+
+[[auth.tokens]]
+sha256 = "{alice}"
+principal = "alice"
+scopes = ["ops:read", "ops:write"]
+
+[[auth.tokens]]
+sha256 = "{bob}"
+principal = "bob"
+scopes = ["ops:read"]
+
+[[tools]]
+name = "status"
+description = "Reads the status"
+command = ["echo", "all good"]
+scopes = ["ops:read"]
+
+[[tools]]
+name = "deploy"
+description = "Deploys a version"
+command = ["echo", "deployed", "{{version}}"]
+scopes = ["ops:write"]
+
+[tools.params.version]
+type = "string"
+required = true
+"#,
+        alice = sha256_hex("alice-token"),
+        bob = sha256_hex("bob-token"),
+    )
+    // `{{version}}` above is format!'s escape: the manifest holds `{version}`.
+}
+
+#[test]
+fn http_bearer_tokens_map_to_their_principals_and_scopes() {
+    let sb = Sandbox::new();
+    sb.write("m.toml", &manifest());
+    let audit = sb.path().join("audit.jsonl");
+    let (server, addr) = start_http(&sb, &["--audit", audit.to_str().unwrap()]);
+
+    let alice = [("Authorization", "Bearer alice-token")];
+    let bob = [("Authorization", "Bearer bob-token")];
+    let stranger = [("Authorization", "Bearer who-knows")];
+
+    // alice holds ops:write.
+    let session = initialize(addr, &alice);
+    let result = call(addr, &session, &alice, "deploy", json!({"version": "1.2"}));
+    assert_eq!(result["isError"], false, "{result}");
+    assert_eq!(
+        result["structuredContent"],
+        json!({"result": "deployed 1.2"})
+    );
+    assert_eq!(result["_meta"]["milpa"]["principal"], "alice");
+    assert_eq!(result["_meta"]["milpa"]["channel"], "mcp");
+
+    // bob holds only ops:read: status yes, deploy no.
+    let session = initialize(addr, &bob);
+    let result = call(addr, &session, &bob, "status", json!({}));
+    assert_eq!(result["isError"], false, "{result}");
+    assert_eq!(result["_meta"]["milpa"]["principal"], "bob");
+    let result = call(addr, &session, &bob, "deploy", json!({"version": "1.2"}));
+    assert_eq!(result["isError"], true);
+    assert_eq!(result["_meta"]["milpa"]["code"], "FORBIDDEN");
+    assert_eq!(
+        result["content"][0]["text"],
+        "Missing required scope for tool 'deploy'. Need one of: ops:write \u{2014} context has: ops:read."
+    );
+
+    // An unknown token is anonymous: require_auth denies.
+    let session = initialize(addr, &stranger);
+    let result = call(addr, &session, &stranger, "status", json!({}));
+    assert_eq!(result["isError"], true);
+    assert_eq!(result["_meta"]["milpa"]["code"], "FORBIDDEN");
+    assert_eq!(
+        result["content"][0]["text"],
+        "channel 'mcp' requires an authenticated principal (require_auth) \u{2014} none provided."
+    );
+    // So is no token at all.
+    let session = initialize(addr, &[]);
+    let result = call(addr, &session, &[], "status", json!({}));
+    assert_eq!(result["_meta"]["milpa"]["code"], "FORBIDDEN");
+
+    // One audit line per call outcome, flushed as written; no token text in it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let text = loop {
+        let text = std::fs::read_to_string(&audit).unwrap_or_default();
+        if text.lines().count() >= 5 || std::time::Instant::now() > deadline {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len(), 5, "{text}");
+    let who: Vec<(&str, &str)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["principal"].as_str().unwrap_or("anonymous"),
+                r["outcome"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        who,
+        [
+            ("alice", "executed"),
+            ("bob", "executed"),
+            ("bob", "denied"),
+            ("anonymous", "denied"),
+            ("anonymous", "denied")
+        ]
+    );
+    for secret in ["alice-token", "bob-token", "who-knows"] {
+        assert!(!text.contains(secret));
+    }
+
+    // SIGTERM stops the server cleanly.
+    let mut server = server;
+    let status = Command::new("kill")
+        .args(["-TERM", &server.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(server.0.wait().unwrap().code(), Some(0));
+}
+
+#[test]
+fn stdio_serves_the_demo_toolset() {
+    for args in [&["serve"][..], &["serve", "--stdio"][..]] {
+        stdio_round_trip(args);
+    }
+}
+
+fn stdio_round_trip(args: &[&str]) {
+    let sb = Sandbox::new();
+    let mut child = milpa_command(&sb)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let server = Server(child);
+    let messages = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "add", "arguments": {"a": 2, "b": 3}}}),
+    ];
+    for message in &messages {
+        writeln!(stdin, "{message}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let mut responses = Vec::new();
+    while responses.len() < 3 {
+        let line = lines.next().expect("a response").unwrap();
+        responses.push(serde_json::from_str::<Value>(&line).unwrap());
+    }
+    assert_eq!(responses[0]["result"]["serverInfo"]["name"], "milpa");
+    let tools = responses[1]["result"]["tools"].as_array().unwrap();
+    assert!(
+        tools
+            .iter()
+            .any(|t| t["name"] == "notes_delete" && t["annotations"]["destructiveHint"] == true)
+    );
+    assert_eq!(
+        responses[2]["result"]["structuredContent"],
+        json!({"result": 5})
+    );
+    assert_eq!(
+        responses[2]["result"]["_meta"]["milpa"]["principal"],
+        "stdio"
+    );
+    // End of input ends the server; the audit went to stderr, not stdout.
+    drop(stdin);
+    let mut rest = String::new();
+    for line in lines {
+        rest.push_str(&line.unwrap());
+    }
+    assert!(rest.is_empty(), "unexpected stdout: {rest}");
+    let mut errors = String::new();
+    BufReader::new(stderr).read_to_string(&mut errors).unwrap();
+    assert!(
+        errors.contains("[ToolAudit]") && errors.contains("| add |"),
+        "{errors}"
+    );
+    drop(server);
+}
+
+/// Calls the confirmed tool `wipe` over stdio from a client that declares elicitation;
+/// returns the first message the server sends after the call.
+fn first_answer_to_a_confirmed_call(manifest: &str) -> Value {
+    let sb = Sandbox::new();
+    sb.write("m.toml", manifest);
+    let mut child = milpa_command(&sb)
+        .args(["--manifest", "m.toml", "serve"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let _server = Server(child);
+    for message in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "wipe", "arguments": {}}}),
+    ] {
+        writeln!(stdin, "{message}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let _initialized = lines.next().unwrap().unwrap();
+    serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap()
+}
+
+#[test]
+fn elicitation_confirmation_follows_the_manifest() {
+    let tool =
+        "[[tools]]\nname = \"wipe\"\ncommand = [\"true\"]\nmutating = true\nconfirm = true\n";
+    let asked = first_answer_to_a_confirmed_call(tool);
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    let off = format!("[confirmation]\nelicitation = false\n\n{tool}");
+    let answered = first_answer_to_a_confirmed_call(&off);
+    assert_eq!(answered["id"], 2, "{answered}");
+    let data = &answered["result"]["structuredContent"];
+    assert_eq!(data["requires_confirmation"], true, "{answered}");
+    assert_eq!(data["confirm_token"].as_str().unwrap().len(), 32);
+}
