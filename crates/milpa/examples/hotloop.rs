@@ -1,19 +1,38 @@
 //! Runs one trivial call in a loop, for profilers (`valgrind --tool=callgrind`, `perf`).
 //!
-//! `cargo run --release -p milpa --example hotloop -- 1000000`
+//! `cargo run --release -p milpa --example hotloop -- 1000000 [ping|add]`
 
 use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
 use milpa::{ToolContext, ToolDefinition, ToolRegistry};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 fn main() {
     let mut registry = ToolRegistry::new();
     registry
         .register(ToolDefinition::builder("ping").sync(|_, _| Value::Null))
         .expect("a valid tool");
+    registry
+        .register(
+            ToolDefinition::builder("add")
+                .input_schema(json!({
+                    "type": "object",
+                    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                    "required": ["a", "b"]
+                }))
+                .sync(|args, _| {
+                    json!(args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0))
+                }),
+        )
+        .expect("a valid tool");
+    let tool = std::env::args().nth(2).unwrap_or_else(|| "ping".to_owned());
+    let args = if tool == "add" {
+        json!({"a": 2, "b": 3})
+    } else {
+        Value::Null
+    };
     let ctx = ToolContext::cli();
     let n: u32 = std::env::args()
         .nth(1)
@@ -22,7 +41,7 @@ fn main() {
     let mut cx = Context::from_waker(Waker::noop());
     let started = std::time::Instant::now();
     for _ in 0..n {
-        let call = pin!(registry.call("ping", Value::Null, &ctx));
+        let call = pin!(registry.call(&tool, args.clone(), &ctx));
         match call.poll(&mut cx) {
             Poll::Ready(result) => {
                 std::hint::black_box(result);

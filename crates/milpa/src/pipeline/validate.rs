@@ -22,7 +22,8 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
     match &mut call.args {
         Value::Null => call.args = Value::Object(Map::new()),
         Value::Object(map) => {
-            if !map.is_empty() {
+            // A linear scan of a few keys is cheaper than hashing the key to look it up.
+            if map.keys().any(|k| k == CONFIRM_TOKEN) {
                 call.confirm_token = match map.shift_remove(CONFIRM_TOKEN) {
                     None | Some(Value::Null) => TokenArg::Absent,
                     Some(Value::String(token)) => TokenArg::Given(token),
