@@ -12,6 +12,7 @@ use crate::confirm::{ConfirmationStore, DEFAULT_TTL, InMemoryConfirmationStore};
 use crate::context::ToolContext;
 use crate::definition::{ToolDefinition, ToolProvider};
 use crate::events::Dispatcher;
+use crate::pipeline::clock::PipelineClock;
 use crate::pipeline::{StageTrace, execute_call};
 use crate::policy::{ChannelPolicy, PolicyGate, PolicyRuleProvider};
 use crate::rate_limit::{Quota, RateLimiter};
@@ -92,6 +93,7 @@ pub struct ToolRegistry {
     dispatcher: Option<Arc<Dispatcher>>,
     audit: Arc<dyn AuditSink>,
     redactor: Redactor,
+    clock: PipelineClock,
 }
 
 impl Default for ToolRegistry {
@@ -297,6 +299,10 @@ impl ToolRegistry {
         &self.audit
     }
 
+    pub(crate) fn clock(&self) -> &PipelineClock {
+        &self.clock
+    }
+
     /// The redaction rules used for audit records.
     pub fn redactor(&self) -> &Redactor {
         &self.redactor
@@ -407,6 +413,7 @@ impl ToolRegistryBuilder {
             dispatcher: self.dispatcher,
             audit: self.audit.unwrap_or_else(|| Arc::new(TracingAuditSink)),
             redactor: self.redactor,
+            clock: PipelineClock::default(),
         }
     }
 }

@@ -9,8 +9,6 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Duration;
 
-use quanta::Instant;
-
 use futures_util::FutureExt;
 use serde_json::Value;
 
@@ -31,7 +29,8 @@ pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
         call.raw = Some(raw);
         return Flow::Continue;
     }
-    let started = Instant::now();
+    let clock = call.registry.clock();
+    let started = clock.now();
     // The fast path: a sync tool answers here, with no future in between.
     let outcome = match catch_unwind(AssertUnwindSafe(|| def.tool().invoke(&call.args, call.ctx))) {
         Ok(Deferred::Ready(outcome)) => Ok(outcome),
@@ -49,18 +48,22 @@ pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
         }
         Err(panic) => Err(panic_message(panic.as_ref())),
     };
-    call.finished = Some(Instant::now());
-    call.raw = Some(RawOutcome::from_contained(outcome, started, call.finished));
+    let finished = clock.now();
+    call.finished = Some(finished);
+    call.raw = Some(RawOutcome::from_contained(
+        outcome, started, finished, clock,
+    ));
     Flow::Continue
 }
 
 async fn run_with_hard_timeout(call: &Call<'_>, limit: Duration) -> RawOutcome {
     let guard = CancelGuard { call, armed: true };
-    let started = Instant::now();
+    let clock = call.registry.clock();
+    let started = clock.now();
     let outcome = with_hard_timeout(call, limit).await;
     guard.disarm();
     match outcome {
-        Some(outcome) => RawOutcome::from_contained(outcome, started, None),
+        Some(outcome) => RawOutcome::from_contained(outcome, started, clock.now(), clock),
         None => RawOutcome::TimedOut {
             after_secs: limit.as_secs_f64(),
         },

@@ -14,6 +14,7 @@
 pub(crate) mod audit;
 pub(crate) mod authorize;
 pub(crate) mod clamp;
+pub(crate) mod clock;
 pub(crate) mod confirm;
 pub(crate) mod contain_exception;
 pub(crate) mod emit_executing;
@@ -23,7 +24,6 @@ pub(crate) mod rate_limit;
 pub(crate) mod resolve;
 pub(crate) mod validate;
 
-use quanta::Instant;
 use std::any::Any;
 use std::fmt;
 
@@ -38,6 +38,7 @@ use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::policy::ChannelPolicy;
 use crate::registry::{RegisteredTool, ToolRegistry};
 use crate::result::ToolResult;
+use clock::Tick;
 
 /// One stage of the pipeline, in execution order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -175,13 +176,13 @@ impl RawOutcome {
     /// not given).
     pub(crate) fn from_contained(
         outcome: contain_exception::Contained,
-        started: Instant,
-        ended: Option<Instant>,
+        started: Tick,
+        ended: Tick,
+        clock: &clock::PipelineClock,
     ) -> RawOutcome {
         match outcome {
             Ok(Ok(output)) => {
-                let ended = ended.unwrap_or_else(Instant::now);
-                let exec_secs = ended.saturating_duration_since(started).as_secs_f64();
+                let exec_secs = clock.between(started, ended).as_secs_f64();
                 RawOutcome::Returned { output, exec_secs }
             }
             Ok(Err(error)) => RawOutcome::Failed(error),
@@ -206,7 +207,7 @@ pub(crate) struct Call<'r> {
     pub registry: &'r ToolRegistry,
     pub ctx: &'r ToolContext,
     pub name: &'r str,
-    pub started: Instant,
+    pub started: Tick,
     pub tool: Option<&'r RegisteredTool>,
     pub args: Value,
     pub confirm_token: TokenArg,
@@ -214,7 +215,7 @@ pub(crate) struct Call<'r> {
     pub raw: Option<RawOutcome>,
     pub terminal: Option<Terminal>,
     /// When the tool returned, so `audit` need not read the clock again.
-    pub finished: Option<Instant>,
+    pub finished: Option<Tick>,
 }
 
 impl<'r> Call<'r> {
@@ -253,8 +254,9 @@ impl<'r> Call<'r> {
     }
 
     pub fn elapsed_ms(&self) -> u64 {
-        let end = self.finished.unwrap_or_else(Instant::now);
-        end.saturating_duration_since(self.started).as_millis() as u64
+        let clock = self.registry.clock();
+        let end = self.finished.unwrap_or_else(|| clock.now());
+        clock.between(self.started, end).as_millis() as u64
     }
 }
 
@@ -270,7 +272,7 @@ pub(crate) async fn execute_call(
         registry,
         ctx,
         name,
-        started: Instant::now(),
+        started: registry.clock().now(),
         tool: None,
         args,
         confirm_token: TokenArg::Absent,
