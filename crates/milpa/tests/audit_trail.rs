@@ -6,8 +6,8 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use milpa::audit::{AuditOutcome, JsonLinesAuditSink, Redactor};
-use milpa::events::{Dispatcher, Event};
-use milpa::{ToolContext, ToolDefinition, ToolRegistry};
+use milpa::events::Dispatcher;
+use milpa::{ToolContext, ToolRegistry};
 use serde_json::{Value, json};
 use support::{Runs, audited, echo_args, echoing, only_record};
 
@@ -73,34 +73,7 @@ async fn every_terminal_path_is_audited_once_with_its_outcome() {
     let runs = Runs::default();
     let dispatcher = Arc::new(Dispatcher::new());
     let (mut registry, sink) = audited(ToolRegistry::builder().dispatcher(dispatcher.clone()));
-    registry.register(support::add_tool(&runs)).unwrap();
-    registry
-        .register(echoing(echo_args("scoped").scopes(["admin"]), &runs))
-        .unwrap();
-    registry
-        .register(echoing(
-            echo_args("confirm").requires_confirmation(true),
-            &runs,
-        ))
-        .unwrap();
-    registry
-        .register(echoing(echo_args("cached"), &runs))
-        .unwrap();
-    registry
-        .register(echoing(echo_args("vetoed"), &runs))
-        .unwrap();
-    registry
-        .register(ToolDefinition::builder("boom").sync(|_, _| -> Value { panic!("boom") }))
-        .unwrap();
-    dispatcher.subscribe("tool.executing", 0, |event: &Event<'_>| {
-        if let Event::ToolExecuting(e) = event {
-            match e.tool {
-                "cached" => e.slot.short_circuit(json!("hit")),
-                "vetoed" => e.slot.stop(),
-                _ => {}
-            }
-        }
-    });
+    support::register_every_path(&mut registry, &dispatcher, &runs);
     let cli = ToolContext::cli();
     let guest = ToolContext::mcp("r", Some("guest".into()), Vec::<String>::new());
     let cases: Vec<(&str, Value, &ToolContext, AuditOutcome)> = vec![

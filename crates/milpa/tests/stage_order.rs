@@ -5,12 +5,12 @@ mod support;
 
 use std::sync::Arc;
 
-use milpa::events::{Dispatcher, Event};
+use milpa::events::Dispatcher;
 use milpa::rate_limit::{InMemoryRateLimiter, Quota};
-use milpa::{StepKind, ToolContext, ToolDefinition, ToolRegistry};
+use milpa::{StepKind, ToolContext, ToolRegistry};
 use serde_json::{Value, json};
 use std::time::Duration;
-use support::{Runs, echo_args, echoing};
+use support::Runs;
 
 use StepKind::*;
 
@@ -40,37 +40,7 @@ async fn each_terminal_path_visits_a_prefix_of_the_table_then_audit() {
         .rate_limiter(Arc::new(InMemoryRateLimiter::new()))
         .tool_quota("limited", Quota::new(1, Duration::from_secs(60)))
         .build();
-    registry.register(support::add_tool(&runs)).unwrap();
-    registry
-        .register(echoing(echo_args("scoped").scopes(["admin"]), &runs))
-        .unwrap();
-    registry
-        .register(echoing(echo_args("limited"), &runs))
-        .unwrap();
-    registry
-        .register(echoing(
-            echo_args("confirm").requires_confirmation(true),
-            &runs,
-        ))
-        .unwrap();
-    registry
-        .register(echoing(echo_args("cached"), &runs))
-        .unwrap();
-    registry
-        .register(echoing(echo_args("vetoed"), &runs))
-        .unwrap();
-    registry
-        .register(ToolDefinition::builder("boom").sync(|_, _| -> Value { panic!("boom") }))
-        .unwrap();
-    dispatcher.subscribe("tool.executing", 0, |event: &Event<'_>| {
-        if let Event::ToolExecuting(e) = event {
-            match e.tool {
-                "cached" => e.slot.short_circuit(json!("hit")),
-                "vetoed" => e.slot.stop(),
-                _ => {}
-            }
-        }
-    });
+    support::register_every_path(&mut registry, &dispatcher, &runs);
     let cli = ToolContext::cli();
     let guest = ToolContext::mcp("r", Some("guest".into()), Vec::<String>::new());
     let plan = cli.as_plan();

@@ -72,3 +72,43 @@ pub fn only_record(sink: &MemoryAuditSink) -> OwnedAuditRecord {
     );
     records.remove(0)
 }
+
+/// Registers one tool per terminal path (`add`, `scoped`, `limited`, `confirm`, `cached`,
+/// `vetoed`, `boom`) and makes `dispatcher` answer for `cached` and veto `vetoed`.
+pub fn register_every_path(
+    registry: &mut ToolRegistry,
+    dispatcher: &milpa::Dispatcher,
+    runs: &Runs,
+) {
+    registry.register(add_tool(runs)).unwrap();
+    registry
+        .register(echoing(echo_args("scoped").scopes(["admin"]), runs))
+        .unwrap();
+    registry
+        .register(echoing(echo_args("limited"), runs))
+        .unwrap();
+    registry
+        .register(echoing(
+            echo_args("confirm").requires_confirmation(true),
+            runs,
+        ))
+        .unwrap();
+    registry
+        .register(echoing(echo_args("cached"), runs))
+        .unwrap();
+    registry
+        .register(echoing(echo_args("vetoed"), runs))
+        .unwrap();
+    registry
+        .register(ToolDefinition::builder("boom").sync(|_, _| -> Value { panic!("boom") }))
+        .unwrap();
+    dispatcher.subscribe("tool.executing", 0, |event: &milpa::Event<'_>| {
+        if let milpa::Event::ToolExecuting(e) = event {
+            match e.tool {
+                "cached" => e.slot.short_circuit(json!("hit")),
+                "vetoed" => e.slot.stop(),
+                _ => {}
+            }
+        }
+    });
+}
