@@ -432,12 +432,16 @@ fn build_registry(args: &Args) -> Result<ToolRegistry, Box<dyn std::error::Error
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     // MILPA_MCP_WORKERS=N picks the number of Tokio worker threads (default: one per core).
-    let mut runtime = tokio::runtime::Builder::new_multi_thread();
-    if let Some(n) = std::env::var("MILPA_MCP_WORKERS")
+    // MILPA_MCP_WORKERS=0 runs everything on the current thread.
+    let workers = std::env::var("MILPA_MCP_WORKERS")
         .ok()
-        .and_then(|n| n.parse::<usize>().ok())
-    {
-        runtime.worker_threads(n.max(1));
+        .and_then(|n| n.parse::<usize>().ok());
+    let mut runtime = match workers {
+        Some(0) => tokio::runtime::Builder::new_current_thread(),
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    };
+    if let Some(n) = workers.filter(|n| *n > 0) {
+        runtime.worker_threads(n);
     }
     runtime.enable_all().build()?.block_on(run())
 }
