@@ -132,7 +132,7 @@ pub struct ServeArgs {
     pub stdio: bool,
 
     /// Serve Streamable HTTP on ADDR (a loopback address: 127.0.0.1:8080, localhost:8080,
-    /// [::1]:8080, or just a port; port 0 picks a free one), endpoint /mcp.
+    /// the IPv6 loopback on port 8080, or just a port; port 0 picks a free one), endpoint /mcp.
     #[arg(long, value_name = "ADDR", value_parser = parse_http_addr)]
     pub http: Option<SocketAddr>,
 

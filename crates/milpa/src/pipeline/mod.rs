@@ -1,12 +1,12 @@
 //! The call pipeline as data: [`StepKind`] lists the eleven stages in order, and
-//! [`execute_call`] walks exactly that list. Each stage lives in its own module.
+//! the executor (`execute_call`) walks exactly that list. Each stage lives in its own module.
 //!
 //! ```text
 //! resolve → validate → clamp → authorize → rate_limit → plan_mode → confirm
 //!        → emit_executing → execute ⊂ contain_exception → audit
 //! ```
 //!
-//! A stage either lets the call continue or finishes it with a [`Terminal`]; every
+//! A stage either lets the call continue or finishes it with a terminal result; every
 //! terminal path then goes through `audit` (record, then `tool.executed` / `tool.failed`).
 //! Nothing before `authorize` can answer a call with anything but a refusal, and the only
 //! place a listener can answer is `emit_executing`, after every gate.
