@@ -110,13 +110,59 @@ impl AuditRecord<'_> {
     }
 }
 
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` (RFC 3339, UTC, milliseconds) without allocating: one is
+/// written for every audit record, and the date part changes once a second.
+struct Timestamp([u8; 24]);
+
+impl Timestamp {
+    fn now() -> Timestamp {
+        thread_local! {
+            // The second last formatted, and its `YYYY-MM-DDTHH:MM:SS`.
+            static LAST: std::cell::Cell<(u64, [u8; 19])> = const { std::cell::Cell::new((u64::MAX, [0; 19])) };
+        }
+        let since = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
+        let (secs, millis) = (since.as_secs(), since.subsec_millis());
+        let (last, mut prefix) = LAST.get();
+        if last != secs {
+            prefix = Self::seconds_prefix(secs);
+            LAST.set((secs, prefix));
+        }
+        let mut out = [0u8; 24];
+        out[..19].copy_from_slice(&prefix);
+        out[19] = b'.';
+        out[20] = b'0' + (millis / 100) as u8;
+        out[21] = b'0' + (millis / 10 % 10) as u8;
+        out[22] = b'0' + (millis % 10) as u8;
+        out[23] = b'Z';
+        Timestamp(out)
+    }
+
+    fn seconds_prefix(secs: u64) -> [u8; 19] {
+        let format =
+            time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]");
+        let text = time::OffsetDateTime::from_unix_timestamp(secs as i64)
+            .ok()
+            .and_then(|t| t.format(&format).ok())
+            .unwrap_or_default();
+        let mut prefix = [b'0'; 19];
+        if text.len() == 19 {
+            prefix.copy_from_slice(text.as_bytes());
+        }
+        prefix
+    }
+
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.0).unwrap_or("")
+    }
+}
+
 impl Serialize for AuditRecord<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let ts = time::OffsetDateTime::from(SystemTime::now())
-            .format(&time::format_description::well_known::Rfc3339)
-            .unwrap_or_default();
+        let ts = Timestamp::now();
         let mut s = serializer.serialize_struct("AuditRecord", 12)?;
-        s.serialize_field("ts", &ts)?;
+        s.serialize_field("ts", ts.as_str())?;
         s.serialize_field("request_id", self.request_id)?;
         s.serialize_field("channel", self.channel)?;
         s.serialize_field("tool", self.tool)?;
@@ -135,5 +181,36 @@ impl Serialize for AuditRecord<'_> {
             },
         )?;
         s.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Timestamp;
+
+    #[test]
+    fn timestamps_are_rfc3339_utc_with_milliseconds() {
+        let ts = Timestamp::now();
+        let text = ts.as_str();
+        assert_eq!(text.len(), 24, "{text}");
+        for (i, c) in text.bytes().enumerate() {
+            let expected_separator = match i {
+                4 | 7 => Some(b'-'),
+                10 => Some(b'T'),
+                13 | 16 => Some(b':'),
+                19 => Some(b'.'),
+                23 => Some(b'Z'),
+                _ => None,
+            };
+            match expected_separator {
+                Some(sep) => assert_eq!(c, sep, "{text}"),
+                None => assert!(c.is_ascii_digit(), "{text}"),
+            }
+        }
+        assert!(text.starts_with("20"), "{text}");
+        assert_eq!(
+            Timestamp::seconds_prefix(1_700_000_000),
+            *b"2023-11-14T22:13:20"
+        );
     }
 }
