@@ -95,7 +95,8 @@ impl VerificationTools {
         let resolve = ToolDefinition::builder(RESOLVE_NAME)
             .description(
                 "Grant or reject a pending verification request opened with \
-                 request_verification, as the given principal.",
+                 request_verification. principal is who decides: it must be the caller itself \
+                 (only a fully trusted caller may record someone else's decision).",
             )
             .input_schema(resolve_schema())
             .scopes(self.resolve_scopes.clone())
