@@ -194,8 +194,7 @@ impl ToolRegistry {
     /// Runs one call through the whole pipeline. Never panics and never fails: every
     /// refusal or failure is a [`ToolResult`] with `meta.code`.
     pub async fn call(&self, name: &str, args: Value, ctx: &ToolContext) -> ToolResult {
-        let mut trace = StageTrace::default();
-        execute_call(self, name, args, ctx, &mut trace).await
+        execute_call(self, name, args, ctx, &mut ()).await
     }
 
     /// Like [`call`](Self::call), also returning the stages the call went through.
