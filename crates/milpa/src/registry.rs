@@ -2,6 +2,7 @@
 //! the pipeline.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -193,8 +194,15 @@ impl ToolRegistry {
 
     /// Runs one call through the whole pipeline. Never panics and never fails: every
     /// refusal or failure is a [`ToolResult`] with `meta.code`.
-    pub async fn call(&self, name: &str, args: Value, ctx: &ToolContext) -> ToolResult {
-        execute_call(self, name, args, ctx, &mut ()).await
+    // A plain `fn` returning the executor's future (rather than an `async fn` wrapping
+    // it): one state machine per call instead of two.
+    pub fn call<'a>(
+        &'a self,
+        name: &'a str,
+        args: Value,
+        ctx: &'a ToolContext,
+    ) -> impl Future<Output = ToolResult> + Send + 'a {
+        execute_call(self, name, args, ctx, ())
     }
 
     /// Like [`call`](Self::call), also returning the stages the call went through.

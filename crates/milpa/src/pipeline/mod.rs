@@ -128,6 +128,13 @@ impl StageObserver for () {
     fn visit(&mut self, _step: StepKind) {}
 }
 
+impl<O: StageObserver> StageObserver for &mut O {
+    #[inline]
+    fn visit(&mut self, step: StepKind) {
+        (**self).visit(step);
+    }
+}
+
 impl StageObserver for StageTrace {
     #[inline]
     fn visit(&mut self, step: StepKind) {
@@ -280,7 +287,7 @@ pub(crate) async fn execute_call(
     name: &str,
     args: Value,
     ctx: &ToolContext,
-    trace: &mut impl StageObserver,
+    mut trace: impl StageObserver,
 ) -> ToolResult {
     let mut call = Call {
         registry,
