@@ -53,6 +53,7 @@ where
     }
 }
 
+#[derive(Clone)]
 struct Subscription {
     pattern: EventPattern,
     priority: i32,
@@ -121,15 +122,7 @@ impl Dispatcher {
             .subscriptions
             .write()
             .unwrap_or_else(|p| p.into_inner());
-        let mut subs: Vec<Subscription> = guard
-            .iter()
-            .map(|s| Subscription {
-                pattern: s.pattern.clone(),
-                priority: s.priority,
-                seq: s.seq,
-                listener: s.listener.clone(),
-            })
-            .collect();
+        let mut subs: Vec<Subscription> = (**guard).clone();
         subs.push(Subscription {
             pattern: EventPattern::new(pattern),
             priority,

@@ -6,7 +6,7 @@
 
 use crate::audit::AuditOutcome;
 use crate::definition::ToolOutput;
-use crate::events::{Event, InterceptionSlot, TOOL_EXECUTING, ToolExecuting};
+use crate::events::{Event, InterceptionSlot, ToolExecuting};
 use crate::inspect::StageFacts;
 use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::pipeline::{Call, Flow};
@@ -20,9 +20,6 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
     let Some(dispatcher) = call.registry.dispatcher() else {
         return Flow::Continue;
     };
-    if !dispatcher.has_subscribers(TOOL_EXECUTING) {
-        return Flow::Continue;
-    }
     let slot = InterceptionSlot::new();
     dispatcher.dispatch(&Event::ToolExecuting(ToolExecuting {
         tool: call.name,
