@@ -302,15 +302,19 @@ fn demo_tools() -> Vec<ToolDefinition> {
 }
 
 /// Audit records as JSON lines, buffered in memory and written by a background thread
-/// every 20 ms (a sink must be quick: it runs inline at the end of every call).
+/// every 20 ms (a sink must be quick: it runs inline at the end of every call). What is
+/// still buffered when the sink is dropped is written then, so no record is lost at exit.
 struct BufferedAuditFile {
     buf: Mutex<Vec<u8>>,
+    file: Arc<Mutex<std::fs::File>>,
 }
 
 impl BufferedAuditFile {
-    fn start(mut file: std::fs::File) -> Arc<BufferedAuditFile> {
+    fn start(file: std::fs::File) -> Arc<BufferedAuditFile> {
+        let file = Arc::new(Mutex::new(file));
         let sink = Arc::new(BufferedAuditFile {
             buf: Mutex::new(Vec::with_capacity(1 << 16)),
+            file: file.clone(),
         });
         let weak = Arc::downgrade(&sink);
         std::thread::spawn(move || {
@@ -321,14 +325,26 @@ impl BufferedAuditFile {
                     &mut spare,
                 );
                 drop(sink);
-                if !spare.is_empty() {
-                    let _ = file.write_all(&spare).and_then(|()| file.flush());
-                    spare.clear();
-                }
+                write_lines(&file, &mut spare);
                 std::thread::sleep(Duration::from_millis(20));
             }
         });
         sink
+    }
+}
+
+fn write_lines(file: &Mutex<std::fs::File>, lines: &mut Vec<u8>) {
+    if !lines.is_empty() {
+        let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = file.write_all(lines).and_then(|()| file.flush());
+        lines.clear();
+    }
+}
+
+impl Drop for BufferedAuditFile {
+    fn drop(&mut self) {
+        let buf = self.buf.get_mut().unwrap_or_else(|e| e.into_inner());
+        write_lines(&self.file, buf);
     }
 }
 

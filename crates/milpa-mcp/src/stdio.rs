@@ -72,6 +72,8 @@ where
 {
     let max_in_flight = options.max_in_flight.max(1);
     let drain = options.drain_timeout;
+    let idle_poll = options.idle_poll;
+    let mut last_activity = std::time::Instant::now();
     let mut lines = LineSplitter::new(options.max_message_bytes);
     let shared = Shared::new(registry, options);
     let session = Session::new(shared, true, None);
@@ -98,7 +100,9 @@ where
                 write_error = Some(error);
                 break;
             }
+            last_activity = std::time::Instant::now();
         }
+        let polling = !idle_poll.is_zero() && last_activity.elapsed() < idle_poll;
         tokio::select! {
             biased;
             _ = rx.recv_many(&mut batch, 256) => append(&mut out, &mut batch),
@@ -109,6 +113,7 @@ where
             read = reader.read(&mut read_buf), if jobs.len() < queue_limit => match read {
                 Ok(0) => break,
                 Ok(n) => {
+                    last_activity = std::time::Instant::now();
                     lines.push(&read_buf[..n]);
                     conn.drain_lines(&mut lines, &mut out, &mut jobs);
                     // Input that is already there is answered with the same write.
@@ -140,6 +145,10 @@ where
                     break;
                 }
             },
+            // Nothing ready yet, shortly after activity: yield instead of parking. Tokio
+            // then polls the reactor without sleeping and runs us again, so input that
+            // arrives now is read without a thread wake-up.
+            () = tokio::task::yield_now(), if polling => {}
         }
     }
     // A last line without a newline still counts.
@@ -491,9 +500,13 @@ fn stdio_streams() -> io::Result<(BoxRead, BoxWrite)> {
 #[cfg(unix)]
 mod unix {
     use std::fs::File;
+    use std::io::{self, Read};
     use std::os::fd::OwnedFd;
     use std::os::unix::fs::FileTypeExt;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
 
+    use tokio::io::{AsyncRead, ReadBuf};
     use tokio::net::unix::pipe;
 
     use super::{BoxRead, BoxWrite};
@@ -520,12 +533,83 @@ mod unix {
 
     pub(super) fn reader(fd: OwnedFd) -> Option<BoxRead> {
         let file = File::from(fd);
-        match kind(&file) {
-            Kind::Fifo => pipe::Receiver::from_file(file)
-                .ok()
-                .map(|r| Box::new(r) as BoxRead),
-            Kind::Socket => socket(OwnedFd::from(file)).map(|s| Box::new(s) as BoxRead),
-            Kind::Other => None,
+        // A second descriptor for the same open pipe or socket (so also non-blocking).
+        let direct = file.try_clone().ok()?;
+        let registered = match kind(&file) {
+            Kind::Fifo => Registered::Pipe(pipe::Receiver::from_file(file).ok()?),
+            Kind::Socket => Registered::Socket(socket(OwnedFd::from(file))?),
+            Kind::Other => return None,
+        };
+        Some(Box::new(EagerReader { registered, direct }))
+    }
+
+    /// Input registered with the reactor.
+    enum Registered {
+        Pipe(pipe::Receiver),
+        Socket(tokio::net::UnixStream),
+    }
+
+    impl Registered {
+        fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+            match self {
+                Registered::Pipe(pipe) => pipe.poll_read_ready(cx),
+                Registered::Socket(socket) => socket.poll_read_ready(cx),
+            }
+        }
+
+        fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+            match self {
+                Registered::Pipe(pipe) => pipe.try_read(buf),
+                Registered::Socket(socket) => socket.try_read(buf),
+            }
+        }
+    }
+
+    /// Non-blocking input on the reactor that tries `read(2)` before it asks the reactor
+    /// for readiness.
+    ///
+    /// Tokio reads only once the reactor has reported readiness, and with several worker
+    /// threads the reactor may be parked on another thread: a connection that polls its
+    /// input for a moment before parking (`ServerOptions::idle_poll`) would then spin
+    /// without seeing data that is already there. Reading first makes each poll a real
+    /// look at the pipe.
+    struct EagerReader {
+        registered: Registered,
+        direct: File,
+    }
+
+    impl AsyncRead for EagerReader {
+        fn poll_read(
+            self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            let this = self.get_mut();
+            loop {
+                let read = (&this.direct).read(buf.initialize_unfilled());
+                match read {
+                    Ok(n) => {
+                        buf.advance(n);
+                        return Poll::Ready(Ok(()));
+                    }
+                    Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(error) if error.kind() != io::ErrorKind::WouldBlock => {
+                        return Poll::Ready(Err(error));
+                    }
+                    Err(_) => {}
+                }
+                std::task::ready!(this.registered.poll_read_ready(cx))?;
+                // Clears the reactor's readiness when there is nothing after all, so the
+                // next `poll_read_ready` waits for a new event.
+                match this.registered.try_read(buf.initialize_unfilled()) {
+                    Ok(n) => {
+                        buf.advance(n);
+                        return Poll::Ready(Ok(()));
+                    }
+                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => continue,
+                    Err(error) => return Poll::Ready(Err(error)),
+                }
+            }
         }
     }
 
@@ -537,6 +621,37 @@ mod unix {
                 .map(|w| Box::new(w) as BoxWrite),
             Kind::Socket => socket(OwnedFd::from(file)).map(|s| Box::new(s) as BoxWrite),
             Kind::Other => None,
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use std::io::Write;
+        use std::os::fd::OwnedFd;
+        use std::time::Duration;
+
+        use tokio::io::AsyncReadExt;
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn reads_what_is_there_waits_for_more_and_sees_the_end() {
+            let (read_end, mut write_end) = std::io::pipe().unwrap();
+            let mut reader = super::reader(OwnedFd::from(read_end)).expect("a pipe is async");
+            let mut buf = [0u8; 64];
+
+            write_end.write_all(b"one\n").unwrap();
+            let n = reader.read(&mut buf).await.unwrap();
+            assert_eq!(&buf[..n], b"one\n");
+
+            // Nothing there yet: the read waits on the reactor until the writer sends.
+            let writer = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                write_end.write_all(b"two\n").unwrap();
+                // Dropping the write end is the end of input.
+            });
+            let n = reader.read(&mut buf).await.unwrap();
+            assert_eq!(&buf[..n], b"two\n");
+            writer.join().unwrap();
+            assert_eq!(reader.read(&mut buf).await.unwrap(), 0);
         }
     }
 }
