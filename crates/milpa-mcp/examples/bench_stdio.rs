@@ -5,8 +5,11 @@
 //!
 //! ```text
 //! cargo build --release -p milpa-mcp --examples
-//! target/release/examples/bench_stdio [--seconds 3] [--audit FILE]
+//! target/release/examples/bench_stdio [--seconds 2] [--rounds 5] [--audit FILE]
 //! ```
+//!
+//! Each figure is the median of `--rounds` measurements of `--seconds` each (with the
+//! lowest and highest), because a shared or idle virtual machine varies a lot between runs.
 //!
 //! Spawns `everything --stdio` (found next to this binary), initializes, then measures
 //! calls per second one at a time and with 32 in flight (the client keeps 32 requests
@@ -162,15 +165,30 @@ async fn in_process(seconds: f64, audit: &str) -> (u64, f64) {
     (calls, started.elapsed().as_secs_f64())
 }
 
+/// Prints the median (and range) of `rates` and returns the median.
+fn report(label: &str, rates: &mut [f64]) -> f64 {
+    rates.sort_by(f64::total_cmp);
+    let median = rates[rates.len() / 2];
+    println!(
+        "{label} {median:>10.0} calls/s median of {} (range {:.0}..{:.0})",
+        rates.len(),
+        rates[0],
+        rates[rates.len() - 1]
+    );
+    median
+}
+
 // The client is the harness: one thread, so it costs the server as little as possible.
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let mut seconds = 3.0;
+    let mut seconds = 2.0;
+    let mut rounds = 5usize;
     let mut audit = "/dev/null".to_owned();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
-            "--seconds" => seconds = args.next().and_then(|s| s.parse().ok()).unwrap_or(3.0),
+            "--seconds" => seconds = args.next().and_then(|s| s.parse().ok()).unwrap_or(2.0),
+            "--rounds" => rounds = args.next().and_then(|s| s.parse().ok()).unwrap_or(5).max(1),
             "--audit" => audit = args.next().unwrap_or(audit),
             other => panic!("unknown argument {other}"),
         }
@@ -199,19 +217,28 @@ async fn main() {
 
     // Warm up.
     sequential(&mut conn, 0.3).await;
-    let (calls, secs) = sequential(&mut conn, seconds).await;
-    let one = calls as f64 / secs;
-    println!("stdio, 1 in flight:  {one:>10.0} calls/s ({calls} calls in {secs:.2} s)");
+    let mut ones = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let (calls, secs) = sequential(&mut conn, seconds).await;
+        ones.push(calls as f64 / secs);
+    }
+    let one = report("stdio, 1 in flight: ", &mut ones);
     pipelined(&mut conn, 0.3, 32).await;
-    let (calls, secs) = pipelined(&mut conn, seconds, 32).await;
-    let many = calls as f64 / secs;
-    println!("stdio, 32 in flight: {many:>10.0} calls/s ({calls} calls in {secs:.2} s)");
+    let mut manys = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let (calls, secs) = pipelined(&mut conn, seconds, 32).await;
+        manys.push(calls as f64 / secs);
+    }
+    let many = report("stdio, 32 in flight:", &mut manys);
     drop(conn);
     let _ = child.wait().await;
 
-    let (calls, secs) = in_process(seconds, &audit).await;
-    let base = calls as f64 / secs;
-    println!("baseline, in-process ToolRegistry::call: {base:>10.0} calls/s");
+    let mut bases = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let (calls, secs) = in_process(seconds.min(1.0), &audit).await;
+        bases.push(calls as f64 / secs);
+    }
+    let base = report("baseline, in-process ToolRegistry::call:", &mut bases);
     println!(
         "ratios to baseline: 1 in flight {:.2}, 32 in flight {:.2}",
         one / base,
