@@ -128,7 +128,14 @@ await test("cancellation", async () => {
   assert(r.content[0].text === "still here", "server still serves");
   let audited = false;
   for (let i = 0; i < 40 && !audited; i++) {
-    const lines = readFileSync(auditFile, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+    // A line still being written is skipped; the next look sees it whole.
+    const lines = readFileSync(auditFile, "utf8").split("\n").flatMap((l) => {
+      try {
+        return [JSON.parse(l)];
+      } catch {
+        return [];
+      }
+    });
     audited = lines.some((l) => l.tool === "slow" && l.outcome === "cancelled");
     if (!audited) await sleep(50);
   }
