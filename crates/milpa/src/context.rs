@@ -188,16 +188,19 @@ impl ToolContext {
     }
 
     /// The caller, or `None` when anonymous. An empty principal reads as anonymous.
+    #[inline]
     pub fn principal(&self) -> Option<&str> {
         self.inner.principal.as_deref().filter(|p| !p.is_empty())
     }
 
     /// The principal as given, even when empty (for meta and audit, which report it as is).
+    #[inline]
     pub fn raw_principal(&self) -> Option<&str> {
         self.inner.principal.as_deref()
     }
 
     /// The channel name (`cli`, `mcp`, …).
+    #[inline]
     pub fn channel(&self) -> &str {
         &self.inner.channel
     }
@@ -208,6 +211,7 @@ impl ToolContext {
     }
 
     /// The request id (32 hex characters when generated).
+    #[inline]
     pub fn request_id(&self) -> &str {
         &self.inner.request_id
     }
@@ -233,6 +237,7 @@ impl ToolContext {
     }
 
     /// True in plan mode.
+    #[inline]
     pub fn is_plan_mode(&self) -> bool {
         self.inner.mode == Mode::Plan
     }

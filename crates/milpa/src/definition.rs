@@ -328,6 +328,7 @@ impl ToolDefinition {
     }
 
     /// The tool's name.
+    #[inline]
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -347,26 +348,31 @@ impl ToolDefinition {
     }
 
     /// The tool's options.
+    #[inline]
     pub fn options(&self) -> &ToolOptions {
         &self.options
     }
 
     /// The scopes the tool requires (any of).
+    #[inline]
     pub fn scopes(&self) -> &[String] {
         &self.options.scopes
     }
 
     /// Whether the tool changes state.
+    #[inline]
     pub fn is_mutating(&self) -> bool {
         self.options.mutating
     }
 
     /// Whether the tool always asks for confirmation.
+    #[inline]
     pub fn requires_confirmation(&self) -> bool {
         self.options.requires_confirmation
     }
 
     /// The code that runs.
+    #[inline]
     pub fn tool(&self) -> &Arc<dyn Tool> {
         &self.tool
     }

@@ -55,6 +55,9 @@ pub(crate) struct RegisteredTool {
     pub quota: Quota,
 }
 
+/// Up to this many tools, a lookup scans the list instead of hashing the name.
+const LINEAR_LOOKUP_MAX: usize = 8;
+
 /// The tools, and the pipeline every call to them runs through.
 ///
 /// Build it with [`ToolRegistry::builder`], register tools, then share it (it is `Send +
@@ -217,7 +220,16 @@ impl ToolRegistry {
         (result, trace)
     }
 
+    #[inline]
     pub(crate) fn lookup(&self, name: &str) -> Option<&RegisteredTool> {
+        // A few tools are found faster by comparing names (mostly just their lengths) than
+        // by hashing the name; names are unique, so both find the same tool.
+        if self.tools.len() <= LINEAR_LOOKUP_MAX {
+            return self
+                .tools
+                .iter()
+                .find(|tool| tool.definition.name() == name);
+        }
         self.index.get(name).map(|i| &self.tools[*i])
     }
 
@@ -257,6 +269,7 @@ impl ToolRegistry {
     }
 
     /// The policy gate.
+    #[inline]
     pub fn policy_gate(&self) -> &PolicyGate {
         &self.gate
     }
@@ -272,6 +285,7 @@ impl ToolRegistry {
     }
 
     /// The rate limiter, if wired.
+    #[inline]
     pub fn rate_limiter(&self) -> Option<&Arc<dyn RateLimiter>> {
         self.rate_limiter.as_ref()
     }
@@ -282,6 +296,7 @@ impl ToolRegistry {
     }
 
     /// The event dispatcher, if wired.
+    #[inline]
     pub fn dispatcher(&self) -> Option<&Arc<Dispatcher>> {
         self.dispatcher.as_ref()
     }
@@ -306,6 +321,7 @@ impl ToolRegistry {
         &self.audit
     }
 
+    #[inline]
     pub(crate) fn clock(&self) -> &PipelineClock {
         &self.clock
     }
@@ -438,6 +454,24 @@ mod tests {
         let ctx = ToolContext::cli();
         let future = registry.call("x", Value::Null, &ctx);
         assert_send(&future);
+    }
+
+    #[test]
+    fn lookup_finds_the_same_tools_by_scan_and_by_hash() {
+        let mut registry = ToolRegistry::new();
+        for count in 1..=LINEAR_LOOKUP_MAX + 3 {
+            let name = format!("tool_{count}");
+            registry
+                .register(ToolDefinition::builder(name).sync(|_, _| Value::Null))
+                .unwrap();
+            for i in 1..=count {
+                let name = format!("tool_{i}");
+                assert_eq!(registry.lookup(&name).unwrap().definition.name(), name);
+            }
+            assert!(registry.lookup("tool_0").is_none());
+            assert!(registry.lookup("tool").is_none());
+            assert!(registry.lookup("").is_none());
+        }
     }
 
     #[test]

@@ -11,27 +11,18 @@ use crate::pipeline::{Call, Terminal};
 use crate::pipeline::{StepKind, step};
 use crate::result::{ErrorCode, RuntimeMeta, ToolResult};
 
-pub(crate) fn run(call: &mut Call<'_>) -> ToolResult {
-    let Terminal {
-        mut result,
-        outcome,
-    } = call.terminal.take().unwrap_or_else(|| {
-        // Every path ends with a terminal (`contain_exception` always finishes); this is a
-        // bug in the stage table, reported rather than panicking.
-        Terminal::new(
-            ToolResult::internal_error("pipeline ended without a result"),
-            AuditOutcome::Failed,
-        )
-    });
-    let call = &*call;
+pub(crate) fn run(call: &mut Call<'_>) {
     let took_ms = call.elapsed_ms();
     let tool_name = match call.tool {
         Some(tool) => tool.definition.name_arc().clone(),
         None => Arc::from(call.name),
     };
+    let Terminal { result, outcome } = finished(&mut call.terminal);
+    let outcome = *outcome;
     result
         .meta
         .set_runtime(RuntimeMeta::new(tool_name, took_ms, call.ctx));
+    let result = &*result;
     let registry = call.registry;
     registry.audit_sink().record(&AuditRecord {
         request_id: call.ctx.request_id(),
@@ -54,7 +45,7 @@ pub(crate) fn run(call: &mut Call<'_>) -> ToolResult {
                     tool: call.name,
                     ctx: call.ctx,
                     args: &call.args,
-                    result: &result,
+                    result,
                     cache_served: outcome == AuditOutcome::CacheServed,
                 }));
             }
@@ -72,7 +63,17 @@ pub(crate) fn run(call: &mut Call<'_>) -> ToolResult {
             _ => {}
         }
     }
-    result
+}
+
+/// The call's terminal, where it lies. Every path ends with one (`contain_exception` always
+/// finishes); a missing one is a bug in the stage table, reported rather than panicking.
+fn finished(slot: &mut Option<Terminal>) -> &mut Terminal {
+    slot.get_or_insert_with(|| {
+        Terminal::new(
+            ToolResult::internal_error("pipeline ended without a result"),
+            AuditOutcome::Failed,
+        )
+    })
 }
 
 /// The record of a call dropped while its tool ran (the caller cancelled or went away).

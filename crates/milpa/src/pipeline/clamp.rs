@@ -11,11 +11,17 @@ use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::pipeline::{Call, Flow};
 use crate::pipeline::{StepKind, step};
 
+// The check is inlined into the pipeline: most tools declare no clamps.
+#[inline]
 pub(crate) fn run(call: &mut Call<'_>) -> Flow {
-    let clamps = &call.tool().definition.options().clamps;
-    if clamps.is_empty() {
+    if call.tool().definition.options().clamps.is_empty() {
         return Flow::Continue;
     }
+    apply_all(call)
+}
+
+fn apply_all(call: &mut Call<'_>) -> Flow {
+    let clamps = &call.tool().definition.options().clamps;
     if let Value::Object(args) = &mut call.args {
         for (field, clamp) in clamps {
             if let Some(value) = args.get_mut(field) {

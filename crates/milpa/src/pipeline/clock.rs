@@ -22,16 +22,29 @@ impl Default for PipelineClock {
 
 impl PipelineClock {
     /// Now.
+    #[inline]
     pub(crate) fn now(&self) -> Tick {
         Tick(self.0.raw())
     }
 
     /// The time from `start` to `end` (zero if `end` is earlier).
+    #[inline]
     pub(crate) fn between(&self, start: Tick, end: Tick) -> Duration {
         if end.0 <= start.0 {
             Duration::ZERO
         } else {
             self.0.delta(start.0, end.0)
+        }
+    }
+
+    /// `between(start, end).as_millis()`, without building the `Duration` (every call's
+    /// `took_ms` is one).
+    #[inline]
+    pub(crate) fn millis_between(&self, start: Tick, end: Tick) -> u64 {
+        if end.0 <= start.0 {
+            0
+        } else {
+            self.0.delta_as_nanos(start.0, end.0) / 1_000_000
         }
     }
 }
@@ -51,5 +64,11 @@ mod tests {
             "{elapsed:?}"
         );
         assert_eq!(clock.between(clock.now(), start), Duration::ZERO);
+        let end = clock.now();
+        assert_eq!(
+            u128::from(clock.millis_between(start, end)),
+            clock.between(start, end).as_millis()
+        );
+        assert_eq!(clock.millis_between(end, start), 0);
     }
 }

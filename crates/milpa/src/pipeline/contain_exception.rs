@@ -3,6 +3,7 @@
 //! timeout is flagged in meta (`timeout_exceeded`, `execution_time`, `timeout_limit`).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::time::Duration;
 
 use futures_util::FutureExt;
 use serde_json::{Value, json};
@@ -13,7 +14,7 @@ use crate::deferred::Deferred;
 use crate::definition::{Tool, ToolError, ToolOutput};
 use crate::inspect::StageFacts;
 use crate::inspect::{InvocationStep, StepPresence, StepRole};
-use crate::pipeline::{Call, Flow, RawOutcome, Terminal, panic_message};
+use crate::pipeline::{Call, Flow, RawOutcome, panic_message};
 use crate::pipeline::{StepKind, step, unreachable_in_plan_mode};
 use crate::result::ToolResult;
 
@@ -35,45 +36,64 @@ pub(crate) async fn contained(tool: &dyn Tool, args: &Value, ctx: &ToolContext) 
     }
 }
 
+// Inlined into the pipeline: a tool that returned is judged here; failures, panics and
+// timeouts out of line.
+#[inline]
 pub(crate) fn run(call: &mut Call<'_>) -> Flow {
-    let Terminal { result, outcome } = match call.raw.take() {
+    match call.raw.take() {
         Some(RawOutcome::Returned { output, exec_secs }) => {
-            let mut result = match output {
+            let result = match output {
                 ToolOutput::Data(data) => ToolResult::success(data),
                 ToolOutput::Result(result) => *result,
             };
+            // Finished first and flagged in place: the result is moved once.
+            let flow = call.finish(result, AuditOutcome::Executed);
             let limit = call.tool().definition.options().timeout;
             if exec_secs > limit.as_secs_f64() {
-                result.meta.insert("timeout_exceeded", json!(true));
-                result.meta.insert(
-                    "execution_time",
-                    json!((exec_secs * 1000.0).round() / 1000.0),
-                );
-                result.meta.insert("timeout_limit", json!(limit.as_secs()));
+                if let Some(terminal) = &mut call.terminal {
+                    flag_soft_timeout(&mut terminal.result, exec_secs, limit);
+                }
             }
-            Terminal::new(result, AuditOutcome::Executed)
+            flow
         }
-        Some(RawOutcome::Failed(error)) => Terminal::new(
+        other => failed(call, other),
+    }
+}
+
+/// A tool that failed, panicked, timed out, or (a bug in the stage table) never ran.
+fn failed(call: &mut Call<'_>, raw: Option<RawOutcome>) -> Flow {
+    match raw {
+        Some(RawOutcome::Failed(error)) => call.finish(
             ToolResult::error_with_code(error.code().clone(), error.message()),
             AuditOutcome::Failed,
         ),
         Some(RawOutcome::Panicked(message)) => {
             tracing::error!(target: "milpa::pipeline", tool = call.name, "[ToolRegistry] {} threw exception: {message}", call.name);
-            Terminal::new(ToolResult::internal_error(message), AuditOutcome::Failed)
+            call.finish(ToolResult::internal_error(message), AuditOutcome::Failed)
         }
-        Some(RawOutcome::TimedOut { after_secs }) => Terminal::new(
-            ToolResult::timeout(format!(
+        Some(RawOutcome::TimedOut { after_secs }) => {
+            let message = format!(
                 "Tool '{}' timed out after {after_secs}s (hard timeout)",
                 call.name
-            )),
-            AuditOutcome::TimedOut,
-        ),
-        None => Terminal::new(
+            );
+            call.finish(ToolResult::timeout(message), AuditOutcome::TimedOut)
+        }
+        Some(RawOutcome::Returned { .. }) | None => call.finish(
             ToolResult::internal_error("the tool did not run"),
             AuditOutcome::Failed,
         ),
-    };
-    call.finish(result, outcome)
+    }
+}
+
+/// Notes in meta that the tool ran past its soft timeout (it still returned its result).
+#[cold]
+fn flag_soft_timeout(result: &mut ToolResult, exec_secs: f64, limit: Duration) {
+    result.meta.insert("timeout_exceeded", json!(true));
+    result.meta.insert(
+        "execution_time",
+        json!((exec_secs * 1000.0).round() / 1000.0),
+    );
+    result.meta.insert("timeout_limit", json!(limit.as_secs()));
 }
 
 pub(crate) fn describe(facts: &StageFacts<'_>) -> InvocationStep {

@@ -6,7 +6,7 @@
 
 use crate::audit::AuditOutcome;
 use crate::definition::ToolOutput;
-use crate::events::{Event, InterceptionSlot, ToolExecuting};
+use crate::events::{Dispatcher, Event, InterceptionSlot, ToolExecuting};
 use crate::inspect::StageFacts;
 use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::pipeline::{Call, Flow};
@@ -16,10 +16,16 @@ use crate::result::ToolResult;
 /// The message of a vetoed call.
 pub(crate) const VETO_MESSAGE: &str = "Tool execution vetoed by an event listener";
 
+// The check is inlined into the pipeline; dispatching is out of line.
+#[inline]
 pub(crate) fn run(call: &mut Call<'_>) -> Flow {
-    let Some(dispatcher) = call.registry.dispatcher() else {
-        return Flow::Continue;
-    };
+    match call.registry.dispatcher() {
+        Some(dispatcher) => dispatch(call, dispatcher),
+        None => Flow::Continue,
+    }
+}
+
+fn dispatch(call: &mut Call<'_>, dispatcher: &Dispatcher) -> Flow {
     let slot = InterceptionSlot::new();
     dispatcher.dispatch(&Event::ToolExecuting(ToolExecuting {
         tool: call.name,

@@ -241,12 +241,14 @@ pub(crate) struct Call<'r> {
 
 impl<'r> Call<'r> {
     /// The resolved tool (every stage after `resolve` may rely on it).
+    #[inline]
     pub fn tool(&self) -> &'r RegisteredTool {
         self.tool
             .expect("stages after resolve run only for a resolved tool")
     }
 
     /// The channel policy, looked up once per call.
+    #[inline]
     pub fn policy(&mut self) -> ChannelPolicy {
         match self.policy {
             Some(policy) => policy,
@@ -261,6 +263,7 @@ impl<'r> Call<'r> {
         }
     }
 
+    #[inline]
     pub fn requires_confirmation(&mut self) -> bool {
         let policy = self.policy();
         self.registry
@@ -269,6 +272,7 @@ impl<'r> Call<'r> {
     }
 
     /// Ends the call with `result`.
+    #[inline]
     pub fn finish(&mut self, result: ToolResult, outcome: AuditOutcome) -> Flow {
         self.terminal = Some(Terminal::new(result, outcome));
         Flow::Finish
@@ -277,7 +281,7 @@ impl<'r> Call<'r> {
     pub fn elapsed_ms(&self) -> u64 {
         let clock = self.registry.clock();
         let end = self.finished.unwrap_or_else(|| clock.now());
-        clock.between(self.started, end).as_millis() as u64
+        clock.millis_between(self.started, end)
     }
 }
 
@@ -302,7 +306,9 @@ pub(crate) async fn execute_call(
         terminal: None,
         finished: None,
     };
-    for step in StepKind::ORDER {
+    // Walked through a reference: iterating the array by value would copy it into the
+    // call's state first.
+    for &step in &StepKind::ORDER {
         if step == StepKind::Audit {
             break;
         }
@@ -325,7 +331,20 @@ pub(crate) async fn execute_call(
         }
     }
     trace.visit(StepKind::Audit);
-    audit::run(&mut call)
+    // `audit` works on the result where it lies, and it is moved out of the call's state
+    // once, here. The rest of the state is dropped first: were it dropped after, the result
+    // would wait in a temporary (one more copy). And the state is taken apart here rather
+    // than by a method taking the call by value, which would copy it whole.
+    audit::run(&mut call);
+    drop(call.args);
+    drop(call.confirm_token);
+    drop(call.raw);
+    match call.terminal {
+        Some(terminal) => terminal.result,
+        // `audit::run` fills the slot first thing. (A fallback result here would merge with
+        // the moved one and park both in a temporary: two more copies of every result.)
+        None => unreachable!("audit always leaves a terminal"),
+    }
 }
 
 /// The message of a caught panic.

@@ -9,10 +9,16 @@ use crate::pipeline::{Call, Flow};
 use crate::pipeline::{StepKind, step};
 use crate::result::ToolResult;
 
+// The check is inlined into the pipeline; the plan is built out of line.
+#[inline]
 pub(crate) fn run(call: &mut Call<'_>) -> Flow {
     if !call.ctx.is_plan_mode() {
         return Flow::Continue;
     }
+    plan(call)
+}
+
+fn plan(call: &mut Call<'_>) -> Flow {
     let requires_confirmation = call.requires_confirmation();
     let def = &call.tool().definition;
     let timeout = def.options().timeout;

@@ -7,6 +7,7 @@ use crate::pipeline::{Call, Flow};
 use crate::pipeline::{StepKind, step};
 use crate::result::ToolResult;
 
+#[inline]
 pub(crate) fn run(call: &mut Call<'_>) -> Flow {
     match call.registry.lookup(call.name) {
         Some(tool) => {

@@ -18,9 +18,25 @@ use crate::schema::json_type_name;
 /// The reserved argument that carries a confirmation token.
 pub(crate) const CONFIRM_TOKEN: &str = "confirm_token";
 
+// Inlined into the pipeline: the common cases (no arguments, or no schema) end here
+// without a call. The token scan and the schema check are out of line.
+#[inline]
 pub(crate) fn run(call: &mut Call<'_>) -> Flow {
+    if call.args.is_null() {
+        // No arguments read as `{}`.
+        call.args = Value::Object(Map::new());
+    } else if take_token(call) == Flow::Finish {
+        return Flow::Finish;
+    }
+    if call.tool().validator.is_empty() {
+        return Flow::Continue;
+    }
+    check_schema(call)
+}
+
+/// Takes `confirm_token` off object arguments; arguments that are not an object are refused.
+fn take_token(call: &mut Call<'_>) -> Flow {
     match &mut call.args {
-        Value::Null => call.args = Value::Object(Map::new()),
         Value::Object(map) => {
             // A linear scan of a few keys is cheaper than hashing the key to look it up.
             if map.keys().any(|k| k == CONFIRM_TOKEN) {
@@ -30,25 +46,25 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
                     Some(_) => TokenArg::Malformed,
                 };
             }
+            Flow::Continue
         }
         other => {
             let message = format!(
                 "Arguments must be a JSON object, got {}",
                 json_type_name(other)
             );
-            return invalid(call, message);
+            invalid(call, message)
         }
     }
-    let tool = call.tool();
-    if tool.validator.is_empty() {
-        return Flow::Continue;
-    }
+}
+
+fn check_schema(call: &mut Call<'_>) -> Flow {
     let only_token =
         call.confirm_token != TokenArg::Absent && call.args.as_object().is_some_and(Map::is_empty);
     if only_token && call.requires_confirmation() {
         return Flow::Continue;
     }
-    match tool.validator.validate(&call.args) {
+    match call.tool().validator.validate(&call.args) {
         Ok(()) => Flow::Continue,
         Err(errors) => invalid(call, errors.join("; ")),
     }

@@ -77,6 +77,7 @@ impl PolicyGate {
     }
 
     /// The channel's own policy, `None` when it has none.
+    #[inline]
     pub fn registered_policy(&self, channel: &str) -> Option<ChannelPolicy> {
         self.policies
             .iter()
@@ -100,6 +101,7 @@ impl PolicyGate {
         self.requires_confirmation_under(&self.channel_policy(ctx.channel()), tool)
     }
 
+    #[inline]
     pub(crate) fn requires_confirmation_under(
         &self,
         policy: &ChannelPolicy,
@@ -115,20 +117,12 @@ impl PolicyGate {
         self.authorize_under(&policy, ctx, tool).await
     }
 
+    // Inlined into every call's pipeline; the warning is out of line.
+    #[inline]
     pub(crate) fn lookup_warning_if_unknown(&self, channel: &str) -> ChannelPolicy {
         match self.registered_policy(channel) {
             Some(policy) => policy,
-            None => {
-                tracing::warn!(
-                    target: "milpa::policy",
-                    channel,
-                    "PolicyGate: channel '{channel}' is not a registered channel — falling back to a \
-                     FAIL-CLOSED policy (require_auth, no allow_all). An unregistered channel is \
-                     treated as untrusted, never as the laxest policy. Register it explicitly via \
-                     set_channel_policy() to define its rules."
-                );
-                ChannelPolicy::FAIL_CLOSED
-            }
+            None => unknown_channel(channel),
         }
     }
 
@@ -151,7 +145,22 @@ impl PolicyGate {
     }
 }
 
+/// The fail-closed policy of an unregistered channel, with a warning.
+#[cold]
+fn unknown_channel(channel: &str) -> ChannelPolicy {
+    tracing::warn!(
+        target: "milpa::policy",
+        channel,
+        "PolicyGate: channel '{channel}' is not a registered channel — falling back to a \
+         FAIL-CLOSED policy (require_auth, no allow_all). An unregistered channel is \
+         treated as untrusted, never as the laxest policy. Register it explicitly via \
+         set_channel_policy() to define its rules."
+    );
+    ChannelPolicy::FAIL_CLOSED
+}
+
 /// Authentication required by the channel, then the tool's scopes.
+#[inline]
 fn check_caller(
     policy: &ChannelPolicy,
     ctx: &ToolContext,
@@ -209,6 +218,7 @@ async fn check_rules(
 }
 
 /// The channel's `block_mutating`, unless `allow_all`.
+#[inline]
 fn check_channel(
     policy: &ChannelPolicy,
     ctx: &ToolContext,

@@ -93,6 +93,7 @@ impl InputValidator {
     }
 
     /// True if the schema accepts anything (nothing to check).
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.validator.is_none()
     }
