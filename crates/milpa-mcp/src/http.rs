@@ -696,7 +696,7 @@ async fn post(state: Arc<HttpState>, request: Request) -> Response {
 fn initialize(
     state: &HttpState,
     id: RequestId,
-    params: Option<serde_json::Value>,
+    params: Option<jsonrpc::Params>,
     caller: &Caller,
 ) -> Response {
     state.sweep();

@@ -5,12 +5,14 @@
 //! notification or a response gets `-32600 Invalid Request`, text that is not JSON gets
 //! `-32700 Parse error`. A parse failure never ends a connection.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-use serde::de::Deserializer;
+use serde::de::{DeserializeOwned, Deserializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// Invalid JSON was received.
 pub const PARSE_ERROR: i64 = -32700;
@@ -94,6 +96,50 @@ impl ErrorObject {
     }
 }
 
+/// A message's `params`, kept as the JSON text that arrived (always an object or an array).
+///
+/// Each method reads its parameters into the shape it needs: `tools/call`, the hot path,
+/// reads straight into its own struct, without first building a map of the whole object.
+#[derive(Debug, Clone)]
+pub struct Params(Box<RawValue>);
+
+impl Params {
+    /// Parameters from a JSON value (`None` unless it is an object or an array).
+    pub fn from_value(value: &Value) -> Option<Params> {
+        if !value.is_object() && !value.is_array() {
+            return None;
+        }
+        serde_json::value::to_raw_value(value).ok().map(Params)
+    }
+
+    /// The JSON text.
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The parameters as a JSON value.
+    pub fn to_value(&self) -> Value {
+        // The text was parsed once already, so this cannot fail.
+        serde_json::from_str(self.0.get()).unwrap_or(Value::Null)
+    }
+
+    /// The parameters read into `T`.
+    pub fn parse<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(self.0.get())
+    }
+}
+
+impl PartialEq for Params {
+    fn eq(&self, other: &Params) -> bool {
+        self.get() == other.get()
+    }
+}
+
+/// The parameters as a JSON value (`None` stays `None`).
+pub fn params_value(params: Option<Params>) -> Option<Value> {
+    params.as_ref().map(Params::to_value)
+}
+
 /// One incoming message, classified.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Incoming {
@@ -104,14 +150,14 @@ pub enum Incoming {
         /// The method.
         method: String,
         /// The parameters, if any.
-        params: Option<Value>,
+        params: Option<Params>,
     },
     /// A notification: never answered.
     Notification {
         /// The method.
         method: String,
         /// The parameters, if any.
-        params: Option<Value>,
+        params: Option<Params>,
     },
     /// A response to a request this side sent.
     Response {
@@ -149,17 +195,18 @@ pub enum Parsed {
     Batch(Vec<Result<Incoming, Rejected>>),
 }
 
-/// The wire shape, read in one pass. `id` distinguishes absent from `null`.
+/// The wire shape, read in one pass, borrowing from the input where it can. `id`
+/// distinguishes absent from `null`.
 #[derive(Deserialize)]
-struct RawMessage {
-    #[serde(default)]
-    jsonrpc: Option<String>,
+struct RawMessage<'a> {
+    #[serde(default, borrow)]
+    jsonrpc: Option<Cow<'a, str>>,
     #[serde(default, deserialize_with = "present")]
     id: Option<Value>,
-    #[serde(default)]
-    method: Option<String>,
-    #[serde(default)]
-    params: Option<Value>,
+    #[serde(default, borrow)]
+    method: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    params: Option<&'a RawValue>,
     #[serde(default, deserialize_with = "present")]
     result: Option<Value>,
     #[serde(default)]
@@ -174,25 +221,40 @@ fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, 
 pub fn parse(bytes: &[u8]) -> Parsed {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace()).copied();
     if first == Some(b'[') {
-        return match serde_json::from_slice::<Vec<Value>>(bytes) {
+        return match serde_json::from_slice::<Vec<&RawValue>>(bytes) {
             Ok(items) if items.is_empty() => {
                 Parsed::Single(Err(Rejected::invalid(None, "Invalid Request: empty batch")))
             }
-            Ok(items) => Parsed::Batch(items.into_iter().map(classify_value).collect()),
+            Ok(items) => Parsed::Batch(
+                items
+                    .into_iter()
+                    .map(|item| parse_one(item.get().as_bytes()))
+                    .collect(),
+            ),
             Err(error) if error.is_syntax() || error.is_eof() => {
                 Parsed::Single(Err(parse_error(&error)))
             }
             Err(_) => Parsed::Single(Err(Rejected::invalid(None, "Invalid Request"))),
         };
     }
-    match serde_json::from_slice::<RawMessage>(bytes) {
-        Ok(raw) => Parsed::Single(classify(raw)),
-        Err(error) if error.is_syntax() || error.is_eof() => {
-            Parsed::Single(Err(parse_error(&error)))
-        }
-        Err(_) => match serde_json::from_slice::<Value>(bytes) {
-            Ok(value) => Parsed::Single(classify_value(value)),
-            Err(error) => Parsed::Single(Err(parse_error(&error))),
+    Parsed::Single(parse_one(bytes))
+}
+
+fn parse_one(bytes: &[u8]) -> Result<Incoming, Rejected> {
+    match serde_json::from_slice::<RawMessage<'_>>(bytes) {
+        Ok(raw) => classify(raw),
+        Err(error) if error.is_syntax() || error.is_eof() => Err(parse_error(&error)),
+        // Valid JSON of the wrong shape: say what is wrong, with the id when there is one.
+        Err(error) => match serde_json::from_slice::<Value>(bytes) {
+            Ok(value) if !value.is_object() => Err(Rejected::invalid(
+                None,
+                "Invalid Request: a message must be a JSON object",
+            )),
+            Ok(value) => {
+                let id = value.get("id").and_then(RequestId::from_value);
+                Err(Rejected::invalid(id, &format!("Invalid Request: {error}")))
+            }
+            Err(error) => Err(parse_error(&error)),
         },
     }
 }
@@ -207,21 +269,7 @@ fn parse_error(error: &serde_json::Error) -> Rejected {
     }
 }
 
-fn classify_value(value: Value) -> Result<Incoming, Rejected> {
-    if !value.is_object() {
-        return Err(Rejected::invalid(
-            None,
-            "Invalid Request: a message must be a JSON object",
-        ));
-    }
-    let id = value.get("id").and_then(RequestId::from_value);
-    match serde_json::from_value::<RawMessage>(value) {
-        Ok(raw) => classify(raw),
-        Err(error) => Err(Rejected::invalid(id, &format!("Invalid Request: {error}"))),
-    }
-}
-
-fn classify(raw: RawMessage) -> Result<Incoming, Rejected> {
+fn classify(raw: RawMessage<'_>) -> Result<Incoming, Rejected> {
     let id = match &raw.id {
         None => None,
         Some(value) => match RequestId::from_value(value) {
@@ -240,23 +288,25 @@ fn classify(raw: RawMessage) -> Result<Incoming, Rejected> {
             "Invalid Request: jsonrpc must be \"2.0\"",
         ));
     }
-    if let Some(params) = &raw.params {
-        if !params.is_object() && !params.is_array() {
+    let params = match raw.params {
+        None => None,
+        Some(params) if params.get().starts_with(['{', '[']) => Some(Params(params.to_owned())),
+        Some(_) => {
             return Err(Rejected::invalid(
                 id,
                 "Invalid Request: params must be an object or an array",
             ));
         }
-    }
+    };
     match (raw.method, id) {
         (Some(method), Some(id)) => Ok(Incoming::Request {
             id,
-            method,
-            params: raw.params,
+            method: method.into_owned(),
+            params,
         }),
         (Some(method), None) => Ok(Incoming::Notification {
-            method,
-            params: raw.params,
+            method: method.into_owned(),
+            params,
         }),
         (None, Some(id)) => match (raw.result, raw.error) {
             (Some(result), None) => Ok(Incoming::Response {
@@ -411,6 +461,32 @@ mod tests {
         assert_eq!(e.error.code, INVALID_REQUEST);
         let e = single(r#"{"jsonrpc":"2.0","id":5}"#).unwrap_err();
         assert_eq!(e.id, Some(RequestId::Number(5)));
+    }
+
+    #[test]
+    fn params_are_kept_as_sent_and_must_be_an_object_or_an_array() {
+        let Ok(Incoming::Request { params, .. }) =
+            single(r#"{"jsonrpc":"2.0","id":1,"method":"m","params": {"b":[1, 2],"a":"\u00e9"}}"#)
+        else {
+            panic!("a request");
+        };
+        let params = params.expect("params");
+        assert_eq!(params.get(), r#"{"b":[1, 2],"a":"\u00e9"}"#);
+        assert_eq!(params.to_value(), json!({"b": [1, 2], "a": "é"}));
+        assert!(matches!(
+            single(r#"{"jsonrpc":"2.0","id":1,"method":"m","params":null}"#),
+            Ok(Incoming::Request { params: None, .. })
+        ));
+        let e = single(r#"{"jsonrpc":"2.0","id":2,"method":"m","params":"x"}"#).unwrap_err();
+        assert_eq!(
+            (e.error.code, e.id),
+            (INVALID_REQUEST, Some(RequestId::Number(2)))
+        );
+        // Escaped strings in the envelope are read like any other.
+        assert!(matches!(
+            single(r#"{"jsonrpc":"2\u002e0","id":3,"method":"p\u0069ng"}"#),
+            Ok(Incoming::Request { method, .. }) if method == "ping"
+        ));
     }
 
     #[test]
