@@ -129,7 +129,7 @@ impl AuditSink for MemoryJsonLines {
         if buf.len() > 1 << 20 {
             buf.clear();
         }
-        let _ = serde_json::to_writer(&mut *buf, record);
+        record.write_json(&mut buf);
         buf.push(b'\n');
     }
 }

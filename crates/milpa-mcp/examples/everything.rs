@@ -351,9 +351,8 @@ impl Drop for BufferedAuditFile {
 impl AuditSink for BufferedAuditFile {
     fn record(&self, record: &AuditRecord<'_>) {
         let mut buf = self.buf.lock().unwrap_or_else(|e| e.into_inner());
-        if serde_json::to_writer(&mut *buf, record).is_ok() {
-            buf.push(b'\n');
-        }
+        record.write_json(&mut buf);
+        buf.push(b'\n');
     }
 }
 

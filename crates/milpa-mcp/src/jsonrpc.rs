@@ -374,6 +374,23 @@ pub fn response(id: &RequestId, result: &impl Serialize) -> String {
     .unwrap_or_else(|e| error_response(Some(id), &ErrorObject::new(INTERNAL_ERROR, e.to_string())))
 }
 
+/// The success response to a `tools/call`, serialized (the same bytes as [`response`]
+/// with the [`CallResult`](crate::mapping::CallResult), written by hand: one is written
+/// for every call).
+pub fn call_response(id: &RequestId, result: &crate::mapping::CallResult<'_>) -> String {
+    let mut out = Vec::with_capacity(384);
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    match id {
+        RequestId::Number(n) => milpa::json_write::value(&mut out, n),
+        RequestId::String(s) => milpa::json_write::string(&mut out, s),
+    }
+    out.extend_from_slice(b",\"result\":");
+    result.write_json(&mut out);
+    out.push(b'}');
+    // Only whole strings and ASCII punctuation were written.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
 /// An error response, serialized (`id: null` when none is known).
 pub fn error_response(id: Option<&RequestId>, error: &ErrorObject) -> String {
     serde_json::to_string(&ErrorOut {

@@ -9,7 +9,7 @@
 //!   (`data` when it is an object, else `{"result": data}`, left out when `data` is null),
 //!   `isError` = not success, and `_meta.milpa` = the result's meta.
 
-use milpa::{ToolDefinition, ToolResult};
+use milpa::{ToolDefinition, ToolResult, json_write};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
@@ -117,6 +117,41 @@ impl<'a> CallResult<'a> {
     pub fn new(tool: &'a str, result: &'a ToolResult) -> Self {
         CallResult { tool, result }
     }
+
+    /// Appends the result as JSON: the bytes its `Serialize` gives, written by hand
+    /// because one is written for every call (see [`milpa::json_write`]).
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        let result = self.result;
+        if let Some(blocks) = content::blocks_of(result) {
+            out.extend_from_slice(b"{\"content\":");
+            json_write::value(out, blocks);
+            if let Some(structured) = result.data.get("structuredContent") {
+                out.extend_from_slice(b",\"structuredContent\":");
+                json_write::value(out, structured);
+            }
+        } else {
+            out.extend_from_slice(b"{\"content\":[{\"type\":\"text\",\"text\":");
+            json_write::string(out, &render_text(self.tool, result));
+            out.extend_from_slice(b"}]");
+            match &result.data {
+                Value::Null => {}
+                Value::Object(_) => {
+                    out.extend_from_slice(b",\"structuredContent\":");
+                    json_write::value(out, &result.data);
+                }
+                other => {
+                    out.extend_from_slice(b",\"structuredContent\":{\"result\":");
+                    json_write::value(out, other);
+                    out.push(b'}');
+                }
+            }
+        }
+        out.extend_from_slice(b",\"isError\":");
+        json_write::boolean(out, !result.success);
+        out.extend_from_slice(b",\"_meta\":{\"milpa\":");
+        result.meta.write_json(out);
+        out.extend_from_slice(b"}}");
+    }
 }
 
 #[derive(Serialize)]
@@ -211,6 +246,47 @@ mod tests {
         let v = call_result("t", &r);
         assert_eq!(v["content"][1]["type"], "audio");
         assert!(v.get("structuredContent").is_none());
+    }
+
+    #[test]
+    fn the_hand_written_response_is_what_serde_writes() {
+        use crate::jsonrpc::{self, RequestId};
+        use milpa::{RuntimeMeta, ToolContext};
+
+        let ctx = ToolContext::mcp("r-1", Some("ali\"ce".into()), ["*"]);
+        let results = vec![
+            ToolResult::success(json!(3)),
+            ToolResult::success(json!({"a": [1, "b\n"], "ü": null})).with_message("Done."),
+            ToolResult::success(json!("plain \"text\"")),
+            ToolResult::success(Value::Null).with_message("only a message"),
+            ToolResult::success(Value::Null),
+            ToolResult::error_with_code(milpa::ErrorCode::RateLimited, "slow\tdown")
+                .with_meta("retry_after_seconds", json!(2)),
+            ToolResult::confirmation("Delete?", json!({"id": 4}), "delete", "note", json!(4))
+                .with_meta("confirm_token", json!("tok123")),
+            content::result([content::text("x"), content::image("AA==", "image/png")]),
+            content::result_with_structured([content::text("y")], json!({"k": 1})),
+            content::error_result("bad", [content::text("z")]),
+        ];
+        for (i, mut result) in results.into_iter().enumerate() {
+            if i % 2 == 0 {
+                result
+                    .meta
+                    .set_runtime(RuntimeMeta::new("tool", i as u64, &ctx));
+            }
+            for id in [
+                RequestId::Number(-7),
+                RequestId::Number(42),
+                RequestId::String("id \"x\"".into()),
+            ] {
+                let call = CallResult::new("notes.delete", &result);
+                assert_eq!(
+                    jsonrpc::call_response(&id, &call),
+                    jsonrpc::response(&id, &call),
+                    "case {i}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -412,7 +412,7 @@ impl Session {
                 return None;
             }
             value.map(|(name, result)| {
-                jsonrpc::response(&id, &mapping::CallResult::new(&name, &result))
+                jsonrpc::call_response(&id, &mapping::CallResult::new(&name, &result))
             })
         }))
     }

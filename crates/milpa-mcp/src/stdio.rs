@@ -54,6 +54,9 @@ pub async fn serve_stdio_with(
     }
 }
 
+/// Lines answered before their answers are written when more input waits.
+const ANSWER_ROUND: usize = 8;
+
 /// Serves `registry` over any byte streams (stdio, a socket, an in-process duplex), one
 /// JSON-RPC message per line, until `reader` ends or `writer` fails.
 ///
@@ -115,8 +118,9 @@ where
                 Ok(n) => {
                     last_activity = std::time::Instant::now();
                     lines.push(&read_buf[..n]);
-                    conn.drain_lines(&mut lines, &mut out, &mut jobs);
-                    // Input that is already there is answered with the same write.
+                    // Input that is already there is read too, then answered in rounds of
+                    // `ANSWER_ROUND` lines, each round written at once: the client reads
+                    // (and sends more) while the next round is worked on.
                     let mut more = 0;
                     while more < 8 && jobs.len() < queue_limit {
                         more += 1;
@@ -125,10 +129,7 @@ where
                                 eof = true;
                                 break;
                             }
-                            Some(Ok(n)) => {
-                                lines.push(&read_buf[..n]);
-                                conn.drain_lines(&mut lines, &mut out, &mut jobs);
-                            }
+                            Some(Ok(n)) => lines.push(&read_buf[..n]),
                             Some(Err(error)) => {
                                 read_error = Some(error);
                                 break;
@@ -136,7 +137,13 @@ where
                             None => break,
                         }
                     }
-                    if eof || read_error.is_some() {
+                    while conn.drain_lines(&mut lines, &mut out, &mut jobs, ANSWER_ROUND) {
+                        if let Err(error) = write_out(&mut writer, &mut out).await {
+                            write_error = Some(error);
+                            break;
+                        }
+                    }
+                    if eof || read_error.is_some() || write_error.is_some() {
                         break;
                     }
                 }
@@ -260,8 +267,18 @@ struct Conn {
 }
 
 impl Conn {
-    fn drain_lines(&self, lines: &mut LineSplitter, out: &mut Vec<u8>, jobs: &mut VecDeque<Job>) {
-        while let Some(line) = lines.next_line() {
+    /// Handles up to `budget` complete lines; `true` when more are waiting.
+    fn drain_lines(
+        &self,
+        lines: &mut LineSplitter,
+        out: &mut Vec<u8>,
+        jobs: &mut VecDeque<Job>,
+        budget: usize,
+    ) -> bool {
+        for _ in 0..budget {
+            let Some(line) = lines.next_line() else {
+                return false;
+            };
             match line {
                 Line::Data(range) => {
                     let parsed = jsonrpc::parse(&lines.buf[range]);
@@ -276,6 +293,7 @@ impl Conn {
                 }
             }
         }
+        lines.has_line()
     }
 
     /// Answers what can be answered now; queues calls that must wait.
@@ -459,6 +477,11 @@ impl LineSplitter {
                 }
             }
         }
+    }
+
+    /// Whether a complete line is waiting.
+    fn has_line(&self) -> bool {
+        self.buf[self.scanned..].contains(&b'\n')
     }
 
     /// At end of input: the last line, if it had no newline.

@@ -49,6 +49,7 @@ mod deferred;
 mod definition;
 pub mod events;
 pub mod inspect;
+pub mod json_write;
 mod listing;
 pub mod llm;
 pub mod pipeline;

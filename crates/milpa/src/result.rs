@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::context::ToolContext;
+use crate::json_write;
 
 /// What went wrong, as a stable string callers match on (`meta.code`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -224,6 +225,56 @@ impl Meta {
     /// True when nothing is set.
     pub fn is_empty(&self) -> bool {
         self.runtime.is_none() && self.code.is_none() && self.fields().is_empty()
+    }
+
+    /// Appends the meta as a JSON object (the bytes `serde_json` writes for it), without
+    /// the cost of `serde_json` for its fixed keys (see [`crate::json_write`]).
+    ///
+    /// ```
+    /// use milpa::ToolResult;
+    /// use serde_json::json;
+    ///
+    /// let result = ToolResult::success(json!(1)).with_meta("page", json!(2));
+    /// let mut out = Vec::new();
+    /// result.meta.write_json(&mut out);
+    /// assert_eq!(out, serde_json::to_vec(&result.meta).unwrap());
+    /// ```
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        out.push(b'{');
+        let mut first = true;
+        let mut key = |out: &mut Vec<u8>, literal: &[u8]| {
+            if !std::mem::take(&mut first) {
+                out.push(b',');
+            }
+            out.extend_from_slice(literal);
+        };
+        if let Some(rt) = &self.runtime {
+            key(out, b"\"tool\":");
+            json_write::string(out, rt.tool());
+            key(out, b"\"took_ms\":");
+            json_write::unsigned(out, rt.took_ms);
+            key(out, b"\"request_id\":");
+            json_write::string(out, rt.request_id());
+            key(out, b"\"channel\":");
+            json_write::string(out, rt.channel());
+            key(out, b"\"principal\":");
+            json_write::optional_string(out, rt.principal());
+        }
+        if let Some(code) = &self.code {
+            key(out, b"\"code\":");
+            json_write::string(out, code.as_str());
+        }
+        for (name, value) in self.fields() {
+            let shadowed = name == "code" && self.code.is_some()
+                || self.runtime.is_some() && RUNTIME_KEYS.contains(&name.as_str());
+            if !shadowed {
+                key(out, b"");
+                json_write::string(out, name);
+                out.push(b':');
+                json_write::value(out, value);
+            }
+        }
+        out.push(b'}');
     }
 
     /// Everything as one JSON object, in serialization order.
@@ -616,6 +667,42 @@ mod tests {
         let back: ToolResult =
             serde_json::from_str(&serde_json::to_string(&result).unwrap()).unwrap();
         assert_eq!(back, result);
+    }
+
+    #[test]
+    fn meta_written_by_hand_is_what_serde_writes() {
+        let ctx = ToolContext::builder("mcp")
+            .request_id("r\"1")
+            .principal("alice")
+            .build();
+        let mut shadowing = Meta::new();
+        shadowing.insert("took_ms", json!(99));
+        shadowing.insert("code", json!("x"));
+        shadowing.insert("ünï \n", json!({"a": [1, null]}));
+        let mut cases = vec![
+            ToolResult::success(json!(1)).meta,
+            ToolResult::error_with_code(ErrorCode::RateLimited, "slow")
+                .with_meta("retry_after_seconds", json!(3))
+                .meta,
+            ToolResult::paginated(vec![json!(1)], 1, 11, 5, None).meta,
+            shadowing.clone(),
+        ];
+        for meta in cases.clone() {
+            let mut with_runtime = meta;
+            with_runtime.set_runtime(RuntimeMeta::new("t", 7, &ctx));
+            cases.push(with_runtime);
+        }
+        let mut coded = shadowing;
+        coded.code = Some(ErrorCode::Forbidden);
+        cases.push(coded);
+        for meta in &cases {
+            let mut out = Vec::new();
+            meta.write_json(&mut out);
+            assert_eq!(
+                String::from_utf8(out).unwrap(),
+                serde_json::to_string(meta).unwrap()
+            );
+        }
     }
 
     #[test]

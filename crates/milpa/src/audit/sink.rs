@@ -75,13 +75,8 @@ impl<W: Write + Send + 'static> JsonLinesAuditSink<W> {
 
 impl<W: Write + Send + 'static> AuditSink for JsonLinesAuditSink<W> {
     fn record(&self, record: &AuditRecord<'_>) {
-        let mut line = match serde_json::to_vec(record) {
-            Ok(line) => line,
-            Err(error) => {
-                tracing::error!(target: "milpa::audit", %error, "could not serialize an audit record");
-                return;
-            }
-        };
+        let mut line = Vec::with_capacity(256);
+        record.write_json(&mut line);
         line.push(b'\n');
         let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
         if let Err(error) = out.write_all(&line).and_then(|()| out.flush()) {
