@@ -182,6 +182,27 @@ async fn batches_get_one_array_reply() {
 }
 
 #[tokio::test]
+async fn many_requests_in_one_write_are_all_answered_in_order_even_at_end_of_input() {
+    let mut client = started().await;
+    // More lines than one answering round, sent with one write and followed by the end of
+    // input: every one still gets its answer, in the order sent.
+    let mut input = String::new();
+    for i in 0..100 {
+        input.push_str(&format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{i},\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"m{i}\"}}}}}}\n"
+        ));
+    }
+    client.send_raw(input.as_bytes()).await;
+    client.close().await;
+    for i in 0..100 {
+        let reply = client.read_line().await.expect("an answer per request");
+        assert_eq!(reply["id"], i);
+        assert_eq!(reply["result"]["content"][0]["text"], format!("m{i}"));
+    }
+    assert!(client.read_line().await.is_none(), "nothing more");
+}
+
+#[tokio::test]
 async fn end_of_input_ends_the_server_cleanly() {
     let mut client = started().await;
     client.close().await;
