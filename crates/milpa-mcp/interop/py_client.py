@@ -118,7 +118,7 @@ async def plain_tests():
             r = await client.call_tool("echo", {"text": "still here"})
             check(text_of(r) == "still here", "server still serves")
             audited = False
-            for _ in range(40):
+            for _ in range(100):  # up to 5 s, for a loaded machine
                 audited = any(
                     r.get("tool") == "slow" and r.get("outcome") == "cancelled"
                     for r in audit_records()
