@@ -134,8 +134,7 @@ impl AuditSink for MemoryJsonLines {
     }
 }
 
-async fn in_process(seconds: f64, audit: &str) -> (u64, f64) {
-    let _ = audit;
+async fn in_process(seconds: f64) -> (u64, f64) {
     let mut registry = ToolRegistry::builder()
         .audit_sink(Arc::new(MemoryJsonLines::default()))
         .build();
@@ -235,7 +234,7 @@ async fn main() {
 
     let mut bases = Vec::with_capacity(rounds);
     for _ in 0..rounds {
-        let (calls, secs) = in_process(seconds.min(1.0), &audit).await;
+        let (calls, secs) = in_process(seconds.min(1.0)).await;
         bases.push(calls as f64 / secs);
     }
     let base = report("baseline, in-process ToolRegistry::call:", &mut bases);

@@ -104,14 +104,6 @@ impl ErrorObject {
 pub struct Params(Box<RawValue>);
 
 impl Params {
-    /// Parameters from a JSON value (`None` unless it is an object or an array).
-    pub fn from_value(value: &Value) -> Option<Params> {
-        if !value.is_object() && !value.is_array() {
-            return None;
-        }
-        serde_json::value::to_raw_value(value).ok().map(Params)
-    }
-
     /// The JSON text.
     pub fn get(&self) -> &str {
         self.0.get()

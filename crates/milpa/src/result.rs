@@ -264,17 +264,22 @@ impl Meta {
             key(out, b"\"code\":");
             json_write::string(out, code.as_str());
         }
-        for (name, value) in self.fields() {
-            let shadowed = name == "code" && self.code.is_some()
-                || self.runtime.is_some() && RUNTIME_KEYS.contains(&name.as_str());
-            if !shadowed {
-                key(out, b"");
-                json_write::string(out, name);
-                out.push(b':');
-                json_write::value(out, value);
-            }
+        for (name, value) in self.shown_fields() {
+            key(out, b"");
+            json_write::string(out, name);
+            out.push(b':');
+            json_write::value(out, value);
         }
         out.push(b'}');
+    }
+
+    /// The fields as serialized: those a typed `code` or the runtime meta shadow are left out.
+    fn shown_fields(&self) -> impl Iterator<Item = (&String, &Value)> {
+        self.fields().iter().filter(|(key, _)| {
+            let shadowed = key.as_str() == "code" && self.code.is_some()
+                || self.runtime.is_some() && RUNTIME_KEYS.contains(&key.as_str());
+            !shadowed
+        })
     }
 
     /// Everything as one JSON object, in serialization order.
@@ -299,12 +304,8 @@ impl Serialize for Meta {
         if let Some(code) = &self.code {
             map.serialize_entry("code", code)?;
         }
-        for (key, value) in self.fields() {
-            let shadowed = key == "code" && self.code.is_some()
-                || self.runtime.is_some() && RUNTIME_KEYS.contains(&key.as_str());
-            if !shadowed {
-                map.serialize_entry(key, value)?;
-            }
+        for (key, value) in self.shown_fields() {
+            map.serialize_entry(key, value)?;
         }
         map.end()
     }
