@@ -458,13 +458,12 @@ impl Manifest {
 
     /// Parses and checks manifest text; `file` names it in errors.
     pub fn parse(file: &str, text: &str) -> Result<Manifest, ManifestError> {
-        let manifest: Manifest = toml::from_str(text).map_err(|e| {
+        let mut manifest: Manifest = toml::from_str(text).map_err(|e| {
             let line = e.span().map(|span| line_of(text, span.start));
             ManifestError::new(file, line, e.message().trim_end())
         })?;
-        let mut manifest = manifest;
-        manifest.check(file, text)?;
         manifest.origin = Some((file.to_owned(), text.to_owned()));
+        manifest.check()?;
         Ok(manifest)
     }
 
@@ -498,10 +497,8 @@ impl Manifest {
     }
 
     /// Semantic checks serde cannot do; each error points at the offending line.
-    fn check(&self, file: &str, text: &str) -> Result<(), ManifestError> {
-        let at = |start: usize, message: String| {
-            ManifestError::new(file, Some(line_of(text, start)), message)
-        };
+    fn check(&self) -> Result<(), ManifestError> {
+        let at = |start: usize, message: String| self.error_at(Some(start), message);
         if let Some(limit) = &self.rate_limit {
             if *limit.max_tokens.get_ref() == 0 {
                 return Err(at(
@@ -552,7 +549,7 @@ impl Manifest {
                 return Err(at(name_at, format!("tool `{name}` is declared twice")));
             }
             seen.push(name);
-            tool.check(name, &|span_start, message| at(span_start, message))?;
+            tool.check(name, &at)?;
         }
         Ok(())
     }
@@ -567,18 +564,12 @@ impl CommandToolSpec {
         let name_at = self.name.span().start;
         let command_at = self.command.span().start;
         let argv = self.command.get_ref();
-        let Some(program) = argv.first() else {
+        let Some(program) = argv.first().filter(|program| !program.is_empty()) else {
             return Err(at(
                 command_at,
                 format!("tool `{name}`: command must name a program"),
             ));
         };
-        if program.is_empty() {
-            return Err(at(
-                command_at,
-                format!("tool `{name}`: command must name a program"),
-            ));
-        }
         if !ArgTemplate::parse(program).params().is_empty() {
             return Err(at(
                 command_at,

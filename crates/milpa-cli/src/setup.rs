@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use milpa::audit::AuditSink;
-use milpa::policy::{ChannelPolicy, StaticRuleProvider};
+use milpa::policy::StaticRuleProvider;
 use milpa::rate_limit::{InMemoryRateLimiter, Quota};
 use milpa::verification::{HumanVerifier, VerificationTools};
 use milpa::{RegistryError, ToolRegistry};
@@ -66,10 +66,7 @@ pub fn build_registry(
     }
     let mut registry = builder.build();
     for (channel, change) in &manifest.channels {
-        let base = registry
-            .policy_gate()
-            .registered_policy(channel)
-            .unwrap_or(ChannelPolicy::FAIL_CLOSED);
+        let base = registry.policy_gate().channel_policy(channel);
         registry
             .policy_gate_mut()
             .set_channel_policy(channel.clone(), change.apply(base));

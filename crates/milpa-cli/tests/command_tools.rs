@@ -330,24 +330,43 @@ fn alive(pid: u32) -> bool {
     }
 }
 
-#[test]
-fn a_timeout_kills_the_whole_process_group() {
-    let sb = Sandbox::new();
-    let manifest = r#"
+/// A manifest with the tool `hang`: it writes a background sleeper's pid and its own to
+/// `pidfile`, then sleeps; `timeout` is its timeout_seconds.
+fn hang_tool(timeout: u64) -> String {
+    format!(
+        r#"
 [[tools]]
 name = "hang"
 description = "Starts a background sleeper, then sleeps itself"
-command = ["sh", "-c", "sleep 100 & echo $! > \"$1\"; echo $$ >> \"$1\"; sleep 100", "hang", "{pidfile}"]
-timeout_seconds = 1
+command = ["sh", "-c", "sleep 100 & echo $! > \"$1\"; echo $$ >> \"$1\"; sleep 100", "hang", "{{pidfile}}"]
+timeout_seconds = {timeout}
 
 [tools.params.pidfile]
 type = "string"
 required = true
-"#;
+"#
+    )
+}
+
+/// Waits up to 5 s for every pid to be gone, then asserts none survived `what`.
+fn assert_gone(pids: &[u32], what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while pids.iter().any(|p| alive(*p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for pid in pids {
+        assert!(!alive(*pid), "process {pid} survived {what}");
+    }
+}
+
+#[test]
+fn a_timeout_kills_the_whole_process_group() {
+    let sb = Sandbox::new();
+    let manifest = hang_tool(1);
     let pidfile = sb.path().join("pids");
     let args = json!({"pidfile": pidfile.to_str().unwrap()}).to_string();
     let started = Instant::now();
-    let r = run_manifest(&sb, manifest, &["call", "hang", &args, "--json"]);
+    let r = run_manifest(&sb, &manifest, &["call", "hang", &args, "--json"]);
     assert!(started.elapsed() < Duration::from_secs(20));
     assert_eq!(r.code, 1, "{}", r.stdout);
     assert_eq!(r.json()["meta"]["code"], "TIMEOUT");
@@ -361,13 +380,7 @@ required = true
         .map(|l| l.trim().parse().unwrap())
         .collect();
     assert_eq!(pids.len(), 2);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while pids.iter().any(|p| alive(*p)) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    for pid in pids {
-        assert!(!alive(pid), "process {pid} survived the timeout");
-    }
+    assert_gone(&pids, "the timeout");
 }
 
 #[test]
@@ -395,29 +408,13 @@ required = true
         .trim()
         .parse()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while alive(pid) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(!alive(pid));
+    assert_gone(&[pid], "the program's exit");
 }
 
 #[test]
 fn ctrl_c_during_a_call_kills_the_command_too() {
     let sb = Sandbox::new();
-    sb.write(
-        "m.toml",
-        r#"
-[[tools]]
-name = "hang"
-command = ["sh", "-c", "sleep 100 & echo $! > \"$1\"; echo $$ >> \"$1\"; sleep 100", "hang", "{pidfile}"]
-timeout_seconds = 60
-
-[tools.params.pidfile]
-type = "string"
-required = true
-"#,
-    );
+    sb.write("m.toml", &hang_tool(60));
     let pidfile = sb.path().join("pids");
     let args = json!({"pidfile": pidfile.to_str().unwrap()}).to_string();
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("milpa"))
@@ -445,11 +442,5 @@ required = true
     assert!(status.success());
     let code = child.wait().unwrap().code();
     assert_eq!(code, Some(130));
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while pids.iter().any(|p| alive(*p)) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    for pid in pids {
-        assert!(!alive(pid), "process {pid} survived Ctrl-C");
-    }
+    assert_gone(&pids, "Ctrl-C");
 }

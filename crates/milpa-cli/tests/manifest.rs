@@ -91,6 +91,11 @@ fn wrong_types_and_values_are_refused_with_their_line() {
         e.starts_with("milpa: m.toml:3: tool `t`: command must name a program"),
         "{e}"
     );
+    let e = manifest_error("[[tools]]\nname = \"t\"\ncommand = [\"\", \"x\"]\n");
+    assert!(
+        e.starts_with("milpa: m.toml:3: tool `t`: command must name a program"),
+        "{e}"
+    );
     let e = manifest_error("[[tools]]\nname = \"t\"\ncommand = [\"ls\"]\ntimeout_seconds = 0\n");
     assert!(
         e.starts_with("milpa: m.toml:4: tool `t`: timeout_seconds must be at least 1"),
@@ -332,6 +337,10 @@ confirm = true
     );
     let expires = r.json()["data"]["expires_at"].as_str().unwrap().to_owned();
     assert!(!expires.is_empty());
+    // The manifest's TTL, not the default (60 s), is what the confirm step uses.
+    let r = run_manifest(&sb, manifest, &["tools", "inspect", "rm_thing"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("expires after 5s"), "{}", r.stdout);
 }
 
 #[test]
@@ -407,6 +416,14 @@ fn verification_tools_follow_the_manifest() {
     let on = "[verification]\nresolve_scopes = [\"approve\"]\n";
     let r = run_manifest(&sb, on, &["tools", "--json"]);
     assert_eq!(r.json().as_array().unwrap().len(), 2);
+    // resolve_scopes becomes the scope resolve_verification requires.
+    let r = run_manifest(&sb, on, &["tools", "inspect", "resolve_verification"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("the tool requires one of: approve;"),
+        "{}",
+        r.stdout
+    );
     let r = run_manifest(
         &sb,
         "[verification]\nenabled = false\n",

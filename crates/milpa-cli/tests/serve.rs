@@ -9,8 +9,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::Sandbox;
+use milpa_mcp::auth::sha256_hex;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 /// Kills the server when the test ends, however it ends.
 struct Server(Child);
@@ -20,10 +20,6 @@ impl Drop for Server {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn sha256_hex(text: &str) -> String {
-    hex::encode(Sha256::digest(text.as_bytes()))
 }
 
 fn milpa_command(sb: &Sandbox) -> Command {

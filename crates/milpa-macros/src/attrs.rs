@@ -36,8 +36,10 @@ pub struct ClampArg {
 }
 
 /// What `output_schema` said.
+#[derive(Default)]
 pub enum OutputSchemaArg {
     /// Nothing: inferred only from a `Json<T>` return type.
+    #[default]
     Default,
     /// `output_schema`: infer from the return type, which must implement `JsonSchema`.
     Infer(Span),
@@ -46,6 +48,7 @@ pub enum OutputSchemaArg {
 }
 
 /// The arguments of `#[tool(...)]`.
+#[derive(Default)]
 pub struct ToolArgs {
     pub name: Option<LitStr>,
     pub description: Option<LitStr>,
@@ -61,25 +64,9 @@ pub struct ToolArgs {
 }
 
 impl ToolArgs {
-    fn empty() -> ToolArgs {
-        ToolArgs {
-            name: None,
-            description: None,
-            scopes: Vec::new(),
-            mutating: false,
-            confirm: false,
-            timeout: None,
-            hard_timeout: None,
-            clamps: Vec::new(),
-            version: None,
-            output_schema: OutputSchemaArg::Default,
-            seen: Vec::new(),
-        }
-    }
-
     /// Parses the tokens inside `#[tool(...)]` (possibly empty).
     pub fn parse(tokens: TokenStream) -> syn::Result<ToolArgs> {
-        let mut args = ToolArgs::empty();
+        let mut args = ToolArgs::default();
         let parser = syn::meta::parser(|meta| args.parse_one(meta));
         parser.parse2(tokens)?;
         Ok(args)
@@ -88,7 +75,7 @@ impl ToolArgs {
     /// Parses a `#[tool]` / `#[tool(...)]` attribute found on a method.
     pub fn from_attribute(attr: &Attribute) -> syn::Result<ToolArgs> {
         match &attr.meta {
-            Meta::Path(_) => Ok(ToolArgs::empty()),
+            Meta::Path(_) => Ok(ToolArgs::default()),
             Meta::List(list) => ToolArgs::parse(list.tokens.clone()),
             Meta::NameValue(nv) => Err(syn::Error::new_spanned(
                 nv,
@@ -98,13 +85,7 @@ impl ToolArgs {
     }
 
     fn parse_one(&mut self, meta: ParseNestedMeta<'_>) -> syn::Result<()> {
-        let key = path_key(&meta)?;
-        if self.seen.contains(&key) {
-            return Err(meta.error(format!(
-                "`{key}` is given twice; keep one `{key}` in #[tool(...)]"
-            )));
-        }
-        self.seen.push(key.clone());
+        let key = key_once(&meta, &mut self.seen, "tool")?;
         match key.as_str() {
             "name" => self.name = Some(meta.value()?.parse()?),
             "description" => self.description = Some(meta.value()?.parse()?),
@@ -209,13 +190,7 @@ impl ParamArgs {
     }
 
     fn parse_one(&mut self, meta: ParseNestedMeta<'_>) -> syn::Result<()> {
-        let key = path_key(&meta)?;
-        if self.seen.contains(&key) {
-            return Err(meta.error(format!(
-                "`{key}` is given twice; keep one `{key}` in #[param(...)]"
-            )));
-        }
-        self.seen.push(key.clone());
+        let key = key_once(&meta, &mut self.seen, "param")?;
         match key.as_str() {
             "description" => self.description = Some(meta.value()?.parse()?),
             "minimum" => self.minimum = Some(number(meta.value()?)?),
@@ -248,6 +223,19 @@ pub fn combine(result: &mut syn::Result<()>, error: syn::Error) {
         Ok(()) => *result = Err(error),
         Err(existing) => existing.combine(error),
     }
+}
+
+/// The entry's key ([`path_key`]), refused if `seen` already holds it; `attr` names the
+/// attribute (`tool`, `param`) in the message.
+fn key_once(meta: &ParseNestedMeta<'_>, seen: &mut Vec<String>, attr: &str) -> syn::Result<String> {
+    let key = path_key(meta)?;
+    if seen.contains(&key) {
+        return Err(meta.error(format!(
+            "`{key}` is given twice; keep one `{key}` in #[{attr}(...)]"
+        )));
+    }
+    seen.push(key.clone());
+    Ok(key)
 }
 
 /// The key of one `key`, `key = value` or `key(...)` entry (keywords such as `enum` allowed).

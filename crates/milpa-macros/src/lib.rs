@@ -136,24 +136,15 @@ use codegen::{Host, definition, identity};
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
     match syn::parse::<Item>(item) {
-        Ok(Item::Fn(mut function)) => match expand_fn(args.into(), &mut function) {
-            Ok(tokens) => tokens.into(),
-            // The function as written (minus #[param]), so only the real error shows.
-            Err(error) => {
-                let mut out = error.to_compile_error();
-                out.extend(function.into_token_stream());
-                out.into()
-            }
-        },
-        Ok(other) => {
-            let mut out = syn::Error::new(
+        // On error, the function as written (minus #[param]), so only the real error shows.
+        Ok(Item::Fn(mut function)) => or_item(expand_fn(args.into(), &mut function), function),
+        Ok(other) => or_item(
+            Err(syn::Error::new(
                 item_span(&other),
                 "#[tool] goes on a function (or on a method inside an impl block marked #[tools])",
-            )
-            .to_compile_error();
-            out.extend(other.into_token_stream());
-            out.into()
-        }
+            )),
+            other,
+        ),
         Err(error) => error.to_compile_error().into(),
     }
 }
@@ -173,25 +164,42 @@ pub fn tools(args: TokenStream, item: TokenStream) -> TokenStream {
         .into();
     }
     match syn::parse::<Item>(item) {
-        Ok(Item::Impl(mut block)) => match expand_impl(&mut block) {
-            Ok(tokens) => tokens.into(),
-            // The block as written (minus #[tool] and #[param]), so only the real errors show.
-            Err(error) => {
-                let mut out = error.to_compile_error();
-                out.extend(block.into_token_stream());
-                out.into()
-            }
-        },
-        Ok(other) => {
-            let mut out = syn::Error::new(
+        // On error, the block as written (minus #[tool] and #[param]), so only the real
+        // errors show.
+        Ok(Item::Impl(mut block)) => or_item(expand_impl(&mut block), block),
+        Ok(other) => or_item(
+            Err(syn::Error::new(
                 item_span(&other),
                 "#[tools] goes on an `impl` block whose methods are marked #[tool]",
-            )
-            .to_compile_error();
-            out.extend(other.into_token_stream());
+            )),
+            other,
+        ),
+        Err(error) => error.to_compile_error().into(),
+    }
+}
+
+/// The expansion; failing that, its errors followed by `item` as written, so the item
+/// still exists and only the macro's errors show.
+fn or_item(expanded: syn::Result<proc_macro2::TokenStream>, item: impl ToTokens) -> TokenStream {
+    match expanded {
+        Ok(tokens) => tokens.into(),
+        Err(error) => {
+            let mut out = error.to_compile_error();
+            item.to_tokens(&mut out);
             out.into()
         }
-        Err(error) => error.to_compile_error().into(),
+    }
+}
+
+/// Both values, or every error of the two, `a`'s first.
+fn both<A, B>(a: syn::Result<A>, b: syn::Result<B>) -> syn::Result<(A, B)> {
+    match (a, b) {
+        (Ok(a), Ok(b)) => Ok((a, b)),
+        (Err(mut a), Err(b)) => {
+            a.combine(b);
+            Err(a)
+        }
+        (Err(e), _) | (_, Err(e)) => Err(e),
     }
 }
 
@@ -222,16 +230,10 @@ fn expand_fn(
     args: proc_macro2::TokenStream,
     function: &mut ItemFn,
 ) -> syn::Result<proc_macro2::TokenStream> {
-    let args = ToolArgs::parse(args);
-    let analysed = signature::analyse(&mut function.sig, None);
-    let (args, analysed) = match (args, analysed) {
-        (Ok(a), Ok(f)) => (a, f),
-        (Err(mut a), Err(f)) => {
-            a.combine(f);
-            return Err(a);
-        }
-        (Err(e), _) | (_, Err(e)) => return Err(e),
-    };
+    let (args, analysed) = both(
+        ToolArgs::parse(args),
+        signature::analyse(&mut function.sig, None),
+    )?;
     let identity = identity(&args, &function.attrs, &function.sig.ident)?;
     let body = definition(&analysed, &args, &identity, &Host::Free)?;
     let vis = &function.vis;
@@ -312,16 +314,12 @@ fn expand_impl(block: &mut ItemImpl) -> syn::Result<proc_macro2::TokenStream> {
                 syn::Error::new_spanned(extra, "a method takes one #[tool] attribute; merge them"),
             );
         }
-        let args = ToolArgs::from_attribute(attr);
-        let analysed = signature::analyse(&mut method.sig, Some(&self_ty));
-        let (args, analysed) = match (args, analysed) {
-            (Ok(a), Ok(f)) => (a, f),
-            (Err(a), Err(f)) => {
-                combine(&mut errors, a);
-                combine(&mut errors, f);
-                continue;
-            }
-            (Err(e), _) | (_, Err(e)) => {
+        let (args, analysed) = match both(
+            ToolArgs::from_attribute(attr),
+            signature::analyse(&mut method.sig, Some(&self_ty)),
+        ) {
+            Ok(pair) => pair,
+            Err(e) => {
                 combine(&mut errors, e);
                 continue;
             }

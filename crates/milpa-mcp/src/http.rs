@@ -487,13 +487,13 @@ enum Lookup {
     Unknown,
 }
 
-fn lookup(state: &HttpState, headers: &HeaderMap, caller: Option<&Caller>) -> Lookup {
+fn lookup(state: &HttpState, headers: &HeaderMap, caller: &Caller) -> Lookup {
     let Some(id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
         return Lookup::Missing;
     };
     let session = state.sessions().get(id).cloned();
     match session {
-        Some(session) if caller.is_none_or(|c| c.principal == session.principal) => {
+        Some(session) if caller.principal == session.principal => {
             session.touch();
             Lookup::Found(session)
         }
@@ -570,7 +570,7 @@ async fn post(state: Arc<HttpState>, request: Request) -> Response {
             if method == "initialize" && headers.get(SESSION_HEADER).is_none() {
                 return initialize(&state, id, params, &caller);
             }
-            let session = match lookup(&state, &headers, Some(&caller)) {
+            let session = match lookup(&state, &headers, &caller) {
                 Lookup::Found(session) => session,
                 Lookup::Unknown => return session_not_found(),
                 Lookup::Missing => {
@@ -632,7 +632,7 @@ async fn post(state: Arc<HttpState>, request: Request) -> Response {
             }
         }
         Parsed::Single(Ok(Incoming::Notification { method, params })) => {
-            match lookup(&state, &headers, Some(&caller)) {
+            match lookup(&state, &headers, &caller) {
                 Lookup::Found(session) => session.core.notify(&method, params),
                 Lookup::Unknown => return session_not_found(),
                 Lookup::Missing => {}
@@ -640,7 +640,7 @@ async fn post(state: Arc<HttpState>, request: Request) -> Response {
             StatusCode::ACCEPTED.into_response()
         }
         Parsed::Single(Ok(Incoming::Response { id, result })) => {
-            match lookup(&state, &headers, Some(&caller)) {
+            match lookup(&state, &headers, &caller) {
                 Lookup::Found(session) => {
                     session.core.answer(&id, result);
                     StatusCode::ACCEPTED.into_response()
@@ -650,7 +650,7 @@ async fn post(state: Arc<HttpState>, request: Request) -> Response {
             }
         }
         Parsed::Batch(items) => {
-            let session = match lookup(&state, &headers, Some(&caller)) {
+            let session = match lookup(&state, &headers, &caller) {
                 Lookup::Found(session) => session,
                 Lookup::Unknown => return session_not_found(),
                 Lookup::Missing => return session_required(None),
@@ -658,24 +658,10 @@ async fn post(state: Arc<HttpState>, request: Request) -> Response {
             let mut replies = Vec::new();
             let mut calls = Vec::new();
             for item in items {
-                match item {
-                    Err(rejected) => replies.push(jsonrpc::error_response(
-                        rejected.id.as_ref(),
-                        &rejected.error,
-                    )),
-                    Ok(Incoming::Request { id, method, params }) => {
-                        match session
-                            .core
-                            .dispatch(id, &method, params, &caller, Route::Standalone)
-                        {
-                            Dispatch::Reply(reply) => replies.push(reply),
-                            Dispatch::Call(call) => calls.push(call),
-                        }
-                    }
-                    Ok(Incoming::Notification { method, params }) => {
-                        session.core.notify(&method, params)
-                    }
-                    Ok(Incoming::Response { id, result }) => session.core.answer(&id, result),
+                match session.core.handle(item, &caller, &Route::Standalone) {
+                    Some(Dispatch::Reply(reply)) => replies.push(reply),
+                    Some(Dispatch::Call(call)) => calls.push(call),
+                    None => {}
                 }
             }
             replies.extend(
@@ -687,7 +673,7 @@ async fn post(state: Arc<HttpState>, request: Request) -> Response {
             if replies.is_empty() {
                 StatusCode::ACCEPTED.into_response()
             } else {
-                json_body(StatusCode::OK, format!("[{}]", replies.join(",")))
+                json_body(StatusCode::OK, jsonrpc::batch(&replies))
             }
         }
     }
@@ -755,7 +741,7 @@ async fn get(state: Arc<HttpState>, request: Request) -> Response {
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip().to_string());
     let caller = state.caller(headers, ip).await;
-    let session = match lookup(&state, headers, Some(&caller)) {
+    let session = match lookup(&state, headers, &caller) {
         Lookup::Found(session) => session,
         Lookup::Unknown => return session_not_found(),
         Lookup::Missing => return session_required(None),
@@ -768,7 +754,7 @@ async fn get(state: Arc<HttpState>, request: Request) -> Response {
 async fn delete(state: Arc<HttpState>, request: Request) -> Response {
     let headers = request.headers();
     let caller = state.caller(headers, None).await;
-    match lookup(&state, headers, Some(&caller)) {
+    match lookup(&state, headers, &caller) {
         Lookup::Found(session) => {
             if let Some(id) = &session.core.session_id {
                 state.sessions().remove(id);

@@ -6,7 +6,6 @@
 //! `-32700 Parse error`. A parse failure never ends a connection.
 
 use std::borrow::Cow;
-use std::fmt;
 use std::sync::Arc;
 
 use serde::de::{DeserializeOwned, Deserializer};
@@ -43,23 +42,6 @@ impl RequestId {
             Value::String(s) => Some(RequestId::String(Arc::from(s.as_str()))),
             Value::Number(n) => n.as_i64().map(RequestId::Number),
             _ => None,
-        }
-    }
-
-    /// The id as JSON.
-    pub fn to_value(&self) -> Value {
-        match self {
-            RequestId::Number(n) => Value::from(*n),
-            RequestId::String(s) => Value::String(s.to_string()),
-        }
-    }
-}
-
-impl fmt::Display for RequestId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RequestId::Number(n) => write!(f, "{n}"),
-            RequestId::String(s) => f.write_str(s),
         }
     }
 }
@@ -403,6 +385,21 @@ pub fn notification(method: &str, params: &impl Serialize) -> String {
     .unwrap_or_default()
 }
 
+/// The responses to a batch, serialized as one JSON array (in the order given).
+pub fn batch(replies: &[String]) -> String {
+    let len = replies.iter().map(|r| r.len() + 1).sum::<usize>() + 1;
+    let mut out = String::with_capacity(len);
+    out.push('[');
+    for (i, reply) in replies.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(reply);
+    }
+    out.push(']');
+    out
+}
+
 /// A request from this side, serialized.
 pub fn request(id: u64, method: &str, params: &impl Serialize) -> String {
     serde_json::to_string(&RequestOut {
@@ -518,6 +515,15 @@ mod tests {
         assert_eq!(
             error_response(None, &ErrorObject::new(PARSE_ERROR, "bad")),
             r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad"}}"#
+        );
+        let replies = [
+            response(&RequestId::Number(1), &json!({})),
+            error_response(None, &ErrorObject::new(PARSE_ERROR, "bad")),
+        ];
+        assert_eq!(batch(&replies), format!("[{}]", replies.join(",")));
+        assert_eq!(
+            batch(&replies[..1]),
+            r#"[{"jsonrpc":"2.0","id":1,"result":{}}]"#
         );
     }
 }

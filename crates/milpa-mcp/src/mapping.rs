@@ -9,27 +9,23 @@
 //!   (`data` when it is an object, else `{"result": data}`, left out when `data` is null),
 //!   `isError` = not success, and `_meta.milpa` = the result's meta.
 
-use milpa::{ToolDefinition, ToolResult, json_write};
+use milpa::{ToolDefinition, ToolResult, ToolSummary, json_write};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
 
 use crate::content;
 
-/// The `tools/list` entry of a tool.
+/// The `tools/list` entry of a tool: its [`ToolSummary`] (whose schemas are normalized to
+/// the `"type": "object"` MCP requires) without `version`, plus annotations.
 pub fn tool_entry(definition: &ToolDefinition) -> Value {
+    let summary = ToolSummary::from_definition(definition);
     let mut entry = Map::new();
-    entry.insert("name".into(), Value::String(definition.name().to_owned()));
-    entry.insert(
-        "description".into(),
-        Value::String(definition.description().to_owned()),
-    );
-    entry.insert(
-        "inputSchema".into(),
-        object_schema(definition.input_schema()),
-    );
-    if let Some(output) = &definition.options().output_schema {
-        entry.insert("outputSchema".into(), object_schema(output));
+    entry.insert("name".into(), Value::String(summary.name));
+    entry.insert("description".into(), Value::String(summary.description));
+    entry.insert("inputSchema".into(), summary.input_schema);
+    if let Some(output) = summary.output_schema {
+        entry.insert("outputSchema".into(), output);
     }
     let mutating = definition.is_mutating();
     entry.insert(
@@ -37,22 +33,6 @@ pub fn tool_entry(definition: &ToolDefinition) -> Value {
         json!({"readOnlyHint": !mutating, "destructiveHint": mutating}),
     );
     Value::Object(entry)
-}
-
-/// MCP requires schemas whose top level is `"type": "object"`; keep everything else as is.
-fn object_schema(schema: &Value) -> Value {
-    match schema {
-        Value::Object(map) if map.contains_key("type") => schema.clone(),
-        Value::Object(map) => {
-            let mut out = Map::with_capacity(map.len() + 1);
-            out.insert("type".into(), Value::String("object".into()));
-            for (k, v) in map {
-                out.insert(k.clone(), v.clone());
-            }
-            Value::Object(out)
-        }
-        _ => json!({"type": "object"}),
-    }
 }
 
 /// The text a result reads as on the `mcp` channel.
@@ -291,8 +271,20 @@ mod tests {
 
     #[test]
     fn schemas_get_an_object_type() {
-        assert_eq!(object_schema(&json!({})), json!({"type": "object"}));
-        let s = json!({"type": "object", "$defs": {}});
-        assert_eq!(object_schema(&s), s);
+        let input_schema = |schema: Value| {
+            let definition = ToolDefinition::builder("t")
+                .input_schema(schema)
+                .sync(|_, _| Value::Null);
+            tool_entry(&definition)["inputSchema"].clone()
+        };
+        assert_eq!(input_schema(json!({})), json!({"type": "object"}));
+        let typed = json!({"type": "object", "$defs": {}});
+        assert_eq!(input_schema(typed.clone()), typed);
+        // Added first, the rest kept in order.
+        let untyped = input_schema(json!({"properties": {"a": {"type": "integer"}}}));
+        assert_eq!(
+            untyped.to_string(),
+            r#"{"type":"object","properties":{"a":{"type":"integer"}}}"#
+        );
     }
 }

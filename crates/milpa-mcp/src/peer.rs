@@ -4,10 +4,9 @@
 use std::sync::{Arc, Mutex};
 
 use milpa::{BoxFuture, CallPeer, LogLevel, PeerError};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::jsonrpc;
-use crate::protocol::level_name;
 use crate::session::{CallControl, Route, Session};
 
 /// One call's line back to the client.
@@ -81,7 +80,7 @@ impl CallPeer for Peer {
             return;
         }
         let mut params = Map::with_capacity(3);
-        params.insert("level".into(), Value::String(level_name(level).into()));
+        params.insert("level".into(), json!(level));
         if let Some(logger) = logger {
             params.insert("logger".into(), Value::String(logger.to_owned()));
         }

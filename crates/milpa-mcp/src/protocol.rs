@@ -10,9 +10,6 @@ pub const SUPPORTED_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-
 /// The version offered when the client asks for one we do not speak.
 pub const LATEST_VERSION: &str = SUPPORTED_VERSIONS[0];
 
-/// The version an HTTP request without `MCP-Protocol-Version` is assumed to speak.
-pub const HTTP_DEFAULT_VERSION: &str = "2025-03-26";
-
 /// Whether `version` is one this server speaks.
 pub fn is_supported(version: &str) -> bool {
     SUPPORTED_VERSIONS.contains(&version)
@@ -25,48 +22,6 @@ pub fn negotiate(requested: &str) -> &'static str {
         .find(|v| **v == requested)
         .copied()
         .unwrap_or(LATEST_VERSION)
-}
-
-/// Parses an MCP log level name (`debug` … `emergency`).
-pub fn parse_level(name: &str) -> Option<LogLevel> {
-    Some(match name {
-        "debug" => LogLevel::Debug,
-        "info" => LogLevel::Info,
-        "notice" => LogLevel::Notice,
-        "warning" => LogLevel::Warning,
-        "error" => LogLevel::Error,
-        "critical" => LogLevel::Critical,
-        "alert" => LogLevel::Alert,
-        "emergency" => LogLevel::Emergency,
-        _ => return None,
-    })
-}
-
-/// The wire name of a log level.
-pub fn level_name(level: LogLevel) -> &'static str {
-    match level {
-        LogLevel::Debug => "debug",
-        LogLevel::Info => "info",
-        LogLevel::Notice => "notice",
-        LogLevel::Warning => "warning",
-        LogLevel::Error => "error",
-        LogLevel::Critical => "critical",
-        LogLevel::Alert => "alert",
-        LogLevel::Emergency => "emergency",
-    }
-}
-
-pub(crate) fn level_rank(level: LogLevel) -> u8 {
-    match level {
-        LogLevel::Debug => 0,
-        LogLevel::Info => 1,
-        LogLevel::Notice => 2,
-        LogLevel::Warning => 3,
-        LogLevel::Error => 4,
-        LogLevel::Critical => 5,
-        LogLevel::Alert => 6,
-        LogLevel::Emergency => 7,
-    }
 }
 
 /// Default largest message (a stdio line or an HTTP body): 4 MiB.
@@ -156,20 +111,31 @@ mod tests {
         assert_eq!(negotiate("1999-01-01"), LATEST_VERSION);
     }
 
+    /// Log levels travel by their `milpa::LogLevel` serde names (`logging/setLevel`,
+    /// `notifications/message`) and are filtered by their order: pin both.
     #[test]
-    fn levels_round_trip() {
-        for name in [
-            "debug",
-            "info",
-            "notice",
-            "warning",
-            "error",
-            "critical",
-            "alert",
-            "emergency",
-        ] {
-            assert_eq!(level_name(parse_level(name).unwrap()), name);
+    fn levels_round_trip_by_name_and_are_ordered() {
+        use serde::Deserialize;
+        use serde::de::value::{Error, StrDeserializer};
+
+        let levels = [
+            (LogLevel::Debug, "debug"),
+            (LogLevel::Info, "info"),
+            (LogLevel::Notice, "notice"),
+            (LogLevel::Warning, "warning"),
+            (LogLevel::Error, "error"),
+            (LogLevel::Critical, "critical"),
+            (LogLevel::Alert, "alert"),
+            (LogLevel::Emergency, "emergency"),
+        ];
+        let parse = |name: &str| LogLevel::deserialize(StrDeserializer::<Error>::new(name)).ok();
+        for (rank, (level, name)) in levels.into_iter().enumerate() {
+            assert_eq!(serde_json::to_value(level).unwrap(), name);
+            assert_eq!(parse(name), Some(level));
+            assert_eq!(level as usize, rank);
         }
-        assert!(parse_level("verbose").is_none());
+        assert!(levels.windows(2).all(|w| w[0].0 < w[1].0));
+        assert_eq!(parse("verbose"), None);
+        assert_eq!(parse("Info"), None);
     }
 }

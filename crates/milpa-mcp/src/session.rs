@@ -17,15 +17,18 @@ use milpa::{
     CallHandle, ErrorCode, LogLevel, RuntimeMeta, ToolContext, ToolRegistry, ToolResult, channel,
     generate_request_id,
 };
+use serde::Deserialize;
+use serde::de::{self, value::StrDeserializer};
 use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::jsonrpc::{
-    self, ErrorObject, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Params, RequestId,
+    self, ErrorObject, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND, Params,
+    Rejected, RequestId,
 };
 use crate::mapping;
 use crate::peer::Peer;
-use crate::protocol::{self, ServerOptions, level_rank};
+use crate::protocol::{self, ServerOptions};
 
 /// A message on its way out, or the end of a stream.
 #[derive(Debug)]
@@ -157,8 +160,10 @@ const LOG_OFF: u8 = u8::MAX;
 pub(crate) struct Session {
     pub shared: Arc<Shared>,
     stdio: bool,
-    initialized: AtomicBool,
+    /// Set once, by `initialize`: the session is initialized from then on.
     client: OnceLock<ClientInfo>,
+    /// The lowest level sent (`LogLevel as u8`, whose order is the levels' order), or
+    /// `LOG_OFF`.
     log_level: AtomicU8,
     // foldhash: an insert and a removal on every call, and SipHash showed in profiles.
     // Its seed is random per map; a client that forces collisions only slows its own
@@ -186,12 +191,10 @@ impl Session {
         let level = shared
             .options
             .default_log_level
-            .map(level_rank)
-            .unwrap_or(LOG_OFF);
+            .map_or(LOG_OFF, |level| level as u8);
         Arc::new(Session {
             shared,
             stdio,
-            initialized: AtomicBool::new(false),
             client: OnceLock::new(),
             log_level: AtomicU8::new(level),
             calls: Mutex::new(HashMap::default()),
@@ -209,7 +212,7 @@ impl Session {
     }
 
     pub fn is_initialized(&self) -> bool {
-        self.initialized.load(Ordering::Acquire)
+        self.client.get().is_some()
     }
 
     /// The capabilities the client declared at `initialize`.
@@ -239,7 +242,35 @@ impl Session {
 
     pub fn log_enabled(&self, level: LogLevel) -> bool {
         let threshold = self.log_level.load(Ordering::Relaxed);
-        threshold != LOG_OFF && level_rank(level) >= threshold
+        threshold != LOG_OFF && level as u8 >= threshold
+    }
+
+    /// Handles one incoming message (or answers why it was rejected): requests are
+    /// dispatched with `route` (cloned only for them), notifications and responses to this
+    /// side's requests are taken in and get nothing to send.
+    pub fn handle(
+        self: &Arc<Self>,
+        message: Result<Incoming, Rejected>,
+        caller: &Caller,
+        route: &Route,
+    ) -> Option<Dispatch> {
+        match message {
+            Err(rejected) => Some(Dispatch::Reply(jsonrpc::error_response(
+                rejected.id.as_ref(),
+                &rejected.error,
+            ))),
+            Ok(Incoming::Request { id, method, params }) => {
+                Some(self.dispatch(id, &method, params, caller, route.clone()))
+            }
+            Ok(Incoming::Notification { method, params }) => {
+                self.notify(&method, params);
+                None
+            }
+            Ok(Incoming::Response { id, result }) => {
+                self.answer(&id, result);
+                None
+            }
+        }
     }
 
     /// Handles one request. Calls are registered for cancellation before this returns.
@@ -287,11 +318,14 @@ impl Session {
                 let level = level
                     .as_ref()
                     .and_then(|p| p.get("level"))
+                    // The name only (a derived enum would also take `{"info": null}`).
                     .and_then(Value::as_str)
-                    .and_then(protocol::parse_level);
+                    .and_then(|name| {
+                        LogLevel::deserialize(StrDeserializer::<de::value::Error>::new(name)).ok()
+                    });
                 match level {
                     Some(level) => {
-                        self.log_level.store(level_rank(level), Ordering::Relaxed);
+                        self.log_level.store(level as u8, Ordering::Relaxed);
                         reply(Ok(json!({})))
                     }
                     None => reply(Err(ErrorObject::new(
@@ -339,7 +373,6 @@ impl Session {
                 "Invalid Request: the session is already initialized",
             ));
         }
-        self.initialized.store(true, Ordering::Release);
         let client_name = params
             .get("clientInfo")
             .and_then(|c| c.get("name"))
@@ -538,11 +571,7 @@ impl Session {
             }
         };
         // Revoke the token: nobody confirmed it.
-        let binding = ConfirmationBinding {
-            tool: tool.to_owned(),
-            principal: ctx.principal().map(str::to_owned),
-            channel: ctx.channel().to_owned(),
-        };
+        let binding = ConfirmationBinding::for_call(tool, ctx);
         let now = unix_millis(SystemTime::now());
         let _ = self
             .shared
@@ -874,5 +903,74 @@ mod tests {
         assert_eq!(decode_cursor(&encode_cursor(3, 10), 11), None);
         assert_eq!(decode_cursor("garbage", 10), None);
         assert_eq!(decode_cursor(&encode_cursor(10, 10), 10), None);
+    }
+
+    fn reply(session: &Arc<Session>, line: &str) -> Value {
+        let jsonrpc::Parsed::Single(message) = jsonrpc::parse(line.as_bytes()) else {
+            panic!("not a single message: {line}");
+        };
+        match session.handle(message, &Caller::default(), &Route::Standalone) {
+            Some(Dispatch::Reply(reply)) => serde_json::from_str(&reply).unwrap(),
+            _ => panic!("no reply to {line}"),
+        }
+    }
+
+    #[test]
+    fn log_levels_are_set_by_name_and_filter_in_order() {
+        let names = [
+            "debug",
+            "info",
+            "notice",
+            "warning",
+            "error",
+            "critical",
+            "alert",
+            "emergency",
+        ];
+        let levels = [
+            LogLevel::Debug,
+            LogLevel::Info,
+            LogLevel::Notice,
+            LogLevel::Warning,
+            LogLevel::Error,
+            LogLevel::Critical,
+            LogLevel::Alert,
+            LogLevel::Emergency,
+        ];
+        let shared = Shared::new(Arc::new(ToolRegistry::new()), ServerOptions::default());
+        let session = Session::new(shared, true, None);
+        assert!(!session.is_initialized());
+        let init = reply(
+            &session,
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#,
+        );
+        assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+        assert!(session.is_initialized());
+        // The default threshold is info.
+        assert!(!session.log_enabled(LogLevel::Debug));
+        assert!(session.log_enabled(LogLevel::Info));
+        for (i, name) in names.iter().enumerate() {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{{"level":"{name}"}}}}"#
+            );
+            assert_eq!(reply(&session, &line)["result"], json!({}), "{name}");
+            for (j, level) in levels.iter().enumerate() {
+                assert_eq!(json!(level), names[j]);
+                assert_eq!(session.log_enabled(*level), j >= i, "{name} vs {level:?}");
+            }
+        }
+        for bad in [r#""verbose""#, r#""Info""#, r#"{"info":null}"#, "3", "null"] {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{{"level":{bad}}}}}"#
+            );
+            assert_eq!(
+                reply(&session, &line)["error"]["code"],
+                INVALID_PARAMS,
+                "{bad}"
+            );
+        }
+        // A refused level leaves the last one set (emergency).
+        assert!(!session.log_enabled(LogLevel::Alert));
+        assert!(session.log_enabled(LogLevel::Emergency));
     }
 }

@@ -19,7 +19,7 @@ use milpa::ToolRegistry;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 
-use crate::jsonrpc::{self, ErrorObject, INVALID_REQUEST, Incoming, Parsed, Rejected};
+use crate::jsonrpc::{self, ErrorObject, INVALID_REQUEST, Parsed};
 use crate::protocol::ServerOptions;
 use crate::session::{Caller, Dispatch, Out, Route, Session, Shared};
 
@@ -87,6 +87,7 @@ where
     let conn = Conn {
         session: session.clone(),
         tx: tx.clone(),
+        route: Route::Channel(tx.clone()),
         permits: Arc::new(Semaphore::new(max_in_flight)),
         finished: Arc::new(Notify::new()),
         caller: Caller::default(),
@@ -183,8 +184,8 @@ where
             }
             if !out.is_empty() {
                 if let Err(error) = write_out(&mut writer, &mut out).await {
+                    // Shut down below, after the loop.
                     write_error = Some(error);
-                    session.shutdown();
                     break;
                 }
             }
@@ -264,6 +265,8 @@ enum Job {
 struct Conn {
     session: Arc<Session>,
     tx: mpsc::UnboundedSender<Out>,
+    /// Where a request's messages go: `tx`, the writer's channel.
+    route: Route,
     permits: Arc<Semaphore>,
     finished: Arc<Notify>,
     caller: Caller,
@@ -302,27 +305,31 @@ impl Conn {
     /// Answers what can be answered now; queues calls that must wait.
     fn handle(&self, parsed: Parsed, out: &mut Vec<u8>, jobs: &mut VecDeque<Job>) {
         match parsed {
-            Parsed::Single(message) => match self.handle_one(message) {
-                None => {}
-                Some(Dispatch::Reply(reply)) => push_line(out, &reply),
-                Some(Dispatch::Call(call)) if !jobs.is_empty() => jobs.push_back(Job::Single(call)),
-                Some(Dispatch::Call(mut call)) => {
-                    // Most calls (sync tools, quick async ones) finish at their first poll:
-                    // answer them inline, spawn only those that must wait.
-                    if let Some(done) = (&mut call).now_or_never() {
-                        if let Some(reply) = done {
-                            push_line(out, &reply);
-                        }
-                        return;
+            Parsed::Single(message) => {
+                match self.session.handle(message, &self.caller, &self.route) {
+                    None => {}
+                    Some(Dispatch::Reply(reply)) => push_line(out, &reply),
+                    Some(Dispatch::Call(call)) if !jobs.is_empty() => {
+                        jobs.push_back(Job::Single(call))
                     }
-                    jobs.push_back(Job::Single(call));
+                    Some(Dispatch::Call(mut call)) => {
+                        // Most calls (sync tools, quick async ones) finish at their first poll:
+                        // answer them inline, spawn only those that must wait.
+                        if let Some(done) = (&mut call).now_or_never() {
+                            if let Some(reply) = done {
+                                push_line(out, &reply);
+                            }
+                            return;
+                        }
+                        jobs.push_back(Job::Single(call));
+                    }
                 }
-            },
+            }
             Parsed::Batch(items) => {
                 let mut replies = Vec::new();
                 let mut calls = Vec::new();
                 for item in items {
-                    match self.handle_one(item) {
+                    match self.session.handle(item, &self.caller, &self.route) {
                         Some(Dispatch::Reply(reply)) => replies.push(reply),
                         Some(Dispatch::Call(call)) => calls.push(call),
                         None => {}
@@ -330,7 +337,7 @@ impl Conn {
                 }
                 if calls.is_empty() {
                     if !replies.is_empty() {
-                        push_line(out, &format!("[{}]", replies.join(",")));
+                        push_line(out, &jsonrpc::batch(&replies));
                     }
                     return;
                 }
@@ -369,37 +376,13 @@ impl Conn {
                             .flatten(),
                     );
                     if !replies.is_empty() {
-                        let _ = tx.send(Out::Msg(format!("[{}]", replies.join(","))));
+                        let _ = tx.send(Out::Msg(jsonrpc::batch(&replies)));
                     }
                 }
             }
             drop(permit);
             finished.notify_one();
         });
-    }
-
-    fn handle_one(&self, message: Result<Incoming, Rejected>) -> Option<Dispatch> {
-        match message {
-            Err(rejected) => Some(Dispatch::Reply(jsonrpc::error_response(
-                rejected.id.as_ref(),
-                &rejected.error,
-            ))),
-            Ok(Incoming::Request { id, method, params }) => Some(self.session.dispatch(
-                id,
-                &method,
-                params,
-                &self.caller,
-                Route::Channel(self.tx.clone()),
-            )),
-            Ok(Incoming::Notification { method, params }) => {
-                self.session.notify(&method, params);
-                None
-            }
-            Ok(Incoming::Response { id, result }) => {
-                self.session.answer(&id, result);
-                None
-            }
-        }
     }
 }
 

@@ -7,7 +7,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{StdioClient, fixture};
+use common::{StdioClient, fixture, wait_for_cancelled};
 use milpa::audit::AuditOutcome;
 use milpa_mcp::ServerOptions;
 use serde_json::json;
@@ -52,19 +52,10 @@ async fn cancelled_calls_get_no_response_and_are_audited() {
     // The next response is the ping's, not the cancelled call's.
     let ping = client.request("ping", json!({})).await;
     assert_eq!(ping["result"], json!({}));
-    let mut audited = false;
-    for _ in 0..250 {
-        if f.audit
-            .records()
-            .iter()
-            .any(|r| r.tool == "sleep" && r.outcome == AuditOutcome::Cancelled)
-        {
-            audited = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(audited, "audited as cancelled");
+    assert!(
+        wait_for_cancelled(&f.audit, Some("sleep")).await,
+        "audited as cancelled"
+    );
     // Nothing else arrives for id 77.
     client
         .send(json!({"jsonrpc": "2.0", "id": 78, "method": "ping"}))
@@ -273,12 +264,7 @@ async fn cancelling_a_call_that_waits_on_the_client_withdraws_the_request() {
         .await;
     assert_eq!(withdrawn["params"]["requestId"], request["id"]);
     assert_eq!(client.request("ping", json!({})).await["result"], json!({}));
-    for _ in 0..250 {
-        if !f.audit.records().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    assert!(wait_for_cancelled(&f.audit, Some("ask")).await);
     assert_eq!(f.audit.records()[0].outcome, AuditOutcome::Cancelled);
 }
 

@@ -3,21 +3,15 @@
 
 mod common;
 
-use common::{StdioClient, fixture};
+use common::{StdioClient, initialized_client};
 use milpa::{ToolDefinition, ToolRegistry};
 use milpa_mcp::ServerOptions;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-async fn client() -> StdioClient {
-    let mut client = StdioClient::start(fixture().registry, ServerOptions::default());
-    client.initialize(json!({})).await;
-    client
-}
-
 #[tokio::test]
 async fn tools_list_entries_follow_the_mapping() {
-    let mut client = client().await;
+    let mut client = initialized_client().await;
     let reply = client.request("tools/list", json!({})).await;
     let tools = reply["result"]["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
@@ -90,7 +84,7 @@ async fn pagination_uses_opaque_cursors_in_a_stable_order() {
 
 #[tokio::test]
 async fn success_results_render_text_and_structured_content() {
-    let mut client = client().await;
+    let mut client = initialized_client().await;
     let r = client.call("add", json!({"a": 2, "b": 40})).await;
     assert_eq!(r["content"], json!([{"type": "text", "text": "42"}]));
     assert_eq!(r["structuredContent"], json!({"result": 42}));
@@ -110,7 +104,7 @@ async fn success_results_render_text_and_structured_content() {
 
 #[tokio::test]
 async fn refusals_are_results_not_protocol_errors() {
-    let mut client = client().await;
+    let mut client = initialized_client().await;
     let r = client.call("nope", json!({})).await;
     assert_eq!(r["isError"], true);
     assert_eq!(r["content"][0]["text"], "Tool not found: nope");
@@ -129,7 +123,7 @@ async fn refusals_are_results_not_protocol_errors() {
 
 #[tokio::test]
 async fn tools_can_return_their_own_content_blocks() {
-    let mut client = client().await;
+    let mut client = initialized_client().await;
     let r = client.call("blocks", json!({})).await;
     assert_eq!(
         r["content"],
@@ -141,7 +135,7 @@ async fn tools_can_return_their_own_content_blocks() {
 
 #[tokio::test]
 async fn confirmation_results_say_how_to_confirm() {
-    let mut client = client().await;
+    let mut client = initialized_client().await;
     let r = client.call("delete_note", json!({"id": 3})).await;
     assert_eq!(r["isError"], false);
     let token = r["structuredContent"]["confirm_token"]

@@ -3,16 +3,9 @@
 
 mod common;
 
-use common::{StdioClient, fixture};
+use common::{StdioClient, fixture, initialized_client};
 use milpa_mcp::ServerOptions;
 use serde_json::json;
-
-async fn started() -> StdioClient {
-    let f = fixture();
-    let mut client = StdioClient::start(f.registry, ServerOptions::default());
-    client.initialize(json!({})).await;
-    client
-}
 
 #[tokio::test]
 async fn initialize_negotiates_versions() {
@@ -62,7 +55,7 @@ async fn requests_before_initialize_and_unknown_methods_get_method_not_found() {
 
 #[tokio::test]
 async fn malformed_json_is_a_parse_error_and_the_connection_stays() {
-    let mut client = started().await;
+    let mut client = initialized_client().await;
     client
         .send_raw(b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \n")
         .await;
@@ -77,7 +70,7 @@ async fn malformed_json_is_a_parse_error_and_the_connection_stays() {
 
 #[tokio::test]
 async fn valid_json_that_is_not_a_request_is_invalid_request() {
-    let mut client = started().await;
+    let mut client = initialized_client().await;
     for bad in [
         json!(42),
         json!("text"),
@@ -102,7 +95,7 @@ async fn valid_json_that_is_not_a_request_is_invalid_request() {
 
 #[tokio::test]
 async fn bad_params_are_invalid_params() {
-    let mut client = started().await;
+    let mut client = initialized_client().await;
     let reply = client.request("tools/call", json!({"arguments": {}})).await;
     assert_eq!(reply["error"]["code"], -32602);
     let reply = client.request("tools/call", json!({"name": 5})).await;
@@ -149,7 +142,7 @@ async fn an_oversized_line_is_refused_and_serving_continues() {
 
 #[tokio::test]
 async fn blank_lines_and_crlf_are_tolerated() {
-    let mut client = started().await;
+    let mut client = initialized_client().await;
     client
         .send_raw(b"\n\r\n{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"ping\"}\r\n")
         .await;
@@ -160,7 +153,7 @@ async fn blank_lines_and_crlf_are_tolerated() {
 
 #[tokio::test]
 async fn batches_get_one_array_reply() {
-    let mut client = started().await;
+    let mut client = initialized_client().await;
     client
         .send(json!([
             {"jsonrpc": "2.0", "id": 1, "method": "ping"},
@@ -183,7 +176,7 @@ async fn batches_get_one_array_reply() {
 
 #[tokio::test]
 async fn many_requests_in_one_write_are_all_answered_in_order_even_at_end_of_input() {
-    let mut client = started().await;
+    let mut client = initialized_client().await;
     // More lines than one answering round, sent with one write and followed by the end of
     // input: every one still gets its answer, in the order sent.
     let mut input = String::new();
@@ -204,7 +197,7 @@ async fn many_requests_in_one_write_are_all_answered_in_order_even_at_end_of_inp
 
 #[tokio::test]
 async fn end_of_input_ends_the_server_cleanly() {
-    let mut client = started().await;
+    let mut client = initialized_client().await;
     client.close().await;
     assert!(client.read_line().await.is_none(), "output closes too");
     let ended = tokio::time::timeout(common::WAIT, &mut client.server)

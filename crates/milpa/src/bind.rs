@@ -103,13 +103,25 @@ impl<T: JsonSchema + ?Sized> ToolParam for T {
 /// deserializes.
 #[doc(hidden)]
 pub fn input_generator() -> SchemaGenerator {
-    SchemaSettings::draft2020_12()
-        .with(|s| {
-            s.inline_subschemas = true;
-            s.meta_schema = None;
-        })
-        .for_deserialize()
-        .into_generator()
+    schema_settings().for_deserialize().into_generator()
+}
+
+/// Draft 2020-12, subschemas inlined, no `$schema`: the settings of both input and output
+/// schemas.
+fn schema_settings() -> SchemaSettings {
+    SchemaSettings::draft2020_12().with(|s| {
+        s.inline_subschemas = true;
+        s.meta_schema = None;
+    })
+}
+
+/// Moves what a recursive type left behind in `generator` into `root`'s `$defs`.
+fn attach_definitions(root: &mut Map<String, Value>, generator: &mut SchemaGenerator) {
+    let mut definitions = generator.take_definitions(true);
+    if !definitions.is_empty() {
+        definitions.values_mut().for_each(simplify);
+        root.insert("$defs".into(), Value::Object(definitions));
+    }
 }
 
 /// The schema of one parameter type.
@@ -153,11 +165,7 @@ pub fn input_schema(
         root.insert("required".into(), Value::Array(required));
     }
     root.insert("additionalProperties".into(), Value::Bool(false));
-    let mut definitions = generator.take_definitions(true);
-    if !definitions.is_empty() {
-        definitions.values_mut().for_each(simplify);
-        root.insert("$defs".into(), Value::Object(definitions));
-    }
+    attach_definitions(&mut root, &mut generator);
     Value::Object(root)
 }
 
@@ -246,13 +254,7 @@ fn const_options(options: &[Value]) -> Option<ConstOptions> {
 /// else `{"type": "object", "properties": {"result": …}, "required": ["result"]}`.
 #[doc(hidden)]
 pub fn output_schema<T: JsonSchema + ?Sized>() -> Value {
-    let mut generator = SchemaSettings::draft2020_12()
-        .with(|s| {
-            s.inline_subschemas = true;
-            s.meta_schema = None;
-        })
-        .for_serialize()
-        .into_generator();
+    let mut generator = schema_settings().for_serialize().into_generator();
     let mut schema = generator.subschema_for::<T>().to_value();
     simplify(&mut schema);
     let is_object = schema.get("type").and_then(Value::as_str) == Some("object");
@@ -270,11 +272,7 @@ pub fn output_schema<T: JsonSchema + ?Sized>() -> Value {
         root.insert("required".into(), Value::Array(vec![Value::from("result")]));
         root
     };
-    let mut definitions = generator.take_definitions(true);
-    if !definitions.is_empty() {
-        definitions.values_mut().for_each(simplify);
-        root.insert("$defs".into(), Value::Object(definitions));
-    }
+    attach_definitions(&mut root, &mut generator);
     Value::Object(root)
 }
 
@@ -338,9 +336,8 @@ fn invalid(message: fmt::Arguments<'_>) -> ToolError {
 }
 
 /// Serializes a tool's return value as its data.
-#[doc(hidden)]
 #[inline]
-pub fn data<T: Serialize>(value: T) -> Result<ToolOutput, ToolError> {
+fn data<T: Serialize>(value: T) -> Result<ToolOutput, ToolError> {
     match serde_json::to_value(value) {
         Ok(value) => Ok(ToolOutput::Data(value)),
         Err(error) => Err(ToolError::new(format!(

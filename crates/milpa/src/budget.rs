@@ -33,6 +33,11 @@ pub const RECOMMENDED_TOOL_BUDGET_PERCENT: u64 = 30;
 /// Context window assumed for a model the table does not know.
 pub const DEFAULT_MODEL_LIMIT: u64 = 8192;
 
+/// The share of a context window that tools may take: ⌊limit × 30 / 100⌋.
+fn budget_within(model_limit: u64) -> u64 {
+    model_limit * RECOMMENDED_TOOL_BUDGET_PERCENT / 100
+}
+
 /// Known context windows, by model id or id prefix (the longest matching prefix wins).
 pub const MODEL_LIMITS: &[(&str, u64)] = &[
     ("gpt-3.5-turbo", 4096),
@@ -162,9 +167,7 @@ impl TokenEstimator {
     /// The context window of `model`: an exact entry, else the longest entry that is a
     /// prefix of it (so `gpt-4o-2024-05-13` is `gpt-4o`, not `gpt-4`), else 8192.
     pub fn model_limit(&self, model: &str) -> u64 {
-        if let Some((_, limit)) = self.limits.iter().find(|(known, _)| known == model) {
-            return *limit;
-        }
+        // Entries are unique, so an exact entry is also the longest matching prefix.
         self.limits
             .iter()
             .filter(|(known, _)| model.starts_with(known.as_str()))
@@ -174,13 +177,18 @@ impl TokenEstimator {
 
     /// ⌊limit × 30 / 100⌋.
     pub fn tool_budget(&self, model: &str) -> u64 {
-        self.model_limit(model) * RECOMMENDED_TOOL_BUDGET_PERCENT / 100
+        budget_within(self.model_limit(model))
     }
 
     /// Whether `tools` fit `model`'s budget, and by how much.
     pub fn check_budget(&self, tools: &[ToolSummary], model: &str) -> BudgetCheck {
-        let used = self.estimate_tools_tokens(tools).total;
-        let budget = self.tool_budget(model);
+        self.check_used(self.estimate_tools_tokens(tools).total, model)
+    }
+
+    /// [`check_budget`](Self::check_budget) for an estimate already made.
+    fn check_used(&self, used: u64, model: &str) -> BudgetCheck {
+        let model_limit = self.model_limit(model);
+        let budget = budget_within(model_limit);
         let percent = if budget == 0 {
             100.0
         } else {
@@ -192,7 +200,7 @@ impl TokenEstimator {
             budget,
             percent,
             overflow: used.saturating_sub(budget),
-            model_limit: self.model_limit(model),
+            model_limit,
         }
     }
 
@@ -239,7 +247,7 @@ impl TokenEstimator {
     /// ```
     pub fn usage_report(&self, tools: &[ToolSummary], model: &str) -> String {
         let estimate = self.estimate_tools_tokens(tools);
-        let check = self.check_budget(tools, model);
+        let check = self.check_used(estimate.total, model);
         let status = if check.fits {
             "✅ Within budget".to_owned()
         } else {

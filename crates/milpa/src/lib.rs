@@ -83,7 +83,7 @@ pub use result::{ErrorCode, Meta, RuntimeMeta, ToolResult, asks_for_confirmation
 pub mod __private {
     pub use crate::bind::{
         DirectOutput, Out, SerializeOutput, bind, bind_or, bind_value, bind_value_or, clamp_range,
-        data, error, input_generator, input_schema, output_schema, param_schema, set, set_object,
+        error, input_generator, input_schema, output_schema, param_schema, set, set_object,
     };
     pub use schemars;
     pub use serde_json;

@@ -51,8 +51,9 @@ pub struct ToolSummary {
 impl ToolSummary {
     /// The summary of one definition.
     ///
-    /// Schemas are normalized so that strict clients accept them: an empty (or non-object)
-    /// schema becomes `{"type": "object"}`, and an empty top-level `properties` (`[]` or
+    /// Schemas are normalized so that strict clients (MCP's among them) accept them: an empty
+    /// (or non-object) schema becomes `{"type": "object"}`, a schema without a top-level
+    /// `type` gets `"type": "object"` first, and an empty top-level `properties` (`[]` or
     /// `{}`) becomes `{}`. Nested schemas are left as written.
     pub fn from_definition(definition: &ToolDefinition) -> ToolSummary {
         let options = definition.options();
@@ -79,18 +80,25 @@ impl ToolSummary {
 fn normalize_schema(schema: &Value) -> Value {
     match schema {
         Value::Object(map) if !map.is_empty() => {
-            let mut map = map.clone();
-            if let Some(properties) = map.get_mut("properties") {
-                let empty = match properties {
-                    Value::Array(items) => items.is_empty(),
-                    Value::Object(fields) => fields.is_empty(),
-                    _ => false,
-                };
-                if empty {
-                    *properties = Value::Object(Map::new());
-                }
+            let mut out = Map::with_capacity(map.len() + 1);
+            if !map.contains_key("type") {
+                out.insert("type".into(), Value::from("object"));
             }
-            Value::Object(map)
+            for (key, value) in map {
+                let empty_properties = key == "properties"
+                    && match value {
+                        Value::Array(items) => items.is_empty(),
+                        Value::Object(fields) => fields.is_empty(),
+                        _ => false,
+                    };
+                let value = if empty_properties {
+                    Value::Object(Map::new())
+                } else {
+                    value.clone()
+                };
+                out.insert(key.clone(), value);
+            }
+            Value::Object(out)
         }
         _ => json!({"type": "object"}),
     }

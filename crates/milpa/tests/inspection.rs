@@ -327,11 +327,16 @@ async fn every_presence_matches_what_a_real_call_does() {
                     presence(StepKind::PlanMode) == StepPresence::Active,
                     "{label}"
                 );
-                // confirm: conditional exactly when the first call asks for a token.
+                // confirm: conditional exactly when the first call asks for a token, and
+                // dormant (present, but with nothing to ask) otherwise.
                 let asked = result.requires_confirmation();
                 assert_eq!(
-                    asked,
-                    presence(StepKind::Confirm) == StepPresence::Conditional,
+                    presence(StepKind::Confirm),
+                    if asked {
+                        StepPresence::Conditional
+                    } else {
+                        StepPresence::Dormant
+                    },
                     "{label}"
                 );
                 if asked {

@@ -178,6 +178,10 @@ async fn an_anonymous_mcp_caller_cannot_even_ask() {
         .call(REQUEST_NAME, json!({"subject": "x"}), &anonymous)
         .await;
     assert_eq!(refused.code(), Some(&ErrorCode::Forbidden));
+    assert_eq!(
+        refused.error.as_deref(),
+        Some("channel 'mcp' requires an authenticated principal (require_auth) — none provided.")
+    );
 }
 
 #[tokio::test]
@@ -326,6 +330,10 @@ async fn blank_arguments_are_refused_with_the_original_messages() {
         )
         .await;
     assert_eq!(maybe.code(), Some(&ErrorCode::ValidationError));
+    assert_eq!(
+        maybe.error.as_deref(),
+        Some("decision: Value must be one of: grant, reject")
+    );
 }
 
 #[tokio::test]
@@ -399,6 +407,12 @@ async fn the_requester_defaults_to_the_calling_principal() {
         )
         .await;
     assert_eq!(own.code(), Some(&ErrorCode::Forbidden));
+    // Refused because `bot` asked, not for any other reason a caller could be forbidden.
+    let expected = format!(
+        "Principal 'bot' requested verification '{}' and cannot grant it.",
+        id.as_str().unwrap()
+    );
+    assert_eq!(own.error.as_deref(), Some(expected.as_str()));
 }
 
 #[tokio::test]

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use milpa::audit::MemoryAuditSink;
+use milpa::audit::{AuditOutcome, MemoryAuditSink};
 use milpa::policy::ChannelPolicy;
 use milpa::{LogLevel, ToolContext, ToolDefinition, ToolError, ToolRegistry, ToolRegistryBuilder};
 use milpa_mcp::ServerOptions;
@@ -144,6 +144,28 @@ pub fn fixture() -> Fixture {
     fixture_with(false, |b| b)
 }
 
+/// A stdio client on a fresh [`fixture`], initialized with no capabilities.
+pub async fn initialized_client() -> StdioClient {
+    let mut client = StdioClient::start(fixture().registry, ServerOptions::default());
+    client.initialize(json!({})).await;
+    client
+}
+
+/// Waits (up to 5 s) until `audit` holds a cancelled call (of `tool`, when given).
+pub async fn wait_for_cancelled(audit: &MemoryAuditSink, tool: Option<&str>) -> bool {
+    for _ in 0..250 {
+        if audit
+            .records()
+            .iter()
+            .any(|r| r.outcome == AuditOutcome::Cancelled && tool.is_none_or(|t| r.tool == t))
+        {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
 /// A client talking to `serve_io` over in-process duplex streams.
 pub struct StdioClient {
     writer: DuplexStream,
@@ -205,23 +227,8 @@ impl StdioClient {
 
     /// Waits for the response with `id`, keeping other messages in the backlog.
     pub async fn response(&mut self, id: &Value) -> Value {
-        if let Some(pos) = self
-            .backlog
-            .iter()
-            .position(|m| m.get("id") == Some(id) && m.get("method").is_none())
-        {
-            return self.backlog.remove(pos).unwrap();
-        }
-        loop {
-            let message = self
-                .read_line()
-                .await
-                .expect("the server closed its output");
-            if message.get("id") == Some(id) && message.get("method").is_none() {
-                return message;
-            }
-            self.backlog.push_back(message);
-        }
+        self.wait_for(|m| m.get("id") == Some(id) && m.get("method").is_none())
+            .await
     }
 
     /// Waits for a message matching `pred`, keeping others in the backlog.

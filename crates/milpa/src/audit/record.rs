@@ -187,7 +187,8 @@ impl AuditRecord<'_> {
         s.end()
     }
 
-    fn args_redacted(&self) -> RedactedValue<'_> {
+    /// The arguments, redacted as they are written.
+    pub(crate) fn args_redacted(&self) -> RedactedValue<'_> {
         RedactedValue {
             value: self.args,
             redactor: self.redactor,
@@ -235,10 +236,7 @@ impl AuditRecord<'_> {
         out.extend_from_slice(b"\",\"success\":");
         json_write::boolean(out, self.success);
         out.extend_from_slice(b",\"code\":");
-        match self.code {
-            Some(code) => json_write::string(out, code.as_str()),
-            None => out.extend_from_slice(b"null"),
-        }
+        json_write::optional_string(out, self.code.map(ErrorCode::as_str));
         out.extend_from_slice(b",\"error\":");
         json_write::optional_string(out, self.error);
         out.extend_from_slice(b",\"took_ms\":");

@@ -86,16 +86,17 @@ impl Redactor {
                 buf[len] = b.to_ascii_lowercase();
                 len += 1;
             }
-            let key = &buf[..len];
-            return self.fragments.iter().any(|f| {
-                let f = f.as_bytes();
-                !f.is_empty() && key.windows(f.len()).any(|w| w == f)
-            });
+            return self.matches_normalized(&buf[..len]);
         }
-        let key = normalize(key);
-        self.fragments
-            .iter()
-            .any(|f| !f.is_empty() && key.contains(f.as_str()))
+        self.matches_normalized(normalize(key).as_bytes())
+    }
+
+    /// Whether a normalized key contains a fragment.
+    fn matches_normalized(&self, key: &[u8]) -> bool {
+        self.fragments.iter().any(|f| {
+            let f = f.as_bytes();
+            !f.is_empty() && key.windows(f.len()).any(|w| w == f)
+        })
     }
 
     /// A copy of `value` with secret values replaced by [`REDACTED`].

@@ -36,7 +36,7 @@ macro_rules! audit_event {
             code = $r.code.map(ErrorCode::as_str),
             took_ms = $r.took_ms,
             timeout_exceeded = $r.timeout_exceeded,
-            args = %serde_json::to_string(&crate::audit::RedactedValue { value: $r.args, redactor: $r.redactor }).unwrap_or_default(),
+            args = %serde_json::to_string(&$r.args_redacted()).unwrap_or_default(),
             "[ToolAudit] {} | {} | {} | {} | {}ms | {}",
             $r.request_id,
             $r.channel,

@@ -13,6 +13,7 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::context::ToolContext;
 use crate::deferred::Deferred;
 
 pub use memory::InMemoryConfirmationStore;
@@ -29,11 +30,16 @@ pub fn random_hex_128() -> String {
     rand::rng().fill_bytes(&mut bytes);
     let mut text = String::with_capacity(32);
     for byte in bytes {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        text.push(HEX[usize::from(byte >> 4)] as char);
-        text.push(HEX[usize::from(byte & 0xf)] as char);
+        push_hex(&mut text, byte);
     }
     text
+}
+
+/// Appends `byte` as two lowercase hex digits.
+pub(crate) fn push_hex(text: &mut String, byte: u8) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    text.push(HEX[usize::from(byte >> 4)] as char);
+    text.push(HEX[usize::from(byte & 0xf)] as char);
 }
 
 /// Milliseconds since the Unix epoch.
@@ -52,6 +58,18 @@ pub struct ConfirmationBinding {
     pub principal: Option<String>,
     /// The channel it asked over.
     pub channel: String,
+}
+
+impl ConfirmationBinding {
+    /// The binding of a call to `tool` in `ctx`: the one rule both the pipeline (issuing and
+    /// redeeming) and a transport (revoking a declined token) follow.
+    pub fn for_call(tool: &str, ctx: &ToolContext) -> Self {
+        ConfirmationBinding {
+            tool: tool.to_owned(),
+            principal: ctx.principal().map(str::to_owned),
+            channel: ctx.channel().to_owned(),
+        }
+    }
 }
 
 /// A call waiting for its confirmation.

@@ -7,7 +7,7 @@ use crate::context::{Mode, ToolContext};
 use crate::definition::ToolDefinition;
 use crate::events::TOOL_EXECUTING;
 use crate::pipeline::{self, StepKind};
-use crate::policy::ChannelPolicy;
+use crate::policy::{CallerDenial, ChannelPolicy, blocks_mutating, caller_denial};
 use crate::rate_limit::Quota;
 use crate::registry::ToolRegistry;
 
@@ -241,26 +241,26 @@ fn assumptions(facts: &StageFacts<'_>) -> Vec<String> {
             "channel '{channel}' has no policy of its own → the fail-closed policy applies (require_auth)"
         ));
     }
-    let scopes = facts.tool.scopes();
-    match facts.ctx.principal() {
-        None if facts.policy.require_auth => {
+    // The gate's own checks, in its order: the first that denies is the one authorize reports.
+    match caller_denial(&facts.policy, facts.ctx, facts.tool) {
+        Some(CallerDenial::Unauthenticated) => {
             out.push(format!(
                 "actor anonymous; channel '{channel}' requires auth → authorize would deny"
             ));
         }
-        _ if !scopes.is_empty() && !facts.ctx.has_any_scope(scopes) => {
+        Some(CallerDenial::MissingScope) => {
             out.push(format!(
                 "actor holds none of the tool's scopes ({}) → authorize would deny",
-                scopes.join(", ")
+                facts.tool.scopes().join(", ")
             ));
         }
-        _ if !facts.policy.allow_all && facts.policy.block_mutating && facts.tool.is_mutating() => {
+        None if blocks_mutating(&facts.policy, facts.tool) => {
             out.push(format!(
                 "channel '{channel}' blocks mutating tools (block_mutating) → authorize would deny{}",
                 if facts.rule_provider { " unless a rule allows it" } else { "" }
             ));
         }
-        _ => {}
+        None => {}
     }
     if facts.rule_provider {
         out.push("a rule provider is wired: its verdict is known only at call time".to_owned());

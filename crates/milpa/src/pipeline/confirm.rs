@@ -28,11 +28,7 @@ pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
 }
 
 async fn confirm(call: &mut Call<'_>) -> Flow {
-    let binding = ConfirmationBinding {
-        tool: call.name.to_owned(),
-        principal: call.ctx.principal().map(str::to_owned),
-        channel: call.ctx.channel().to_owned(),
-    };
+    let binding = ConfirmationBinding::for_call(call.name, call.ctx);
     match std::mem::replace(&mut call.confirm_token, TokenArg::Absent) {
         TokenArg::Absent => issue(call, binding).await,
         TokenArg::Given(token) => redeem(call, &token, &binding).await,

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 
 use crate::audit::AuditOutcome;
 use crate::context::ToolContext;
-use crate::deferred::Deferred;
-use crate::definition::{Tool, ToolError, ToolOutput};
+use crate::deferred::{BoxFuture, Deferred};
+use crate::definition::{Invocation, Tool, ToolError, ToolOutput};
 use crate::inspect::StageFacts;
 use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::pipeline::{Call, Flow, RawOutcome, panic_message};
@@ -23,17 +23,31 @@ pub(crate) type Contained = Result<Result<ToolOutput, ToolError>, String>;
 
 /// Runs a tool with panics caught, whether it panics while starting or while running.
 pub(crate) async fn contained(tool: &dyn Tool, args: &Value, ctx: &ToolContext) -> Contained {
-    let invocation = match catch_unwind(AssertUnwindSafe(|| tool.invoke(args, ctx))) {
-        Ok(invocation) => invocation,
-        Err(panic) => return Err(panic_message(panic.as_ref())),
-    };
-    match invocation {
+    match start(tool, args, ctx)? {
         Deferred::Ready(outcome) => Ok(outcome),
-        Deferred::Pending(future) => AssertUnwindSafe(future)
-            .catch_unwind()
-            .await
-            .map_err(|panic| panic_message(panic.as_ref())),
+        Deferred::Pending(future) => finish(future).await,
     }
+}
+
+/// Starts a tool with a panic caught: a sync tool has answered by now, an async one hands
+/// back its future for [`finish`]. Split from [`contained`] so that `execute` answers a
+/// sync tool without building a future.
+#[inline]
+pub(crate) fn start<'a>(
+    tool: &'a dyn Tool,
+    args: &'a Value,
+    ctx: &'a ToolContext,
+) -> Result<Invocation<'a>, String> {
+    catch_unwind(AssertUnwindSafe(|| tool.invoke(args, ctx)))
+        .map_err(|panic| panic_message(panic.as_ref()))
+}
+
+/// Runs an async tool's future to its end, with a panic caught.
+pub(crate) async fn finish(future: BoxFuture<'_, Result<ToolOutput, ToolError>>) -> Contained {
+    AssertUnwindSafe(future)
+        .catch_unwind()
+        .await
+        .map_err(|panic| panic_message(panic.as_ref()))
 }
 
 // Inlined into the pipeline: a tool that returned is judged here; failures, panics and

@@ -5,11 +5,9 @@
 //! killed). If the caller drops the call while the tool runs (a client that went away), the
 //! call is audited as cancelled.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::FutureExt;
 use serde_json::Value;
 
 use crate::context::ToolContext;
@@ -17,36 +15,35 @@ use crate::deferred::Deferred;
 use crate::definition::Tool;
 use crate::inspect::StageFacts;
 use crate::inspect::{InvocationStep, StepPresence, StepRole};
-use crate::pipeline::contain_exception::{Contained, contained};
-use crate::pipeline::{Call, Flow, RawOutcome, audit, panic_message};
+use crate::pipeline::clock::Tick;
+use crate::pipeline::contain_exception::{Contained, contained, finish, start};
+use crate::pipeline::{Call, Flow, RawOutcome, audit};
 use crate::pipeline::{StepKind, step, unreachable_in_plan_mode};
 
 pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
     let def = &call.tool().definition;
     if let Some(limit) = def.options().hard_timeout {
         // Boxed: only tools with a hard timeout carry a timer in their call's future.
-        let raw = Box::pin(run_with_hard_timeout(call, limit)).await;
+        let (raw, finished) = Box::pin(run_with_hard_timeout(call, limit)).await;
         call.raw = Some(raw);
+        call.finished = finished;
         return Flow::Continue;
     }
     let clock = call.registry.clock();
     let started = clock.now();
     // The fast path: a sync tool answers here, with no future in between.
-    let outcome = match catch_unwind(AssertUnwindSafe(|| def.tool().invoke(&call.args, call.ctx))) {
+    let outcome = match start(def.tool().as_ref(), &call.args, call.ctx) {
         Ok(Deferred::Ready(outcome)) => Ok(outcome),
         Ok(Deferred::Pending(future)) => {
             let guard = CancelGuard {
                 call: &*call,
                 armed: true,
             };
-            let outcome = AssertUnwindSafe(future)
-                .catch_unwind()
-                .await
-                .map_err(|panic| panic_message(panic.as_ref()));
+            let outcome = finish(future).await;
             guard.disarm();
             outcome
         }
-        Err(panic) => Err(panic_message(panic.as_ref())),
+        Err(panic) => Err(panic),
     };
     let finished = clock.now();
     call.finished = Some(finished);
@@ -56,17 +53,25 @@ pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
     Flow::Continue
 }
 
-async fn run_with_hard_timeout(call: &Call<'_>, limit: Duration) -> RawOutcome {
+/// The outcome, and when the tool returned (`None` when the deadline passed first).
+async fn run_with_hard_timeout(call: &Call<'_>, limit: Duration) -> (RawOutcome, Option<Tick>) {
     let guard = CancelGuard { call, armed: true };
     let clock = call.registry.clock();
     let started = clock.now();
     let outcome = with_hard_timeout(call, limit).await;
     guard.disarm();
     match outcome {
-        Some(outcome) => RawOutcome::from_contained(outcome, started, clock.now(), clock),
-        None => RawOutcome::TimedOut {
-            after_secs: limit.as_secs_f64(),
-        },
+        Some(outcome) => {
+            let finished = clock.now();
+            let raw = RawOutcome::from_contained(outcome, started, finished, clock);
+            (raw, Some(finished))
+        }
+        None => {
+            let raw = RawOutcome::TimedOut {
+                after_secs: limit.as_secs_f64(),
+            };
+            (raw, None)
+        }
     }
 }
 

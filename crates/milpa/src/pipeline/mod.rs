@@ -110,8 +110,9 @@ impl fmt::Display for StepKind {
 
 /// The stages one call visited, in order.
 ///
-/// Packed four bits a stage into one integer: recording a stage is a shift and an or, cheap
-/// enough to do on every call (the trace is what the stage-order test reads).
+/// Packed four bits a stage into one integer: recording a stage is a shift and an or. Only
+/// [`ToolRegistry::call_traced`](crate::ToolRegistry::call_traced) records one (the trace is
+/// what the stage-order test reads); a plain call watches through the no-op `()` observer.
 #[derive(Clone, Copy, PartialEq, Eq, Default)]
 pub struct StageTrace {
     packed: u64,
@@ -193,8 +194,7 @@ pub(crate) enum RawOutcome {
 }
 
 impl RawOutcome {
-    /// Judges what a contained run produced, timing it from `started` to `ended` (now when
-    /// not given).
+    /// Judges what a contained run produced, timing it from `started` to `ended`.
     pub(crate) fn from_contained(
         outcome: contain_exception::Contained,
         started: Tick,

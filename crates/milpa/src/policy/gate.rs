@@ -159,29 +159,60 @@ fn unknown_channel(channel: &str) -> ChannelPolicy {
     ChannelPolicy::FAIL_CLOSED
 }
 
+/// Why the caller alone is refused, before any rule or the channel's mutating block.
+///
+/// Shared with the invocation plan, so what `inspect` predicts is what `authorize` checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CallerDenial {
+    /// The channel requires a principal and the context has none.
+    Unauthenticated,
+    /// The tool has scopes and the context holds none of them.
+    MissingScope,
+}
+
 /// Authentication required by the channel, then the tool's scopes.
+#[inline]
+pub(crate) fn caller_denial(
+    policy: &ChannelPolicy,
+    ctx: &ToolContext,
+    tool: &ToolDefinition,
+) -> Option<CallerDenial> {
+    if policy.require_auth && ctx.principal().is_none() {
+        return Some(CallerDenial::Unauthenticated);
+    }
+    let scopes = tool.scopes();
+    if !scopes.is_empty() && !ctx.has_any_scope(scopes) {
+        return Some(CallerDenial::MissingScope);
+    }
+    None
+}
+
+/// The channel's `block_mutating`, unless `allow_all`.
+#[inline]
+pub(crate) fn blocks_mutating(policy: &ChannelPolicy, tool: &ToolDefinition) -> bool {
+    !policy.allow_all && policy.block_mutating && tool.is_mutating()
+}
+
+/// [`caller_denial`], worded as the original denies it.
 #[inline]
 fn check_caller(
     policy: &ChannelPolicy,
     ctx: &ToolContext,
     tool: &ToolDefinition,
 ) -> Option<Authorization> {
-    if policy.require_auth && ctx.principal().is_none() {
-        return Some(Authorization::Denied(format!(
+    let message = match caller_denial(policy, ctx, tool)? {
+        CallerDenial::Unauthenticated => format!(
             "channel '{}' requires an authenticated principal (require_auth) — none provided.",
             ctx.channel()
-        )));
-    }
-    let scopes = tool.scopes();
-    if !scopes.is_empty() && !ctx.has_any_scope(scopes) {
-        return Some(Authorization::Denied(format!(
+        ),
+        CallerDenial::MissingScope => format!(
             "Missing required scope for tool '{}'. Need one of: {} — context has: {}.",
             tool.name(),
-            scopes.join(", "),
+            tool.scopes().join(", "),
             held_scopes(ctx)
-        )));
-    }
-    None
+        ),
+    };
+    Some(Authorization::Denied(message))
 }
 
 /// The first matching rule decides, if there is one.
@@ -217,14 +248,14 @@ async fn check_rules(
     })
 }
 
-/// The channel's `block_mutating`, unless `allow_all`.
+/// [`blocks_mutating`], worded as the original denies it.
 #[inline]
 fn check_channel(
     policy: &ChannelPolicy,
     ctx: &ToolContext,
     tool: &ToolDefinition,
 ) -> Authorization {
-    if !policy.allow_all && policy.block_mutating && tool.is_mutating() {
+    if blocks_mutating(policy, tool) {
         return Authorization::Denied(format!(
             "Mutating tool '{}' is blocked on channel '{}' (block_mutating policy).",
             tool.name(),

@@ -6,6 +6,7 @@ mod rules;
 
 pub use channel::ChannelPolicy;
 pub use gate::{Authorization, PolicyGate};
+pub(crate) use gate::{CallerDenial, blocks_mutating, caller_denial};
 pub use rules::{
     PolicyRule, PolicyRuleProvider, RuleEffect, RuleQuery, StaticRule, StaticRuleProvider,
     glob_matches,

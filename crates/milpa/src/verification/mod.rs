@@ -484,11 +484,11 @@ pub fn new_request_id() -> String {
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
     let mut text = String::with_capacity(36);
-    for (i, byte) in bytes.iter().enumerate() {
+    for (i, byte) in bytes.into_iter().enumerate() {
         if matches!(i, 4 | 6 | 8 | 10) {
             text.push('-');
         }
-        text.push_str(&format!("{byte:02x}"));
+        crate::confirm::push_hex(&mut text, byte);
     }
     text
 }

@@ -153,13 +153,7 @@ impl HumanVerifier {
             revision: 0,
         };
         self.store.create(record.clone()).await?;
-        self.dispatch(
-            EventKind::Requested,
-            VerificationEvent {
-                record: record.clone(),
-                result: None,
-            },
-        );
+        self.dispatch(|p| Event::VerificationRequested(p), &record, None);
         Ok(record)
     }
 
@@ -227,19 +221,14 @@ impl HumanVerifier {
             {
                 let mut record = next;
                 record.revision = current.revision + 1;
-                let event = match record.status {
-                    VerificationStatus::Passed => Some(EventKind::Granted),
-                    VerificationStatus::Failed => Some(EventKind::Rejected),
-                    _ => None,
-                };
-                if let Some(event) = event {
-                    self.dispatch(
-                        event,
-                        VerificationEvent {
-                            record: record.clone(),
-                            result: Some(result.clone()),
-                        },
-                    );
+                match record.status {
+                    VerificationStatus::Passed => {
+                        self.dispatch(|p| Event::VerificationGranted(p), &record, Some(&result));
+                    }
+                    VerificationStatus::Failed => {
+                        self.dispatch(|p| Event::VerificationRejected(p), &record, Some(&result));
+                    }
+                    _ => {}
                 }
                 return Ok(Resolution { record, result });
             }
@@ -247,23 +236,21 @@ impl HumanVerifier {
         Err(VerificationError::Contention { id: id.to_owned() })
     }
 
-    fn dispatch(&self, kind: EventKind, payload: VerificationEvent) {
+    /// Tells the dispatcher, if one is wired; the payload is copied only then.
+    fn dispatch(
+        &self,
+        event: for<'e> fn(&'e VerificationEvent) -> Event<'e>,
+        record: &VerificationRecord,
+        result: Option<&VerificationResult>,
+    ) {
         if let Some(dispatcher) = &self.dispatcher {
-            let event = match kind {
-                EventKind::Requested => Event::VerificationRequested(&payload),
-                EventKind::Granted => Event::VerificationGranted(&payload),
-                EventKind::Rejected => Event::VerificationRejected(&payload),
+            let payload = VerificationEvent {
+                record: record.clone(),
+                result: result.cloned(),
             };
-            dispatcher.dispatch(&event);
+            dispatcher.dispatch(&event(&payload));
         }
     }
-}
-
-#[derive(Clone, Copy)]
-enum EventKind {
-    Requested,
-    Granted,
-    Rejected,
 }
 
 /// The record after `verdict`, and the result to report, or why it is refused.
