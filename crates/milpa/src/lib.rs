@@ -74,6 +74,7 @@ pub use definition::{
 pub use events::{Dispatcher, Event, InterceptionSlot};
 pub use listing::ToolSummary;
 pub use milpa_macros::{tool, tools};
+pub use pipeline::refusal::ConfirmationRefusal;
 pub use pipeline::{StageTrace, StepKind};
 pub use registry::{RegistryError, ToolRegistry, ToolRegistryBuilder};
 pub use result::{ErrorCode, Meta, RuntimeMeta, ToolResult, asks_for_confirmation};

@@ -14,6 +14,7 @@ use crate::context::ToolContext;
 use crate::definition::{ToolDefinition, ToolProvider};
 use crate::events::Dispatcher;
 use crate::pipeline::clock::PipelineClock;
+use crate::pipeline::refusal::{self, ConfirmationRefusal};
 use crate::pipeline::{StageTrace, execute_call};
 use crate::policy::{ChannelPolicy, PolicyGate, PolicyRuleProvider};
 use crate::rate_limit::{Quota, RateLimiter};
@@ -218,6 +219,33 @@ impl ToolRegistry {
         let mut trace = StageTrace::default();
         let result = execute_call(self, name, args, ctx, &mut trace).await;
         (result, trace)
+    }
+
+    /// Ends a parked confirmation the person declined or cancelled: revokes `token` (only
+    /// if it was issued for `tool` to this context's principal and channel), audits the
+    /// call with [`AuditOutcome::ConfirmationDeclined`](crate::audit::AuditOutcome) and
+    /// returns a failure with code [`ErrorCode::ConfirmationDeclined`](crate::ErrorCode),
+    /// the message `Not done: confirmation of <summary> was declined.` (or `cancelled`) and
+    /// `meta.confirmation` = `"declined"` / `"cancelled"`.
+    ///
+    /// A refusal is not a failure of the tool: no `tool.failed` event is emitted.
+    pub fn decline_confirmation<'a>(
+        &'a self,
+        tool: &'a str,
+        token: &'a str,
+        refusal: ConfirmationRefusal,
+        ctx: &'a ToolContext,
+    ) -> impl Future<Output = ToolResult> + Send + 'a {
+        refusal::decline_confirmation(self, tool, token, refusal, ctx)
+    }
+
+    /// Audits a call refused at the protocol level, before it could reach the pipeline
+    /// (`tools/call` arguments not an object, name missing): outcome
+    /// [`AuditOutcome::InvalidRequest`](crate::audit::AuditOutcome), code
+    /// `VALIDATION_ERROR` (the code such a request gets when it does reach the pipeline),
+    /// `reason` as the error.
+    pub fn audit_refused_request(&self, name: Option<&str>, reason: &str, ctx: &ToolContext) {
+        refusal::refused_request(self, name, reason, ctx);
     }
 
     #[inline]

@@ -35,6 +35,9 @@ pub enum ErrorCode {
     RateLimited,
     /// `CANCELLED`: the caller cancelled the call.
     Cancelled,
+    /// `CONFIRMATION_DECLINED`: the person asked to confirm the action declined or
+    /// cancelled it; nothing ran.
+    ConfirmationDeclined,
     /// Any other code a tool chose.
     Other(Box<str>),
 }
@@ -53,6 +56,7 @@ impl ErrorCode {
             ErrorCode::InternalError => "INTERNAL_ERROR",
             ErrorCode::RateLimited => "RATE_LIMITED",
             ErrorCode::Cancelled => "CANCELLED",
+            ErrorCode::ConfirmationDeclined => "CONFIRMATION_DECLINED",
             ErrorCode::Other(code) => code,
         }
     }
@@ -70,6 +74,7 @@ impl ErrorCode {
             "INTERNAL_ERROR" => ErrorCode::InternalError,
             "RATE_LIMITED" => ErrorCode::RateLimited,
             "CANCELLED" => ErrorCode::Cancelled,
+            "CONFIRMATION_DECLINED" => ErrorCode::ConfirmationDeclined,
             other => ErrorCode::Other(other.into()),
         }
     }

@@ -164,3 +164,65 @@ async fn the_json_lines_sink_writes_one_redacted_line_per_call() {
     assert_eq!(lines[1]["code"], "TOOL_NOT_FOUND");
     assert!(!text.contains("\"s\""));
 }
+
+#[tokio::test]
+async fn a_declined_confirmation_is_audited_once_with_what_was_declined() {
+    let runs = Runs::default();
+    let (mut registry, sink) = audited(ToolRegistry::builder());
+    registry
+        .register(echoing(
+            echo_args("wipe").requires_confirmation(true),
+            &runs,
+        ))
+        .unwrap();
+    let ctx = ToolContext::mcp("r-9", Some("ann".into()), ["*"]);
+    let first = registry
+        .call("wipe", json!({"disk": "sda", "password": "hunter2"}), &ctx)
+        .await;
+    let token = first.confirm_token().unwrap().to_owned();
+    sink.take();
+
+    registry
+        .decline_confirmation("wipe", &token, milpa::ConfirmationRefusal::Cancelled, &ctx)
+        .await;
+    let record = only_record(&sink);
+    assert_eq!(record.outcome, AuditOutcome::ConfirmationDeclined);
+    assert_eq!(record.tool, "wipe");
+    assert_eq!(record.request_id, "r-9");
+    assert_eq!(record.principal.as_deref(), Some("ann"));
+    assert!(!record.success);
+    assert_eq!(record.code, Some(milpa::ErrorCode::ConfirmationDeclined));
+    assert!(
+        record.error.as_deref().unwrap().ends_with("was cancelled."),
+        "{record:?}"
+    );
+    assert_eq!(
+        record.args,
+        json!({"disk": "sda", "password": "***REDACTED***"})
+    );
+    let line = serde_json::to_value(&record).unwrap();
+    assert_eq!(line["outcome"], "confirmation_declined");
+    assert_eq!(runs.count(), 0);
+}
+
+#[tokio::test]
+async fn a_request_refused_at_the_protocol_level_is_audited() {
+    let (registry, sink) = audited(ToolRegistry::builder());
+    let ctx = ToolContext::mcp("r-3", None, Vec::<String>::new());
+    registry.audit_refused_request(Some("notes.add"), "arguments must be an object", &ctx);
+    let record = only_record(&sink);
+    assert_eq!(record.outcome, AuditOutcome::InvalidRequest);
+    assert_eq!(record.tool, "notes.add");
+    assert_eq!(record.code, Some(milpa::ErrorCode::ValidationError));
+    assert_eq!(record.error.as_deref(), Some("arguments must be an object"));
+    assert_eq!(record.request_id, "r-3");
+    assert_eq!(
+        serde_json::to_value(&record).unwrap()["outcome"],
+        "invalid_request"
+    );
+
+    registry.audit_refused_request(None, "missing tool name", &ctx);
+    let record = only_record(&sink);
+    assert_eq!(record.tool, "");
+    assert_eq!(record.error.as_deref(), Some("missing tool name"));
+}

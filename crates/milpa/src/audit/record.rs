@@ -40,6 +40,12 @@ pub enum AuditOutcome {
     TimedOut,
     /// The caller cancelled the call (or went away) while it ran.
     Cancelled,
+    /// The person asked to confirm the call declined or cancelled it (the record's `error`
+    /// says which); the token was revoked and nothing ran.
+    ConfirmationDeclined,
+    /// The request was refused at the protocol level, before a tool could be resolved
+    /// (arguments not an object, name missing).
+    InvalidRequest,
 }
 
 impl AuditOutcome {
@@ -59,6 +65,8 @@ impl AuditOutcome {
             AuditOutcome::Failed => "failed",
             AuditOutcome::TimedOut => "timed_out",
             AuditOutcome::Cancelled => "cancelled",
+            AuditOutcome::ConfirmationDeclined => "confirmation_declined",
+            AuditOutcome::InvalidRequest => "invalid_request",
         }
     }
 

@@ -21,6 +21,7 @@ pub(crate) mod emit_executing;
 pub(crate) mod execute;
 pub(crate) mod plan_mode;
 pub(crate) mod rate_limit;
+pub(crate) mod refusal;
 pub(crate) mod resolve;
 pub(crate) mod validate;
 
@@ -240,6 +241,28 @@ pub(crate) struct Call<'r> {
 }
 
 impl<'r> Call<'r> {
+    /// A call of `name` that has not visited any stage yet.
+    pub fn new(
+        registry: &'r ToolRegistry,
+        name: &'r str,
+        args: Value,
+        ctx: &'r ToolContext,
+    ) -> Self {
+        Call {
+            registry,
+            ctx,
+            name,
+            started: registry.clock().now(),
+            tool: None,
+            args,
+            confirm_token: TokenArg::Absent,
+            policy: None,
+            raw: None,
+            terminal: None,
+            finished: None,
+        }
+    }
+
     /// The resolved tool (every stage after `resolve` may rely on it).
     #[inline]
     pub fn tool(&self) -> &'r RegisteredTool {
@@ -293,19 +316,7 @@ pub(crate) async fn execute_call(
     ctx: &ToolContext,
     mut trace: impl StageObserver,
 ) -> ToolResult {
-    let mut call = Call {
-        registry,
-        ctx,
-        name,
-        started: registry.clock().now(),
-        tool: None,
-        args,
-        confirm_token: TokenArg::Absent,
-        policy: None,
-        raw: None,
-        terminal: None,
-        finished: None,
-    };
+    let mut call = Call::new(registry, name, args, ctx);
     // Walked through a reference: iterating the array by value would copy it into the
     // call's state first.
     for &step in &StepKind::ORDER {
