@@ -49,6 +49,7 @@ mod deferred;
 mod definition;
 pub mod events;
 pub mod inspect;
+mod json_size;
 pub mod json_write;
 mod listing;
 pub mod llm;
@@ -60,6 +61,7 @@ pub mod render;
 mod result;
 pub mod schema;
 pub mod verification;
+mod wiring;
 
 pub use bind::{Json, ToolParam};
 pub use call_handle::{CallHandle, CallPeer, LogLevel, PeerError};

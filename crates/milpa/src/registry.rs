@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::audit::{AuditSink, Redactor, TracingAuditSink};
+use crate::audit::{AuditLimits, AuditSink, Redactor, TracingAuditSink};
 use crate::confirm::{ConfirmationStore, DEFAULT_TTL, InMemoryConfirmationStore};
 use crate::context::ToolContext;
 use crate::definition::{ToolDefinition, ToolProvider};
@@ -20,6 +20,7 @@ use crate::policy::{ChannelPolicy, PolicyGate, PolicyRuleProvider};
 use crate::rate_limit::{Quota, RateLimiter};
 use crate::result::ToolResult;
 use crate::schema::{InputValidator, SchemaError};
+use crate::wiring::{DEFAULT_MAX_RESULT_BYTES, Wiring};
 
 /// Why a tool could not be registered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -59,6 +60,44 @@ pub(crate) struct RegisteredTool {
 /// Up to this many tools, a lookup scans the list instead of hashing the name.
 const LINEAR_LOOKUP_MAX: usize = 8;
 
+/// The registered tools, in registration order, and the index `resolve` finds them by.
+#[derive(Default)]
+pub(crate) struct ToolTable {
+    tools: Vec<RegisteredTool>,
+    // foldhash: the lookup is on every call, and SipHash showed in profiles. Its seed is
+    // random per process, and callers only look keys up, never insert them.
+    index: HashMap<Arc<str>, usize, foldhash::fast::RandomState>,
+}
+
+impl ToolTable {
+    #[inline]
+    pub(crate) fn lookup(&self, name: &str) -> Option<&RegisteredTool> {
+        // A few tools are found faster by comparing names (mostly just their lengths) than
+        // by hashing the name; names are unique, so both find the same tool.
+        if self.tools.len() <= LINEAR_LOOKUP_MAX {
+            return self
+                .tools
+                .iter()
+                .find(|tool| tool.definition.name() == name);
+        }
+        self.index.get(name).map(|i| &self.tools[*i])
+    }
+
+    fn contains(&self, name: &str) -> bool {
+        self.index.contains_key(name)
+    }
+
+    fn push(&mut self, tool: RegisteredTool) {
+        self.index
+            .insert(tool.definition.name_arc().clone(), self.tools.len());
+        self.tools.push(tool);
+    }
+
+    fn iter(&self) -> std::slice::Iter<'_, RegisteredTool> {
+        self.tools.iter()
+    }
+}
+
 /// The tools, and the pipeline every call to them runs through.
 ///
 /// Build it with [`ToolRegistry::builder`], register tools, then share it (it is `Send +
@@ -85,20 +124,10 @@ const LINEAR_LOOKUP_MAX: usize = 8;
 /// # }).unwrap();
 /// ```
 pub struct ToolRegistry {
-    tools: Vec<RegisteredTool>,
-    // foldhash: the lookup is on every call, and SipHash showed in profiles. Its seed is
-    // random per process, and callers only look keys up, never insert them.
-    index: HashMap<Arc<str>, usize, foldhash::fast::RandomState>,
-    gate: PolicyGate,
-    rate_limiter: Option<Arc<dyn RateLimiter>>,
+    tools: ToolTable,
     default_quota: Quota,
     tool_quotas: HashMap<String, Quota>,
-    confirmations: Arc<dyn ConfirmationStore>,
-    confirmation_ttl: Duration,
-    dispatcher: Option<Arc<Dispatcher>>,
-    audit: Arc<dyn AuditSink>,
-    redactor: Redactor,
-    clock: PipelineClock,
+    wiring: Wiring,
 }
 
 impl Default for ToolRegistry {
@@ -111,9 +140,9 @@ impl std::fmt::Debug for ToolRegistry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolRegistry")
             .field("tools", &self.tool_names().collect::<Vec<_>>())
-            .field("gate", &self.gate)
-            .field("rate_limiter", &self.rate_limiter.is_some())
-            .field("dispatcher", &self.dispatcher.is_some())
+            .field("gate", &self.wiring.gate)
+            .field("rate_limiter", &self.wiring.rate_limiter.is_some())
+            .field("dispatcher", &self.wiring.dispatcher.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -137,6 +166,8 @@ impl ToolRegistry {
             dispatcher: None,
             audit: None,
             redactor: Redactor::default(),
+            audit_limits: AuditLimits::default(),
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
         }
     }
 
@@ -146,7 +177,7 @@ impl ToolRegistry {
         if !valid_tool_name(name) {
             return Err(RegistryError::InvalidName(name.to_owned()));
         }
-        if self.index.contains_key(name) {
+        if self.tools.contains(name) {
             return Err(RegistryError::AlreadyRegistered(name.to_owned()));
         }
         let validator = InputValidator::compile(definition.input_schema()).map_err(|error| {
@@ -172,8 +203,6 @@ impl ToolRegistry {
             .get(name)
             .copied()
             .unwrap_or(self.default_quota);
-        self.index
-            .insert(definition.name_arc().clone(), self.tools.len());
         self.tools.push(RegisteredTool {
             definition,
             validator,
@@ -207,6 +236,32 @@ impl ToolRegistry {
         ctx: &'a ToolContext,
     ) -> impl Future<Output = ToolResult> + Send + 'a {
         execute_call(self, name, args, ctx, ())
+    }
+
+    /// [`call`](Self::call) in the default context, [`ToolContext::cli`] (full access, for
+    /// scripts and tests): the original's `call()` without a context.
+    ///
+    /// ```
+    /// use milpa::{ToolDefinition, ToolRegistry};
+    /// use serde_json::json;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let mut registry = ToolRegistry::new();
+    /// registry.register(ToolDefinition::builder("ping").sync(|_, _| json!("pong"))).unwrap();
+    /// let result = registry.call_cli("ping", json!({})).await;
+    /// assert_eq!(result.data, json!("pong"));
+    /// assert_eq!(result.meta.runtime().unwrap().channel(), "cli");
+    /// # });
+    /// ```
+    pub fn call_cli<'a>(
+        &'a self,
+        name: &'a str,
+        args: Value,
+    ) -> impl Future<Output = ToolResult> + Send + 'a {
+        async move {
+            let ctx = ToolContext::cli();
+            execute_call(self, name, args, &ctx, ()).await
+        }
     }
 
     /// Like [`call`](Self::call), also returning the stages the call went through.
@@ -250,15 +305,13 @@ impl ToolRegistry {
 
     #[inline]
     pub(crate) fn lookup(&self, name: &str) -> Option<&RegisteredTool> {
-        // A few tools are found faster by comparing names (mostly just their lengths) than
-        // by hashing the name; names are unique, so both find the same tool.
-        if self.tools.len() <= LINEAR_LOOKUP_MAX {
-            return self
-                .tools
-                .iter()
-                .find(|tool| tool.definition.name() == name);
-        }
-        self.index.get(name).map(|i| &self.tools[*i])
+        self.tools.lookup(name)
+    }
+
+    /// The tool table `resolve` reads.
+    #[inline]
+    pub(crate) fn tool_table(&self) -> &ToolTable {
+        &self.tools
     }
 
     /// The definition of `name`.
@@ -268,7 +321,7 @@ impl ToolRegistry {
 
     /// Whether a tool is registered under `name`.
     pub fn has(&self, name: &str) -> bool {
-        self.index.contains_key(name)
+        self.tools.contains(name)
     }
 
     /// All definitions, in registration order.
@@ -283,12 +336,12 @@ impl ToolRegistry {
 
     /// How many tools are registered.
     pub fn len(&self) -> usize {
-        self.tools.len()
+        self.tools.tools.len()
     }
 
     /// Whether no tool is registered.
     pub fn is_empty(&self) -> bool {
-        self.tools.is_empty()
+        self.tools.tools.is_empty()
     }
 
     /// The rate-limit budget `name` is charged against.
@@ -299,64 +352,75 @@ impl ToolRegistry {
     /// The policy gate.
     #[inline]
     pub fn policy_gate(&self) -> &PolicyGate {
-        &self.gate
+        &self.wiring.gate
     }
 
     /// The policy gate, to change channel policies or the rule provider.
     pub fn policy_gate_mut(&mut self) -> &mut PolicyGate {
-        &mut self.gate
+        &mut self.wiring.gate
     }
 
     /// Whether a rate limiter is wired.
     pub fn has_rate_limiter(&self) -> bool {
-        self.rate_limiter.is_some()
+        self.wiring.rate_limiter.is_some()
     }
 
     /// The rate limiter, if wired.
     #[inline]
     pub fn rate_limiter(&self) -> Option<&Arc<dyn RateLimiter>> {
-        self.rate_limiter.as_ref()
+        self.wiring.rate_limiter.as_ref()
     }
 
     /// Whether an event dispatcher is wired.
     pub fn has_dispatcher(&self) -> bool {
-        self.dispatcher.is_some()
+        self.wiring.dispatcher.is_some()
     }
 
     /// The event dispatcher, if wired.
     #[inline]
     pub fn dispatcher(&self) -> Option<&Arc<Dispatcher>> {
-        self.dispatcher.as_ref()
+        self.wiring.dispatcher.as_ref()
     }
 
     /// Whether the gate has a rule provider.
     pub fn has_rule_provider(&self) -> bool {
-        self.gate.has_rule_provider()
+        self.wiring.gate.has_rule_provider()
     }
 
     /// The confirmation store.
     pub fn confirmation_store(&self) -> &Arc<dyn ConfirmationStore> {
-        &self.confirmations
+        &self.wiring.confirmations
     }
 
     /// How long confirmation tokens live.
     pub fn confirmation_ttl(&self) -> Duration {
-        self.confirmation_ttl
+        self.wiring.confirmation_ttl
     }
 
     /// The audit sink.
     pub fn audit_sink(&self) -> &Arc<dyn AuditSink> {
-        &self.audit
-    }
-
-    #[inline]
-    pub(crate) fn clock(&self) -> &PipelineClock {
-        &self.clock
+        &self.wiring.audit
     }
 
     /// The redaction rules used for audit records.
     pub fn redactor(&self) -> &Redactor {
-        &self.redactor
+        &self.wiring.redactor
+    }
+
+    /// The size caps of audit records.
+    pub fn audit_limits(&self) -> &AuditLimits {
+        &self.wiring.audit_limits
+    }
+
+    /// The largest tool result (in bytes of JSON) a call may return.
+    pub fn max_result_bytes(&self) -> usize {
+        self.wiring.max_result_bytes
+    }
+
+    /// What the stages of a call borrow.
+    #[inline]
+    pub(crate) fn wiring(&self) -> &Wiring {
+        &self.wiring
     }
 }
 
@@ -378,6 +442,8 @@ pub struct ToolRegistryBuilder {
     dispatcher: Option<Arc<Dispatcher>>,
     audit: Option<Arc<dyn AuditSink>>,
     redactor: Redactor,
+    audit_limits: AuditLimits,
+    max_result_bytes: usize,
 }
 
 impl std::fmt::Debug for ToolRegistryBuilder {
@@ -436,6 +502,20 @@ impl ToolRegistryBuilder {
         self
     }
 
+    /// How large an audit record may grow (arguments, error text); beyond, the text is cut
+    /// with a visible marker.
+    pub fn audit_limits(mut self, limits: AuditLimits) -> Self {
+        self.audit_limits = limits;
+        self
+    }
+
+    /// The largest tool result, in bytes of JSON (default 4 MiB). A larger one fails the
+    /// call with `RESULT_TOO_LARGE`.
+    pub fn max_result_bytes(mut self, max: usize) -> Self {
+        self.max_result_bytes = max;
+        self
+    }
+
     /// Replaces the policy of one channel.
     pub fn channel_policy(mut self, channel: impl Into<String>, policy: ChannelPolicy) -> Self {
         self.gate.set_channel_policy(channel, policy);
@@ -451,20 +531,23 @@ impl ToolRegistryBuilder {
     /// The finished (empty) registry.
     pub fn build(self) -> ToolRegistry {
         ToolRegistry {
-            tools: Vec::new(),
-            index: HashMap::default(),
-            gate: self.gate,
-            rate_limiter: self.rate_limiter,
+            tools: ToolTable::default(),
             default_quota: self.default_quota,
             tool_quotas: self.tool_quotas,
-            confirmations: self
-                .confirmations
-                .unwrap_or_else(|| Arc::new(InMemoryConfirmationStore::new())),
-            confirmation_ttl: self.confirmation_ttl,
-            dispatcher: self.dispatcher,
-            audit: self.audit.unwrap_or_else(|| Arc::new(TracingAuditSink)),
-            redactor: self.redactor,
-            clock: PipelineClock::default(),
+            wiring: Wiring {
+                gate: self.gate,
+                rate_limiter: self.rate_limiter,
+                confirmations: self
+                    .confirmations
+                    .unwrap_or_else(|| Arc::new(InMemoryConfirmationStore::new())),
+                confirmation_ttl: self.confirmation_ttl,
+                dispatcher: self.dispatcher,
+                audit: self.audit.unwrap_or_else(|| Arc::new(TracingAuditSink)),
+                redactor: self.redactor,
+                audit_limits: self.audit_limits,
+                max_result_bytes: self.max_result_bytes,
+                clock: PipelineClock::default(),
+            },
         }
     }
 }

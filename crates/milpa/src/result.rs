@@ -38,6 +38,12 @@ pub enum ErrorCode {
     /// `CONFIRMATION_DECLINED`: the person asked to confirm the action declined or
     /// cancelled it; nothing ran.
     ConfirmationDeclined,
+    /// `RESULT_TOO_LARGE`: the tool's result is larger than the registry's cap
+    /// ([`ToolRegistryBuilder::max_result_bytes`](crate::ToolRegistryBuilder::max_result_bytes)).
+    ResultTooLarge,
+    /// `UNAVAILABLE`: a collaborator the call needs (a rate limiter, a store) failed, so the
+    /// call was refused rather than let through unchecked.
+    Unavailable,
     /// Any other code a tool chose.
     Other(Box<str>),
 }
@@ -57,6 +63,8 @@ impl ErrorCode {
             ErrorCode::RateLimited => "RATE_LIMITED",
             ErrorCode::Cancelled => "CANCELLED",
             ErrorCode::ConfirmationDeclined => "CONFIRMATION_DECLINED",
+            ErrorCode::ResultTooLarge => "RESULT_TOO_LARGE",
+            ErrorCode::Unavailable => "UNAVAILABLE",
             ErrorCode::Other(code) => code,
         }
     }
@@ -75,6 +83,8 @@ impl ErrorCode {
             "RATE_LIMITED" => ErrorCode::RateLimited,
             "CANCELLED" => ErrorCode::Cancelled,
             "CONFIRMATION_DECLINED" => ErrorCode::ConfirmationDeclined,
+            "RESULT_TOO_LARGE" => ErrorCode::ResultTooLarge,
+            "UNAVAILABLE" => ErrorCode::Unavailable,
             other => ErrorCode::Other(other.into()),
         }
     }
@@ -452,6 +462,23 @@ impl ToolResult {
     /// `TOOL_NOT_FOUND`: `Tool not found: <name>`.
     pub fn tool_not_found(name: &str) -> ToolResult {
         Self::error_with_code(ErrorCode::ToolNotFound, format!("Tool not found: {name}"))
+    }
+
+    /// The serialized size of the result's caller-supplied parts (data, message, error, meta
+    /// fields), or `None` once it passes `max`. Counted without serializing (see
+    /// `json_size`); the runtime meta, a few short fields, is left out.
+    pub(crate) fn size_within(&self, max: usize) -> Option<usize> {
+        let mut used = crate::json_size::within(&self.data, max)?;
+        for text in [&self.message, &self.error].into_iter().flatten() {
+            used += crate::json_size::string_within(text, max.checked_sub(used)?)?;
+        }
+        if let Some(fields) = &self.meta.fields {
+            for (key, value) in fields.iter() {
+                used += crate::json_size::string_within(key, max.checked_sub(used)?)?;
+                used += crate::json_size::within(value, max.checked_sub(used)?)?;
+            }
+        }
+        Some(used)
     }
 
     /// `VALIDATION_ERROR` with the given message.

@@ -226,3 +226,91 @@ async fn a_request_refused_at_the_protocol_level_is_audited() {
     assert_eq!(record.tool, "");
     assert_eq!(record.error.as_deref(), Some("missing tool name"));
 }
+
+#[tokio::test]
+async fn a_huge_tool_name_is_refused_first_and_never_recorded_whole() {
+    let (registry, sink) = audited(ToolRegistry::builder());
+    let name = "n".repeat(4 * 1024 * 1024);
+    let result = registry.call(&name, json!({}), &ToolContext::cli()).await;
+    assert_eq!(result.code(), Some(&milpa::ErrorCode::ToolNotFound));
+    let message = result.error.as_deref().unwrap();
+    assert!(message.len() < 200, "{}", message.len());
+    assert!(message.ends_with("…(+4194176 bytes)"), "{message}");
+    // The result's own meta quotes the name cut too.
+    assert!(serde_json::to_vec(&result).unwrap().len() < 1024);
+
+    let record = only_record(&sink);
+    let line = serde_json::to_vec(&record).unwrap();
+    assert!(line.len() < 20 * 1024, "{} bytes", line.len());
+    assert!(
+        record.tool.ends_with("…(+4194176 bytes)"),
+        "{}",
+        record.tool
+    );
+    assert_eq!(record.tool.len(), 128 + "…(+4194176 bytes)".len());
+}
+
+#[tokio::test]
+async fn huge_arguments_and_errors_are_recorded_cut_with_a_marker() {
+    let (mut registry, sink) = audited(ToolRegistry::builder());
+    registry
+        .register(milpa::ToolDefinition::builder("fail").sync(
+            |args, _| -> Result<Value, milpa::ToolError> {
+                Err(milpa::ToolError::new(
+                    args["text"].as_str().unwrap_or("").repeat(2),
+                ))
+            },
+        ))
+        .unwrap();
+    let text = "x".repeat(1024 * 1024);
+    registry
+        .call(
+            "fail",
+            json!({"text": text, "password": "hunter2"}),
+            &ToolContext::cli(),
+        )
+        .await;
+    let record = only_record(&sink);
+    let args = record
+        .args
+        .as_str()
+        .expect("over-cap arguments are recorded as cut text");
+    assert!(args.starts_with("{\"text\":\"xxx"), "{}", &args[..40]);
+    assert!(args.ends_with(" bytes)"), "{}", &args[args.len() - 40..]);
+    assert!(args.len() < 16 * 1024 + 32);
+    let error = record.error.as_deref().unwrap();
+    assert!(error.len() < 4 * 1024 + 32);
+    assert!(
+        error.ends_with("…(+2093056 bytes)"),
+        "{}",
+        &error[error.len() - 40..]
+    );
+    assert!(serde_json::to_vec(&record).unwrap().len() < 21 * 1024);
+
+    // The caps are the registry's to set; secrets are redacted before the cut.
+    let (mut registry, sink) = audited(
+        ToolRegistry::builder().audit_limits(
+            milpa::audit::AuditLimits::default()
+                .with_max_args_bytes(64)
+                .with_max_error_bytes(10),
+        ),
+    );
+    registry
+        .register(echoing(echo_args("echo"), &Runs::default()))
+        .unwrap();
+    registry
+        .call(
+            "echo",
+            json!({"password": "hunter2", "pad": "y".repeat(100)}),
+            &ToolContext::cli(),
+        )
+        .await;
+    let record = only_record(&sink);
+    let args = record.args.as_str().unwrap();
+    assert!(
+        args.starts_with("{\"password\":\"***REDACTED***\",\"pad\":\"yyy"),
+        "{args}"
+    );
+    assert!(!args.contains("hunter2"));
+    assert!(args.ends_with("…(+74 bytes)"), "{args}");
+}

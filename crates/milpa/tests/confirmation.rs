@@ -260,3 +260,42 @@ async fn the_token_is_bound_to_the_principal_that_asked_on_the_same_channel() {
     assert_eq!(done.data, json!({"a": 5, "b": 6}));
     assert_eq!(done.data.get("confirm_token"), None::<&Value>);
 }
+
+#[tokio::test]
+async fn a_replay_with_other_arguments_runs_the_parked_ones_and_says_so() {
+    let runs = Runs::default();
+    let (registry, _) = registry(&runs);
+    let ctx = ToolContext::cli();
+    let token = token_of(
+        &registry
+            .call("transfer", json!({"a": 3, "b": 4}), &ctx)
+            .await,
+    );
+    let replay = registry
+        .call(
+            "transfer",
+            json!({"a": 1000, "b": 4, "confirm_token": token}),
+            &ctx,
+        )
+        .await;
+    assert!(replay.success, "{replay:?}");
+    assert_eq!(replay.data, json!({"a": 3, "b": 4}));
+    assert_eq!(
+        replay.message.as_deref(),
+        Some("Ran the confirmed arguments; the arguments sent with the token were ignored.")
+    );
+
+    // The same arguments again, or only the token: nothing was ignored, nothing is said.
+    for replay_args in [json!({"a": 3, "b": 4}), json!({})] {
+        let token = token_of(
+            &registry
+                .call("transfer", json!({"a": 3, "b": 4}), &ctx)
+                .await,
+        );
+        let mut args = replay_args;
+        args["confirm_token"] = json!(token);
+        let replay = registry.call("transfer", args, &ctx).await;
+        assert!(replay.success, "{replay:?}");
+        assert_eq!(replay.message, None);
+    }
+}

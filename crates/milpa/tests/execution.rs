@@ -103,7 +103,10 @@ async fn a_hanging_async_tool_is_cancelled_at_its_hard_timeout() {
         result.error.as_deref(),
         Some("Tool 'hang' timed out after 0.05s (hard timeout)")
     );
-    assert_eq!(only_record(&sink).outcome, AuditOutcome::TimedOut);
+    let record = only_record(&sink);
+    assert_eq!(record.outcome, AuditOutcome::TimedOut);
+    // Past the hard timeout is past the soft one too.
+    assert!(record.timeout_exceeded, "{record:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

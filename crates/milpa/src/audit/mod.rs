@@ -5,10 +5,12 @@
 //! silent). Here every path produces a record, so an audit trail can answer "what did this
 //! principal try", not only "what ran".
 
+mod limits;
 mod record;
 mod redact;
 mod sink;
 
+pub use limits::{AuditLimits, MAX_TOOL_NAME_BYTES, clip};
 pub use record::{AuditOutcome, AuditRecord};
 pub use redact::{DEFAULT_SENSITIVE_FIELDS, REDACTED, RedactedValue, Redactor};
 pub use sink::{

@@ -7,10 +7,11 @@
 //! never invents a caller: an anonymous context stays anonymous, and the plan says what
 //! that means ("authorize would deny").
 
+mod facts;
 mod plan;
 mod text;
 
-pub(crate) use plan::StageFacts;
+pub(crate) use facts::StageFacts;
 pub use plan::{
     InvocationPlan, InvocationPlanBuilder, InvocationStep, PlanContext, RegistryWiring,
     SCHEMA_VERSION, StepPresence, StepRole, WiringState,

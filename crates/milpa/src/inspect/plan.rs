@@ -4,11 +4,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::context::{Mode, ToolContext};
-use crate::definition::ToolDefinition;
-use crate::events::TOOL_EXECUTING;
+use crate::inspect::StageFacts;
 use crate::pipeline::{self, StepKind};
-use crate::policy::{CallerDenial, ChannelPolicy, blocks_mutating, caller_denial};
-use crate::rate_limit::Quota;
+use crate::policy::{CallerDenial, blocks_mutating, caller_denial};
 use crate::registry::ToolRegistry;
 
 /// The version of the plan's JSON shape.
@@ -146,8 +144,7 @@ pub struct InvocationPlan {
 impl InvocationPlan {
     /// The plan for `tool` called in `ctx`, or `None` when no such tool is registered.
     pub fn build(registry: &ToolRegistry, tool: &str, ctx: &ToolContext) -> Option<InvocationPlan> {
-        let definition = registry.get(tool)?;
-        Some(InvocationPlanBuilder::new(registry).build(definition, ctx))
+        InvocationPlanBuilder::new(registry).build(tool, ctx)
     }
 
     /// The description of one stage.
@@ -172,47 +169,20 @@ pub struct InvocationPlanBuilder<'r> {
     registry: &'r ToolRegistry,
 }
 
-/// The static facts a stage describes itself from.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct StageFacts<'a> {
-    pub tool: &'a ToolDefinition,
-    pub ctx: &'a ToolContext,
-    pub policy: ChannelPolicy,
-    pub channel_registered: bool,
-    pub rate_limiter: bool,
-    pub dispatcher: bool,
-    pub executing_listeners: usize,
-    pub rule_provider: bool,
-    pub quota: Quota,
-    pub confirmation_ttl: std::time::Duration,
-}
-
 impl<'r> InvocationPlanBuilder<'r> {
     /// A builder reading `registry`.
     pub fn new(registry: &'r ToolRegistry) -> Self {
         InvocationPlanBuilder { registry }
     }
 
-    /// The plan for `tool` (which should be registered in the builder's registry) in `ctx`.
-    pub fn build(&self, tool: &ToolDefinition, ctx: &ToolContext) -> InvocationPlan {
-        let gate = self.registry.policy_gate();
-        let registered = gate.registered_policy(ctx.channel());
-        let facts = StageFacts {
-            tool,
-            ctx,
-            policy: registered.unwrap_or(ChannelPolicy::FAIL_CLOSED),
-            channel_registered: registered.is_some(),
-            rate_limiter: self.registry.has_rate_limiter(),
-            dispatcher: self.registry.has_dispatcher(),
-            executing_listeners: self
-                .registry
-                .dispatcher()
-                .map_or(0, |d| d.subscriber_count(TOOL_EXECUTING)),
-            rule_provider: gate.has_rule_provider(),
-            quota: self.registry.quota_for(tool.name()).unwrap_or_default(),
-            confirmation_ttl: self.registry.confirmation_ttl(),
-        };
-        InvocationPlan {
+    /// The plan for the tool registered as `name`, called in `ctx`; `None` when no such tool
+    /// is registered (a plan describes what the executor would do, and it would not run an
+    /// unregistered tool).
+    pub fn build(&self, name: &str, ctx: &ToolContext) -> Option<InvocationPlan> {
+        let tool = self.registry.lookup(name)?;
+        let facts = StageFacts::new(self.registry.wiring(), tool, ctx);
+        let tool = facts.tool;
+        Some(InvocationPlan {
             schema_version: SCHEMA_VERSION.to_owned(),
             operation: tool.name().to_owned(),
             channel: ctx.channel().to_owned(),
@@ -228,7 +198,7 @@ impl<'r> InvocationPlanBuilder<'r> {
                 rule_provider: facts.rule_provider.into(),
             },
             steps: pipeline::describe(&facts),
-        }
+        })
     }
 }
 

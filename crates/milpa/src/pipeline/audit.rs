@@ -1,68 +1,146 @@
 //! Stage 11, `audit`: every terminal path ends here. It stamps the runtime meta on the
 //! result, records an [`AuditRecord`], then emits `tool.executed` or `tool.failed`.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
-use crate::audit::{AuditOutcome, AuditRecord};
+use serde_json::Value;
+
+use crate::audit::{AuditOutcome, AuditRecord, MAX_TOOL_NAME_BYTES, RedactedValue, clip};
+use crate::context::ToolContext;
 use crate::events::{Event, ToolExecuted, ToolFailed};
 use crate::inspect::StageFacts;
 use crate::inspect::{InvocationStep, StepPresence, StepRole};
+use crate::json_size;
 use crate::pipeline::{Call, Terminal};
 use crate::pipeline::{StepKind, step};
+use crate::registry::RegisteredTool;
 use crate::result::{ErrorCode, RuntimeMeta, ToolResult};
+use crate::wiring::Wiring;
 
+/// What `audit` reads of a call besides its terminal.
+#[derive(Clone, Copy)]
+pub(crate) struct Audited<'a> {
+    pub wiring: &'a Wiring,
+    pub ctx: &'a ToolContext,
+    pub name: &'a str,
+    pub tool: Option<&'a RegisteredTool>,
+    pub args: &'a Value,
+    pub took_ms: u64,
+}
+
+impl<'a> Audited<'a> {
+    /// The audited facts of `call` as it stands.
+    pub fn of(call: &'a Call<'_>) -> Self {
+        Audited {
+            wiring: call.wiring,
+            ctx: call.ctx,
+            name: call.name,
+            tool: call.tool,
+            args: &call.args,
+            took_ms: call.elapsed_ms(),
+        }
+    }
+}
+
+/// The stage as the executor runs it: on the call's terminal, where it lies.
 pub(crate) fn run(call: &mut Call<'_>) {
-    let took_ms = call.elapsed_ms();
+    let audited = Audited {
+        wiring: call.wiring,
+        ctx: call.ctx,
+        name: call.name,
+        tool: call.tool,
+        args: &call.args,
+        took_ms: call.elapsed_ms(),
+    };
+    conclude(audited, finished(&mut call.terminal));
+}
+
+/// The one audit path: stamps the runtime meta on the result, records it, then emits
+/// `tool.executed` or `tool.failed`. Every way a call can end comes here, including a call
+/// dropped while its tool ran (`execute`'s guard) and the refusals outside the stage table.
+pub(crate) fn conclude(call: Audited<'_>, terminal: &mut Terminal) {
+    let Terminal { result, outcome } = terminal;
+    let outcome = *outcome;
+    let wiring = call.wiring;
+    // A name longer than any tool's is the caller's text, not a tool: it is quoted cut.
+    let name = clip(call.name, MAX_TOOL_NAME_BYTES);
     let tool_name = match call.tool {
         Some(tool) => tool.definition.name_arc().clone(),
-        None => Arc::from(call.name),
+        None => Arc::from(name.as_ref()),
     };
-    let Terminal { result, outcome } = finished(&mut call.terminal);
-    let outcome = *outcome;
     result
         .meta
-        .set_runtime(RuntimeMeta::new(tool_name, took_ms, call.ctx));
+        .set_runtime(RuntimeMeta::new(tool_name, call.took_ms, call.ctx));
     let result = &*result;
-    let registry = call.registry;
-    registry.audit_sink().record(&AuditRecord {
+    let limits = &wiring.audit_limits;
+    let error = result
+        .error
+        .as_deref()
+        .map(|error| clip(error, limits.max_error_bytes));
+    let args = capped_args(call.args, wiring);
+    wiring.audit.record(&AuditRecord {
         request_id: call.ctx.request_id(),
         channel: call.ctx.channel(),
-        tool: call.name,
+        tool: &name,
         principal: call.ctx.principal(),
         outcome,
         success: result.success,
         code: result.meta.code(),
-        error: result.error.as_deref(),
-        took_ms,
-        timeout_exceeded: result.meta.get("timeout_exceeded").is_some(),
-        args: &call.args,
-        redactor: registry.redactor(),
+        error: error.as_deref(),
+        took_ms: call.took_ms,
+        // A hard timeout is the soft one exceeded too.
+        timeout_exceeded: outcome == AuditOutcome::TimedOut
+            || result.meta.get("timeout_exceeded").is_some(),
+        args: &args,
+        redactor: &wiring.redactor,
     });
-    if let Some(dispatcher) = registry.dispatcher() {
+    if let Some(dispatcher) = &wiring.dispatcher {
         match outcome {
             AuditOutcome::Executed | AuditOutcome::CacheServed => {
                 dispatcher.dispatch(&Event::ToolExecuted(ToolExecuted {
                     tool: call.name,
                     ctx: call.ctx,
-                    args: &call.args,
+                    args: call.args,
                     result,
                     cache_served: outcome == AuditOutcome::CacheServed,
                 }));
             }
-            AuditOutcome::Failed | AuditOutcome::TimedOut => {
+            AuditOutcome::Failed | AuditOutcome::TimedOut | AuditOutcome::Cancelled => {
                 let fallback = ErrorCode::InternalError;
                 dispatcher.dispatch(&Event::ToolFailed(ToolFailed {
                     tool: call.name,
                     ctx: call.ctx,
-                    args: &call.args,
+                    args: call.args,
                     error: result.error.as_deref().unwrap_or(""),
                     code: result.meta.code().unwrap_or(&fallback),
-                    took_ms,
+                    took_ms: call.took_ms,
                 }));
             }
+            // Refusals and answers that ran nothing are not the tool's failures.
             _ => {}
         }
     }
+}
+
+/// The arguments as recorded: as they are when they fit the cap, else their redacted JSON
+/// cut to the cap (a string ending in `…(+N bytes)`).
+fn capped_args<'a>(args: &'a Value, wiring: &Wiring) -> Cow<'a, Value> {
+    let max = wiring.audit_limits.max_args_bytes;
+    if json_size::within(args, max).is_some() {
+        return Cow::Borrowed(args);
+    }
+    over_cap_args(args, wiring, max)
+}
+
+#[cold]
+fn over_cap_args<'a>(args: &Value, wiring: &Wiring, max: usize) -> Cow<'a, Value> {
+    let redacted = RedactedValue {
+        value: args,
+        redactor: &wiring.redactor,
+    };
+    let text = serde_json::to_string(&redacted).unwrap_or_default();
+    Cow::Owned(Value::String(clip(&text, max).into_owned()))
 }
 
 /// The call's terminal, where it lies. Every path ends with one (`contain_exception` always
@@ -76,36 +154,15 @@ fn finished(slot: &mut Option<Terminal>) -> &mut Terminal {
     })
 }
 
-/// The record of a call dropped while its tool ran (the caller cancelled or went away).
-pub(crate) fn record_cancelled(call: &Call<'_>) {
-    let took_ms = call.elapsed_ms();
-    let code = ErrorCode::Cancelled;
-    let message = "The call was cancelled while the tool ran";
-    let registry = call.registry;
-    registry.audit_sink().record(&AuditRecord {
-        request_id: call.ctx.request_id(),
-        channel: call.ctx.channel(),
-        tool: call.name,
-        principal: call.ctx.principal(),
-        outcome: AuditOutcome::Cancelled,
-        success: false,
-        code: Some(&code),
-        error: Some(message),
-        took_ms,
-        timeout_exceeded: false,
-        args: &call.args,
-        redactor: registry.redactor(),
-    });
-    if let Some(dispatcher) = registry.dispatcher() {
-        dispatcher.dispatch(&Event::ToolFailed(ToolFailed {
-            tool: call.name,
-            ctx: call.ctx,
-            args: &call.args,
-            error: message,
-            code: &code,
-            took_ms,
-        }));
-    }
+/// The terminal of a call dropped while its tool ran (the caller cancelled or went away).
+pub(crate) fn cancelled() -> Terminal {
+    Terminal::new(
+        ToolResult::error_with_code(
+            ErrorCode::Cancelled,
+            "The call was cancelled while the tool ran",
+        ),
+        AuditOutcome::Cancelled,
+    )
 }
 
 pub(crate) fn describe(_facts: &StageFacts<'_>) -> InvocationStep {

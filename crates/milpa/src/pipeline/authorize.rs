@@ -13,8 +13,8 @@ pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
     let policy = call.policy();
     let tool = call.tool();
     let verdict = call
-        .registry
-        .policy_gate()
+        .wiring
+        .gate
         .authorize_under(&policy, call.ctx, &tool.definition)
         .await;
     tracing::debug!(

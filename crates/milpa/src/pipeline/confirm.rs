@@ -39,7 +39,7 @@ async fn confirm(call: &mut Call<'_>) -> Flow {
 async fn issue(call: &mut Call<'_>, binding: ConfirmationBinding) -> Flow {
     let summary = action_summary(call.name, &call.args);
     let now = SystemTime::now();
-    let expires = now + call.registry.confirmation_ttl();
+    let expires = now + call.wiring.confirmation_ttl;
     let pending = PendingConfirmation {
         binding,
         args: call.args.clone(),
@@ -48,8 +48,8 @@ async fn issue(call: &mut Call<'_>, binding: ConfirmationBinding) -> Flow {
     };
     let token = random_hex_128();
     if let Err(error) = call
-        .registry
-        .confirmation_store()
+        .wiring
+        .confirmations
         .insert(token.clone(), pending)
         .await
     {
@@ -69,13 +69,12 @@ async fn issue(call: &mut Call<'_>, binding: ConfirmationBinding) -> Flow {
 
 async fn redeem(call: &mut Call<'_>, token: &str, binding: &ConfirmationBinding) -> Flow {
     let now = unix_millis(SystemTime::now());
-    match call
-        .registry
-        .confirmation_store()
-        .consume(token, binding, now)
-        .await
-    {
+    match call.wiring.confirmations.consume(token, binding, now).await {
         Ok(Some(pending)) => {
+            // The contract: the parked arguments run. Other arguments sent with the token
+            // are ignored, and the result says so.
+            let sent_others = call.args.as_object().is_some_and(|a| !a.is_empty());
+            call.replay_args_ignored = sent_others && call.args != pending.args;
             call.args = pending.args;
             Flow::Continue
         }
@@ -98,6 +97,10 @@ fn store_failure(call: &mut Call<'_>, message: String) -> Flow {
         AuditOutcome::InvalidConfirmation,
     )
 }
+
+/// Added to the message of a replay whose other arguments were ignored.
+pub(crate) const REPLAY_ARGS_IGNORED: &str =
+    "Ran the confirmed arguments; the arguments sent with the token were ignored.";
 
 /// `tool(key=value, …)` with the first three scalar arguments.
 pub(crate) fn action_summary(name: &str, args: &Value) -> String {

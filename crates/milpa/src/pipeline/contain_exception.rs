@@ -14,9 +14,10 @@ use crate::deferred::{BoxFuture, Deferred};
 use crate::definition::{Invocation, Tool, ToolError, ToolOutput};
 use crate::inspect::StageFacts;
 use crate::inspect::{InvocationStep, StepPresence, StepRole};
+use crate::pipeline::confirm::REPLAY_ARGS_IGNORED;
 use crate::pipeline::{Call, Flow, RawOutcome, panic_message};
 use crate::pipeline::{StepKind, step, unreachable_in_plan_mode};
-use crate::result::ToolResult;
+use crate::result::{ErrorCode, ToolResult};
 
 /// A tool's outcome, or the message of its panic.
 pub(crate) type Contained = Result<Result<ToolOutput, ToolError>, String>;
@@ -54,6 +55,15 @@ pub(crate) async fn finish(future: BoxFuture<'_, Result<ToolOutput, ToolError>>)
 // timeouts out of line.
 #[inline]
 pub(crate) fn run(call: &mut Call<'_>) -> Flow {
+    let flow = judge(call);
+    if call.replay_args_ignored {
+        note_ignored_replay_args(call);
+    }
+    flow
+}
+
+#[inline]
+fn judge(call: &mut Call<'_>) -> Flow {
     match call.raw.take() {
         Some(RawOutcome::Returned { output, exec_secs }) => {
             let result = match output {
@@ -61,6 +71,10 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
                 ToolOutput::Result(result) => *result,
             };
             // Finished first and flagged in place: the result is moved once.
+            let max = call.wiring.max_result_bytes;
+            if result.size_within(max).is_none() {
+                return too_large(call, max);
+            }
             let flow = call.finish(result, AuditOutcome::Executed);
             let limit = call.tool().definition.options().timeout;
             if exec_secs > limit.as_secs_f64() {
@@ -101,6 +115,30 @@ fn failed(call: &mut Call<'_>, raw: Option<RawOutcome>) -> Flow {
 
 /// Notes in meta that the tool ran past its soft timeout (it still returned its result).
 #[cold]
+fn note_ignored_replay_args(call: &mut Call<'_>) {
+    if let Some(terminal) = &mut call.terminal {
+        let message = &mut terminal.result.message;
+        *message = Some(match message.take() {
+            Some(own) => format!("{own} {REPLAY_ARGS_IGNORED}"),
+            None => REPLAY_ARGS_IGNORED.to_owned(),
+        });
+    }
+}
+
+/// A result over the size cap is dropped, not sent: the call fails, and is audited so.
+#[cold]
+fn too_large(call: &mut Call<'_>, max: usize) -> Flow {
+    let message = format!(
+        "Tool '{}' returned a result larger than {max} bytes (the registry's max_result_bytes); it was not returned",
+        call.name
+    );
+    call.finish(
+        ToolResult::error_with_code(ErrorCode::ResultTooLarge, message),
+        AuditOutcome::Failed,
+    )
+}
+
+#[cold]
 fn flag_soft_timeout(result: &mut ToolResult, exec_secs: f64, limit: Duration) {
     result.meta.insert("timeout_exceeded", json!(true));
     result.meta.insert(
@@ -122,7 +160,7 @@ pub(crate) fn describe(facts: &StageFacts<'_>) -> InvocationStep {
         StepPresence::Active,
         false,
         false,
-        "wraps execute: a tool error keeps its code (INTERNAL_ERROR by default), a panic becomes INTERNAL_ERROR, a hard timeout TIMEOUT; the registry keeps serving",
+        "wraps execute: a tool error keeps its code (INTERNAL_ERROR by default), a panic becomes INTERNAL_ERROR, a hard timeout TIMEOUT, a result over the size cap RESULT_TOO_LARGE; the registry keeps serving",
     );
     step.wraps = Some(StepKind::Execute);
     step

@@ -19,7 +19,7 @@ pub(crate) const VETO_MESSAGE: &str = "Tool execution vetoed by an event listene
 // The check is inlined into the pipeline; dispatching is out of line.
 #[inline]
 pub(crate) fn run(call: &mut Call<'_>) -> Flow {
-    match call.registry.dispatcher() {
+    match call.wiring.dispatcher.as_deref() {
         Some(dispatcher) => dispatch(call, dispatcher),
         None => Flow::Continue,
     }

@@ -29,7 +29,7 @@ pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
         call.finished = finished;
         return Flow::Continue;
     }
-    let clock = call.registry.clock();
+    let clock = &call.wiring.clock;
     let started = clock.now();
     // The fast path: a sync tool answers here, with no future in between.
     let outcome = match start(def.tool().as_ref(), &call.args, call.ctx) {
@@ -56,7 +56,7 @@ pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
 /// The outcome, and when the tool returned (`None` when the deadline passed first).
 async fn run_with_hard_timeout(call: &Call<'_>, limit: Duration) -> (RawOutcome, Option<Tick>) {
     let guard = CancelGuard { call, armed: true };
-    let clock = call.registry.clock();
+    let clock = &call.wiring.clock;
     let started = clock.now();
     let outcome = with_hard_timeout(call, limit).await;
     guard.disarm();
@@ -111,7 +111,8 @@ fn spawn_blocking(
     })
 }
 
-/// Audits the call as cancelled if it is dropped while the tool runs.
+/// Audits the call as cancelled if it is dropped while the tool runs (the call's state is
+/// borrowed by the running tool, so the guard hands `audit` its own terminal).
 struct CancelGuard<'c, 'r> {
     call: &'c Call<'r>,
     armed: bool,
@@ -126,7 +127,9 @@ impl CancelGuard<'_, '_> {
 impl Drop for CancelGuard<'_, '_> {
     fn drop(&mut self) {
         if self.armed {
-            audit::record_cancelled(self.call);
+            // Through the one audit stage, with the cancelled terminal the call never
+            // reached: the executor is gone, so nothing else would record this call.
+            audit::conclude(audit::Audited::of(self.call), &mut audit::cancelled());
         }
     }
 }

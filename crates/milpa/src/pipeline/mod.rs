@@ -37,8 +37,9 @@ use crate::definition::{ToolError, ToolOutput};
 use crate::inspect::StageFacts;
 use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::policy::ChannelPolicy;
-use crate::registry::{RegisteredTool, ToolRegistry};
+use crate::registry::{RegisteredTool, ToolRegistry, ToolTable};
 use crate::result::ToolResult;
+use crate::wiring::Wiring;
 use clock::Tick;
 
 /// One stage of the pipeline, in execution order.
@@ -226,7 +227,9 @@ pub(crate) enum TokenArg {
 
 /// The state of one call as it moves through the stages.
 pub(crate) struct Call<'r> {
-    pub registry: &'r ToolRegistry,
+    pub wiring: &'r Wiring,
+    /// Where `resolve` looks the tool up (the only stage that reads it).
+    pub tools: &'r ToolTable,
     pub ctx: &'r ToolContext,
     pub name: &'r str,
     pub started: Tick,
@@ -238,6 +241,8 @@ pub(crate) struct Call<'r> {
     pub terminal: Option<Terminal>,
     /// When the tool returned, so `audit` need not read the clock again.
     pub finished: Option<Tick>,
+    /// A confirmation replay sent arguments other than the parked ones (which ran).
+    pub replay_args_ignored: bool,
 }
 
 impl<'r> Call<'r> {
@@ -248,11 +253,13 @@ impl<'r> Call<'r> {
         args: Value,
         ctx: &'r ToolContext,
     ) -> Self {
+        let wiring = registry.wiring();
         Call {
-            registry,
+            wiring,
+            tools: registry.tool_table(),
             ctx,
             name,
-            started: registry.clock().now(),
+            started: wiring.clock.now(),
             tool: None,
             args,
             confirm_token: TokenArg::Absent,
@@ -260,6 +267,7 @@ impl<'r> Call<'r> {
             raw: None,
             terminal: None,
             finished: None,
+            replay_args_ignored: false,
         }
     }
 
@@ -277,8 +285,8 @@ impl<'r> Call<'r> {
             Some(policy) => policy,
             None => {
                 let policy = self
-                    .registry
-                    .policy_gate()
+                    .wiring
+                    .gate
                     .lookup_warning_if_unknown(self.ctx.channel());
                 self.policy = Some(policy);
                 policy
@@ -289,8 +297,8 @@ impl<'r> Call<'r> {
     #[inline]
     pub fn requires_confirmation(&mut self) -> bool {
         let policy = self.policy();
-        self.registry
-            .policy_gate()
+        self.wiring
+            .gate
             .requires_confirmation_under(&policy, &self.tool().definition)
     }
 
@@ -302,7 +310,7 @@ impl<'r> Call<'r> {
     }
 
     pub fn elapsed_ms(&self) -> u64 {
-        let clock = self.registry.clock();
+        let clock = &self.wiring.clock;
         let end = self.finished.unwrap_or_else(|| clock.now());
         clock.millis_between(self.started, end)
     }

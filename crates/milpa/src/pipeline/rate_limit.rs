@@ -10,7 +10,7 @@ use crate::rate_limit::{COST_MUTATING, COST_READ, RateDecision, RateKey};
 use crate::result::ToolResult;
 
 pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
-    let Some(limiter) = call.registry.rate_limiter() else {
+    let Some(limiter) = call.wiring.rate_limiter.as_ref() else {
         return Flow::Continue;
     };
     let tool = call.tool();
@@ -63,8 +63,8 @@ pub(crate) fn describe(facts: &StageFacts<'_>) -> InvocationStep {
         format!(
             "rate limiter present; key channel:principal:tool; cost {cost} ({}) of {} tokens per {}s (GCRA); charged before plan mode and confirmation",
             if mutating { "mutating" } else { "read" },
-            facts.quota.max_tokens,
-            facts.quota.window.as_secs()
+            facts.quota().max_tokens,
+            facts.quota().window.as_secs()
         ),
     )
 }

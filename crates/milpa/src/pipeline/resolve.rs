@@ -1,6 +1,6 @@
 //! Stage 1, `resolve`: find the tool by name. An unknown name is `TOOL_NOT_FOUND`.
 
-use crate::audit::AuditOutcome;
+use crate::audit::{AuditOutcome, MAX_TOOL_NAME_BYTES, clip};
 use crate::inspect::StageFacts;
 use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::pipeline::{Call, Flow};
@@ -9,7 +9,14 @@ use crate::result::ToolResult;
 
 #[inline]
 pub(crate) fn run(call: &mut Call<'_>) -> Flow {
-    match call.registry.lookup(call.name) {
+    if call.name.len() > MAX_TOOL_NAME_BYTES {
+        // No tool has such a name; the caller's text is quoted cut, never whole.
+        return call.finish(
+            ToolResult::tool_not_found(&clip(call.name, MAX_TOOL_NAME_BYTES)),
+            AuditOutcome::NotFound,
+        );
+    }
+    match call.tools.lookup(call.name) {
         Some(tool) => {
             call.tool = Some(tool);
             Flow::Continue
@@ -28,6 +35,6 @@ pub(crate) fn describe(_facts: &StageFacts<'_>) -> InvocationStep {
         StepPresence::Active,
         true,
         false,
-        "registry lookup by name; an unknown name ends the call with TOOL_NOT_FOUND",
+        "registry lookup by name; an unknown name (or one over 128 bytes, quoted cut) ends the call with TOOL_NOT_FOUND",
     )
 }
