@@ -253,15 +253,9 @@ impl ToolRegistry {
     /// assert_eq!(result.meta.runtime().unwrap().channel(), "cli");
     /// # });
     /// ```
-    pub fn call_cli<'a>(
-        &'a self,
-        name: &'a str,
-        args: Value,
-    ) -> impl Future<Output = ToolResult> + Send + 'a {
-        async move {
-            let ctx = ToolContext::cli();
-            execute_call(self, name, args, &ctx, ()).await
-        }
+    pub async fn call_cli(&self, name: &str, args: Value) -> ToolResult {
+        let ctx = ToolContext::cli();
+        execute_call(self, name, args, &ctx, ()).await
     }
 
     /// Like [`call`](Self::call), also returning the stages the call went through.
