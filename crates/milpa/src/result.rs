@@ -481,6 +481,15 @@ impl ToolResult {
         Some(used)
     }
 
+    /// `UNAVAILABLE`: `what` (e.g. "rate limiter") failed with `cause`, so the call was
+    /// refused: `The rate limiter is unavailable: <cause>`.
+    pub fn unavailable(what: &str, cause: &dyn std::error::Error) -> ToolResult {
+        Self::error_with_code(
+            ErrorCode::Unavailable,
+            format!("The {what} is unavailable: {cause}"),
+        )
+    }
+
     /// `VALIDATION_ERROR` with the given message.
     pub fn validation_error(message: impl Into<String>) -> ToolResult {
         Self::error_with_code(ErrorCode::ValidationError, message)

@@ -126,11 +126,11 @@ impl RateLimiter for CountingLimiter {
         key: RateKey<'a>,
         cost: u32,
         quota: Quota,
-    ) -> Deferred<'a, RateDecision> {
+    ) -> Deferred<'a, Result<RateDecision, milpa::StoreError>> {
         self.charges.fetch_add(1, Ordering::SeqCst);
         self.inner.consume(key, cost, quota)
     }
-    fn reset<'a>(&'a self, key: RateKey<'a>) -> Deferred<'a, ()> {
+    fn reset<'a>(&'a self, key: RateKey<'a>) -> Deferred<'a, Result<(), milpa::StoreError>> {
         self.inner.reset(key)
     }
 }

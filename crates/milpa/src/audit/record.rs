@@ -46,6 +46,9 @@ pub enum AuditOutcome {
     /// The request was refused at the protocol level, before a tool could be resolved
     /// (arguments not an object, name missing).
     InvalidRequest,
+    /// A collaborator the call needs (the rate limiter, the confirmation store) failed; the
+    /// call was refused rather than let through unchecked.
+    Unavailable,
 }
 
 impl AuditOutcome {
@@ -67,6 +70,7 @@ impl AuditOutcome {
             AuditOutcome::Cancelled => "cancelled",
             AuditOutcome::ConfirmationDeclined => "confirmation_declined",
             AuditOutcome::InvalidRequest => "invalid_request",
+            AuditOutcome::Unavailable => "unavailable",
         }
     }
 

@@ -16,6 +16,7 @@ use serde_json::Value;
 use crate::context::ToolContext;
 use crate::deferred::Deferred;
 
+pub use crate::store_error::StoreError;
 pub use memory::InMemoryConfirmationStore;
 
 /// How long a token lives when nothing else is configured.
@@ -28,18 +29,7 @@ pub const INVALID_TOKEN_MESSAGE: &str = "Invalid or expired confirmation token";
 pub fn random_hex_128() -> String {
     let mut bytes = [0u8; 16];
     rand::rng().fill_bytes(&mut bytes);
-    let mut text = String::with_capacity(32);
-    for byte in bytes {
-        push_hex(&mut text, byte);
-    }
-    text
-}
-
-/// Appends `byte` as two lowercase hex digits.
-pub(crate) fn push_hex(text: &mut String, byte: u8) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    text.push(HEX[usize::from(byte >> 4)] as char);
-    text.push(HEX[usize::from(byte & 0xf)] as char);
+    hex::encode(bytes)
 }
 
 /// Milliseconds since the Unix epoch.
@@ -88,7 +78,7 @@ pub struct PendingConfirmation {
 /// Where pending confirmations live. Implementations must make `consume` atomic: two
 /// concurrent redemptions of one token never both succeed.
 pub trait ConfirmationStore: Send + Sync + 'static {
-    /// Stores `pending` under `token`.
+    /// Stores `pending` under `token`. Fails (changing nothing) when the backend does.
     fn insert<'a>(
         &'a self,
         token: String,
@@ -97,7 +87,8 @@ pub trait ConfirmationStore: Send + Sync + 'static {
 
     /// Removes and returns the pending call if `token` exists, has not expired at `now_ms`
     /// and was issued to `binding`. A token presented by someone else stays redeemable by
-    /// its owner; an expired one is removed.
+    /// its owner; an expired one is removed. Fails when the backend does; the pipeline then
+    /// refuses the call (`UNAVAILABLE`).
     fn consume<'a>(
         &'a self,
         token: &'a str,
@@ -105,11 +96,6 @@ pub trait ConfirmationStore: Send + Sync + 'static {
         now_ms: u64,
     ) -> Deferred<'a, Result<Option<PendingConfirmation>, StoreError>>;
 }
-
-/// A store that could not do its job (a database error); the call fails closed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("confirmation store error: {0}")]
-pub struct StoreError(pub String);
 
 #[cfg(test)]
 mod tests {

@@ -17,7 +17,8 @@ use crate::inspect::StageFacts;
 use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::pipeline::{Call, Flow, TokenArg};
 use crate::pipeline::{StepKind, step, unreachable_in_plan_mode};
-use crate::result::{ErrorCode, ToolResult};
+use crate::result::ToolResult;
+use crate::store_error::StoreError;
 
 pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
     if !call.requires_confirmation() {
@@ -53,7 +54,7 @@ async fn issue(call: &mut Call<'_>, binding: ConfirmationBinding) -> Flow {
         .insert(token.clone(), pending)
         .await
     {
-        return store_failure(call, error.to_string());
+        return store_failure(call, &error);
     }
     let data = json!({
         "requires_confirmation": true,
@@ -79,7 +80,7 @@ async fn redeem(call: &mut Call<'_>, token: &str, binding: &ConfirmationBinding)
             Flow::Continue
         }
         Ok(None) => refuse(call),
-        Err(error) => store_failure(call, error.to_string()),
+        Err(error) => store_failure(call, &error),
     }
 }
 
@@ -90,11 +91,11 @@ fn refuse(call: &mut Call<'_>) -> Flow {
     )
 }
 
-fn store_failure(call: &mut Call<'_>, message: String) -> Flow {
+fn store_failure(call: &mut Call<'_>, error: &StoreError) -> Flow {
     // Fail closed: without the store nothing can be confirmed.
     call.finish(
-        ToolResult::error_with_code(ErrorCode::InternalError, message),
-        AuditOutcome::InvalidConfirmation,
+        ToolResult::unavailable("confirmation store", error),
+        AuditOutcome::Unavailable,
     )
 }
 

@@ -25,8 +25,13 @@ pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
         COST_READ
     };
     match limiter.consume(key, cost, tool.quota).await {
-        RateDecision::Allowed { .. } => Flow::Continue,
-        RateDecision::Denied { retry_after } => {
+        Ok(RateDecision::Allowed { .. }) => Flow::Continue,
+        // Fail closed: a call the limiter could not charge does not run.
+        Err(error) => call.finish(
+            ToolResult::unavailable("rate limiter", &error),
+            AuditOutcome::Unavailable,
+        ),
+        Ok(RateDecision::Denied { retry_after }) => {
             let reason = format!(
                 "Rate limit exceeded for '{key}': max {} tokens per {}s.",
                 tool.quota.max_tokens,

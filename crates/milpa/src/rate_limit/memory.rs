@@ -8,6 +8,7 @@ use dashmap::DashMap;
 
 use super::{Gcra, GcraState, Quota, RateDecision, RateKey, RateLimiter};
 use crate::deferred::Deferred;
+use crate::store_error::StoreError;
 
 /// After this many new keys, idle keys are swept so the map does not grow without bound.
 const SWEEP_EVERY: u64 = 4096;
@@ -98,12 +99,12 @@ impl RateLimiter for InMemoryRateLimiter {
         key: RateKey<'a>,
         cost: u32,
         quota: Quota,
-    ) -> Deferred<'a, RateDecision> {
-        Deferred::ready(self.charge(key, cost, quota))
+    ) -> Deferred<'a, Result<RateDecision, StoreError>> {
+        Deferred::ready(Ok(self.charge(key, cost, quota)))
     }
 
-    fn reset<'a>(&'a self, key: RateKey<'a>) -> Deferred<'a, ()> {
+    fn reset<'a>(&'a self, key: RateKey<'a>) -> Deferred<'a, Result<(), StoreError>> {
         self.states.remove(key.to_string().as_str());
-        Deferred::ready(())
+        Deferred::ready(Ok(()))
     }
 }

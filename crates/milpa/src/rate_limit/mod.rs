@@ -12,6 +12,7 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::deferred::Deferred;
+use crate::store_error::StoreError;
 
 pub use gcra::{Gcra, GcraState};
 pub use memory::InMemoryRateLimiter;
@@ -96,14 +97,16 @@ pub enum RateDecision {
 /// A store of budgets. Implementations must charge atomically: two concurrent calls never
 /// both spend the last token.
 pub trait RateLimiter: Send + Sync + 'static {
-    /// Charges `cost` tokens to `key` under `quota`, or refuses without charging.
+    /// Charges `cost` tokens to `key` under `quota`, or refuses without charging. Fails when
+    /// the backend does; the pipeline then refuses the call (`UNAVAILABLE`), it never lets
+    /// an uncharged call through.
     fn consume<'a>(
         &'a self,
         key: RateKey<'a>,
         cost: u32,
         quota: Quota,
-    ) -> Deferred<'a, RateDecision>;
+    ) -> Deferred<'a, Result<RateDecision, StoreError>>;
 
     /// Forgets everything spent by `key`.
-    fn reset<'a>(&'a self, key: RateKey<'a>) -> Deferred<'a, ()>;
+    fn reset<'a>(&'a self, key: RateKey<'a>) -> Deferred<'a, Result<(), StoreError>>;
 }

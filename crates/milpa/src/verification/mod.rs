@@ -53,7 +53,6 @@ mod verifier;
 
 use std::fmt;
 
-use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -352,7 +351,7 @@ impl VerificationEvent {
 ///
 /// Each variant maps to an [`ErrorCode`] and the argument it concerns, which the tools put
 /// in the error result (`data = {field, message}`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub enum VerificationError {
     /// An argument is missing or malformed.
     #[error("{message}")]
@@ -422,7 +421,7 @@ pub enum VerificationError {
     },
     /// The store failed.
     #[error("{0}")]
-    Store(VerificationStoreError),
+    Store(#[source] VerificationStoreError),
 }
 
 impl VerificationError {
@@ -479,18 +478,7 @@ impl From<VerificationStoreError> for VerificationError {
 
 /// A fresh request id: a random (version 4) UUID, as the original used.
 pub fn new_request_id() -> String {
-    let mut bytes = [0u8; 16];
-    rand::rng().fill_bytes(&mut bytes);
-    bytes[6] = (bytes[6] & 0x0f) | 0x40;
-    bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    let mut text = String::with_capacity(36);
-    for (i, byte) in bytes.into_iter().enumerate() {
-        if matches!(i, 4 | 6 | 8 | 10) {
-            text.push('-');
-        }
-        crate::confirm::push_hex(&mut text, byte);
-    }
-    text
+    uuid::Uuid::new_v4().to_string()
 }
 
 #[cfg(test)]

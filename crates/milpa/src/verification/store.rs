@@ -4,10 +4,12 @@ use dashmap::DashMap;
 use dashmap::mapref::entry::Entry;
 
 use crate::deferred::Deferred;
+use crate::store_error::StoreError;
 use crate::verification::{VerificationRecord, VerificationStatus};
 
 /// Why a store could not do what was asked.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum VerificationStoreError {
     /// [`VerificationStore::create`] found a request with that id.
     #[error("Verification request '{id}' already exists (status: {status}).")]
@@ -18,8 +20,8 @@ pub enum VerificationStoreError {
         status: VerificationStatus,
     },
     /// The backend failed (a database error); nothing was changed.
-    #[error("verification store error: {0}")]
-    Backend(String),
+    #[error("verification store: {0}")]
+    Backend(#[from] StoreError),
 }
 
 /// Where verification requests live.
