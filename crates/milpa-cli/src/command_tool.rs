@@ -84,15 +84,13 @@ impl CommandTool {
     /// The definition to register: name, description, schema, scopes, flags, timeouts.
     pub fn definition(spec: &CommandToolSpec, base_dir: Option<&Path>) -> ToolDefinition {
         let timeout = Duration::from_secs(spec.timeout_seconds());
-        let options = ToolOptions {
-            scopes: spec.scopes.clone(),
-            mutating: spec.mutating,
-            requires_confirmation: spec.confirm,
-            timeout,
-            hard_timeout: Some(timeout),
-            version: spec.version.clone(),
-            ..ToolOptions::default()
-        };
+        let mut options = ToolOptions::default();
+        options.scopes = spec.scopes.clone();
+        options.mutating = spec.mutating;
+        options.requires_confirmation = spec.confirm;
+        options.timeout = timeout;
+        options.hard_timeout = Some(timeout);
+        options.version = spec.version.clone();
         ToolDefinition::new(
             spec.name(),
             spec.description.clone(),

@@ -177,14 +177,13 @@ pub struct ChannelOverride {
 impl ChannelOverride {
     /// `base` with the keys this override sets.
     pub fn apply(&self, base: ChannelPolicy) -> ChannelPolicy {
-        ChannelPolicy {
-            allow_all: self.allow_all.unwrap_or(base.allow_all),
-            require_auth: self.require_auth.unwrap_or(base.require_auth),
-            block_mutating: self.block_mutating.unwrap_or(base.block_mutating),
-            require_confirmation_for_mutating: self
-                .require_confirmation_for_mutating
-                .unwrap_or(base.require_confirmation_for_mutating),
-        }
+        base.with_allow_all(self.allow_all.unwrap_or(base.allow_all))
+            .with_require_auth(self.require_auth.unwrap_or(base.require_auth))
+            .with_block_mutating(self.block_mutating.unwrap_or(base.block_mutating))
+            .with_require_confirmation_for_mutating(
+                self.require_confirmation_for_mutating
+                    .unwrap_or(base.require_confirmation_for_mutating),
+            )
     }
 }
 

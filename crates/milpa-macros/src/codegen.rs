@@ -343,21 +343,21 @@ fn options(f: &ToolFn, args: &ToolArgs) -> syn::Result<TokenStream> {
     let mut sets = Vec::new();
     if !args.scopes.is_empty() {
         let scopes = &args.scopes;
-        sets.push(quote!(scopes: ::std::vec![#(::std::string::String::from(#scopes)),*],));
+        sets.push(quote!(__milpa_options.scopes = ::std::vec![#(::std::string::String::from(#scopes)),*];));
     }
     if args.mutating {
-        sets.push(quote!(mutating: true,));
+        sets.push(quote!(__milpa_options.mutating = true;));
     }
     if args.confirm {
-        sets.push(quote!(requires_confirmation: true,));
+        sets.push(quote!(__milpa_options.requires_confirmation = true;));
     }
     if let Some(timeout) = &args.timeout {
         let d = duration(timeout);
-        sets.push(quote!(timeout: #d,));
+        sets.push(quote!(__milpa_options.timeout = #d;));
     }
     if let Some(timeout) = &args.hard_timeout {
         let d = duration(timeout);
-        sets.push(quote!(hard_timeout: ::core::option::Option::Some(#d),));
+        sets.push(quote!(__milpa_options.hard_timeout = ::core::option::Option::Some(#d);));
     }
     if !args.clamps.is_empty() {
         let clamps = args.clamps.iter().map(|c| {
@@ -370,11 +370,11 @@ fn options(f: &ToolFn, args: &ToolArgs) -> syn::Result<TokenStream> {
                 )
             }
         });
-        sets.push(quote!(clamps: ::std::vec![#(#clamps),*],));
+        sets.push(quote!(__milpa_options.clamps = ::std::vec![#(#clamps),*];));
     }
     if let Some(version) = &args.version {
         sets.push(
-            quote!(version: ::core::option::Option::Some(::std::string::String::from(#version)),),
+            quote!(__milpa_options.version = ::core::option::Option::Some(::std::string::String::from(#version));),
         );
     }
     let output_schema = match &args.output_schema {
@@ -400,12 +400,16 @@ fn options(f: &ToolFn, args: &ToolArgs) -> syn::Result<TokenStream> {
             .map(|ty| quote_spanned!(f.ret.span=> #private::output_schema::<#ty>())),
     };
     if let Some(schema) = output_schema {
-        sets.push(quote!(output_schema: ::core::option::Option::Some(#schema),));
+        sets.push(quote!(__milpa_options.output_schema = ::core::option::Option::Some(#schema);));
     }
+    // Field by field on the defaults: `ToolOptions` is `#[non_exhaustive]`, so code in the
+    // user's crate cannot write it as a struct literal.
     Ok(quote! {
-        ::milpa::ToolOptions {
+        {
+            #[allow(unused_mut)]
+            let mut __milpa_options: ::milpa::ToolOptions = ::core::default::Default::default();
             #(#sets)*
-            ..::core::default::Default::default()
+            __milpa_options
         }
     })
 }

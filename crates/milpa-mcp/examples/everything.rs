@@ -423,13 +423,8 @@ fn build_registry(args: &Args) -> Result<ToolRegistry, Box<dyn std::error::Error
     let mut builder = ToolRegistry::builder()
         .rule_provider(Arc::new(StaticRuleProvider::new(vec![deny_restart])));
     if !args.require_auth {
-        builder = builder.channel_policy(
-            "mcp",
-            ChannelPolicy {
-                require_auth: false,
-                ..ChannelPolicy::AUTHENTICATED
-            },
-        );
+        builder =
+            builder.channel_policy("mcp", ChannelPolicy::AUTHENTICATED.with_require_auth(false));
     }
     if let Some(path) = &args.audit {
         let file = std::fs::OpenOptions::new()

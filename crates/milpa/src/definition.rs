@@ -176,6 +176,7 @@ where
 /// `[min, max]` are moved to the nearest bound; strings longer than `maxLength` are cut
 /// (in characters).
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct Clamp {
     /// Lower bound for numbers.
     pub min: Option<Number>,
@@ -239,6 +240,7 @@ impl Clamp {
 /// How a tool behaves in the pipeline: who may call it, whether it changes things, how
 /// long it may run.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ToolOptions {
     /// Scopes of which the caller needs at least one (none: anyone the channel admits).
     pub scopes: Vec<String>,

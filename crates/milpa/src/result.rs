@@ -14,6 +14,7 @@ use crate::json_write;
 
 /// What went wrong, as a stable string callers match on (`meta.code`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ErrorCode {
     /// `TOOL_NOT_FOUND`: no tool has that name.
     ToolNotFound,

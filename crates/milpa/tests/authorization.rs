@@ -125,10 +125,7 @@ async fn missing_scopes_name_what_is_needed_and_what_is_held() {
 #[tokio::test]
 async fn block_mutating_names_the_tool_and_channel_unless_allow_all() {
     let runs = Runs::default();
-    let blocking = ChannelPolicy {
-        block_mutating: true,
-        ..ChannelPolicy::default()
-    };
+    let blocking = ChannelPolicy::default().with_block_mutating(true);
     let registry = registry_with(
         ToolRegistry::builder().channel_policy("kiosk", blocking),
         &runs,
@@ -142,10 +139,7 @@ async fn block_mutating_names_the_tool_and_channel_unless_allow_all() {
         Some("Mutating tool 'restart_db' is blocked on channel 'kiosk' (block_mutating policy).")
     );
     assert_eq!(denial(&registry, "read", &ctx).await, None);
-    let lax = ChannelPolicy {
-        allow_all: true,
-        ..blocking
-    };
+    let lax = blocking.with_allow_all(true);
     let registry = registry_with(ToolRegistry::builder().channel_policy("kiosk", lax), &runs);
     assert_eq!(denial(&registry, "restart_db", &ctx).await, None);
 }
@@ -227,11 +221,9 @@ async fn rules_run_after_auth_and_scopes_and_before_the_channel_check() {
 #[tokio::test]
 async fn a_rule_allow_overrides_block_mutating_and_a_rule_may_require_scopes() {
     let runs = Runs::default();
-    let blocking = ChannelPolicy {
-        block_mutating: true,
-        require_auth: true,
-        ..ChannelPolicy::default()
-    };
+    let blocking = ChannelPolicy::default()
+        .with_block_mutating(true)
+        .with_require_auth(true);
     let provider = rules(vec![
         for_tool(
             "restart_*",

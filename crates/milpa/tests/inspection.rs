@@ -180,11 +180,9 @@ fn tools() -> Vec<(&'static str, milpa::ToolDefinitionBuilder)> {
 fn probe(with_dispatcher: bool, with_listener: bool, with_limiter: bool) -> Probe {
     let mut builder = ToolRegistry::builder().channel_policy(
         "kiosk",
-        ChannelPolicy {
-            block_mutating: true,
-            require_auth: false,
-            ..ChannelPolicy::default()
-        },
+        ChannelPolicy::default()
+            .with_block_mutating(true)
+            .with_require_auth(false),
     );
     let listened = Arc::new(AtomicUsize::new(0));
     if with_dispatcher {

@@ -107,12 +107,11 @@ fn run(case: &Case, runtime: &tokio::runtime::Runtime) -> Result<(), TestCaseErr
         .default_quota(Quota::new(case.quota, Duration::from_secs(3600)))
         .channel_policy(
             "custom",
-            ChannelPolicy {
-                allow_all,
-                require_auth,
-                block_mutating,
-                require_confirmation_for_mutating: confirm_mutating,
-            },
+            ChannelPolicy::default()
+                .with_allow_all(allow_all)
+                .with_require_auth(require_auth)
+                .with_block_mutating(block_mutating)
+                .with_require_confirmation_for_mutating(confirm_mutating),
         );
     if let Some((match_all, allow, requires)) = &case.rule {
         builder = builder.rule_provider(Arc::new(StaticRuleProvider::new(vec![StaticRule {

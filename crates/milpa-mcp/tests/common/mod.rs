@@ -122,13 +122,8 @@ pub fn fixture_with(
     let audit = Arc::new(MemoryAuditSink::new());
     let mut builder = ToolRegistry::builder().audit_sink(audit.clone());
     if anonymous_ok {
-        builder = builder.channel_policy(
-            "mcp",
-            ChannelPolicy {
-                require_auth: false,
-                ..ChannelPolicy::AUTHENTICATED
-            },
-        );
+        builder =
+            builder.channel_policy("mcp", ChannelPolicy::AUTHENTICATED.with_require_auth(false));
     }
     let mut registry = configure(builder).build();
     for tool in tools() {

@@ -13,6 +13,7 @@ use crate::result::ErrorCode;
 /// How a call ended. Every terminal path of the pipeline has one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum AuditOutcome {
     /// No tool by that name.
     NotFound,

@@ -18,6 +18,7 @@ pub const TOOL_FAILED: &str = "tool.failed";
 
 /// `tool.executing`: the call passed every gate. A listener may answer through the slot.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct ToolExecuting<'a> {
     /// The tool's name.
     pub tool: &'a str,
@@ -31,6 +32,7 @@ pub struct ToolExecuting<'a> {
 
 /// `tool.executed`: the call finished, live or answered by a listener.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct ToolExecuted<'a> {
     /// The tool's name.
     pub tool: &'a str,
@@ -46,6 +48,7 @@ pub struct ToolExecuted<'a> {
 
 /// `tool.failed`: the tool returned an error, panicked or ran past its hard timeout.
 #[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
 pub struct ToolFailed<'a> {
     /// The tool's name.
     pub tool: &'a str,

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 /// The rules a channel applies to every call. Missing keys read as `false`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct ChannelPolicy {
     /// Lets mutating tools through even when `block_mutating` is set. It does **not** skip
     /// authentication, scopes or rules.
@@ -44,4 +45,29 @@ impl ChannelPolicy {
 
     /// Any channel without a policy: treated as untrusted (requires authentication).
     pub const FAIL_CLOSED: ChannelPolicy = ChannelPolicy::AUTHENTICATED;
+
+    /// The same policy with `allow_all` set to `on` (the struct is `#[non_exhaustive]`:
+    /// build policies from a constant or the default with these).
+    pub const fn with_allow_all(mut self, on: bool) -> Self {
+        self.allow_all = on;
+        self
+    }
+
+    /// The same policy with `require_auth` set to `on`.
+    pub const fn with_require_auth(mut self, on: bool) -> Self {
+        self.require_auth = on;
+        self
+    }
+
+    /// The same policy with `block_mutating` set to `on`.
+    pub const fn with_block_mutating(mut self, on: bool) -> Self {
+        self.block_mutating = on;
+        self
+    }
+
+    /// The same policy with `require_confirmation_for_mutating` set to `on`.
+    pub const fn with_require_confirmation_for_mutating(mut self, on: bool) -> Self {
+        self.require_confirmation_for_mutating = on;
+        self
+    }
 }

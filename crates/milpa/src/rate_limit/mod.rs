@@ -81,6 +81,7 @@ impl fmt::Display for RateKey<'_> {
 
 /// A limiter's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RateDecision {
     /// Charged; this many whole tokens remain.
     Allowed {
