@@ -355,8 +355,8 @@ pub fn call_response(id: &RequestId, result: &crate::mapping::CallResult<'_>) ->
     let mut out = Vec::with_capacity(384);
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     match id {
-        RequestId::Number(n) => milpa::json_write::value(&mut out, n),
-        RequestId::String(s) => milpa::json_write::string(&mut out, s),
+        RequestId::Number(n) => crate::mapping::write_json(&mut out, n),
+        RequestId::String(s) => crate::mapping::write_json(&mut out, &**s),
     }
     out.extend_from_slice(b",\"result\":");
     result.write_json(&mut out);

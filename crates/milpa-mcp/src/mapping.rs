@@ -9,7 +9,7 @@
 //!   (`data` when it is an object, else `{"result": data}`, left out when `data` is null),
 //!   `isError` = not success, and `_meta.milpa` = the result's meta.
 
-use milpa::{ToolDefinition, ToolResult, ToolSummary, json_write};
+use milpa::{ToolDefinition, ToolResult, ToolSummary};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
@@ -99,39 +99,46 @@ impl<'a> CallResult<'a> {
     }
 
     /// Appends the result as JSON: the bytes its `Serialize` gives, written by hand
-    /// because one is written for every call (see [`milpa::json_write`]).
+    /// because one is written for every call.
     pub fn write_json(&self, out: &mut Vec<u8>) {
         let result = self.result;
         if let Some(blocks) = content::blocks_of(result) {
             out.extend_from_slice(b"{\"content\":");
-            json_write::value(out, blocks);
+            write_json(out, blocks);
             if let Some(structured) = result.data.get("structuredContent") {
                 out.extend_from_slice(b",\"structuredContent\":");
-                json_write::value(out, structured);
+                write_json(out, structured);
             }
         } else {
             out.extend_from_slice(b"{\"content\":[{\"type\":\"text\",\"text\":");
-            json_write::string(out, &render_text(self.tool, result));
+            write_json(out, &render_text(self.tool, result));
             out.extend_from_slice(b"}]");
             match &result.data {
                 Value::Null => {}
                 Value::Object(_) => {
                     out.extend_from_slice(b",\"structuredContent\":");
-                    json_write::value(out, &result.data);
+                    write_json(out, &result.data);
                 }
                 other => {
                     out.extend_from_slice(b",\"structuredContent\":{\"result\":");
-                    json_write::value(out, other);
+                    write_json(out, other);
                     out.push(b'}');
                 }
             }
         }
         out.extend_from_slice(b",\"isError\":");
-        json_write::boolean(out, !result.success);
+        out.extend_from_slice(if result.success { b"false" } else { b"true" });
         out.extend_from_slice(b",\"_meta\":{\"milpa\":");
         result.meta.write_json(out);
         out.extend_from_slice(b"}}");
     }
+}
+
+/// Appends `value` as JSON (what `serde_json` writes for it).
+pub(crate) fn write_json(out: &mut Vec<u8>, value: &(impl Serialize + ?Sized)) {
+    // Writing into a Vec cannot fail, and the values written here (JSON values, strings,
+    // numbers) always serialize.
+    let _ = serde_json::to_writer(out, value);
 }
 
 #[derive(Serialize)]

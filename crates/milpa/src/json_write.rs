@@ -8,17 +8,8 @@
 //! copied in one go. Anything else (a `Value`, a string with an escape) still goes through
 //! `serde_json`, so the output is byte for byte what `serde_json` writes.
 //!
-//! ```
-//! use milpa::json_write;
-//!
-//! let mut out = Vec::new();
-//! out.extend_from_slice(b"{\"name\":");
-//! json_write::string(&mut out, "tab\there");
-//! out.extend_from_slice(b",\"n\":");
-//! json_write::value(&mut out, &3);
-//! out.push(b'}');
-//! assert_eq!(out, br#"{"name":"tab\there","n":3}"#);
-//! ```
+//! Crate-private: the hot records' writers (`AuditRecord::write_json`, `Meta::write_json`)
+//! use it, and their tests hold them to `serde_json`'s bytes.
 
 use serde::Serialize;
 

@@ -50,7 +50,7 @@ mod definition;
 pub mod events;
 pub mod inspect;
 mod json_size;
-pub mod json_write;
+pub(crate) mod json_write;
 mod listing;
 pub mod llm;
 pub mod pipeline;
