@@ -15,7 +15,7 @@ use serde::Serialize;
 
 /// Appends `s` as a JSON string.
 #[inline]
-pub fn string(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn string(out: &mut Vec<u8>, s: &str) {
     if needs_no_escape(s) {
         out.reserve(s.len() + 2);
         out.push(b'"');
@@ -29,7 +29,7 @@ pub fn string(out: &mut Vec<u8>, s: &str) {
 
 /// Appends `s` as a JSON string, or `null`.
 #[inline]
-pub fn optional_string(out: &mut Vec<u8>, s: Option<&str>) {
+pub(crate) fn optional_string(out: &mut Vec<u8>, s: Option<&str>) {
     match s {
         Some(s) => string(out, s),
         None => out.extend_from_slice(b"null"),
@@ -38,13 +38,13 @@ pub fn optional_string(out: &mut Vec<u8>, s: Option<&str>) {
 
 /// Appends a boolean.
 #[inline]
-pub fn boolean(out: &mut Vec<u8>, b: bool) {
+pub(crate) fn boolean(out: &mut Vec<u8>, b: bool) {
     out.extend_from_slice(if b { b"true" } else { b"false" });
 }
 
 /// Appends an unsigned integer.
 #[inline]
-pub fn unsigned(out: &mut Vec<u8>, n: u64) {
+pub(crate) fn unsigned(out: &mut Vec<u8>, n: u64) {
     let mut digits = itoa::Buffer::new();
     out.extend_from_slice(digits.format(n).as_bytes());
 }
@@ -52,11 +52,130 @@ pub fn unsigned(out: &mut Vec<u8>, n: u64) {
 /// Appends anything serializable, through `serde_json`. On a serialization error (only
 /// possible for types such as maps with non-string keys) it writes `null` in its place, so
 /// the record stays valid JSON.
-pub fn value<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+pub(crate) fn value<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
     let start = out.len();
     if serde_json::to_writer(&mut *out, value).is_err() {
         out.truncate(start);
         out.extend_from_slice(b"null");
+    }
+}
+
+/// Where a hot record's fields go: [`ObjectWriter`] (bytes, by hand) or [`SerdeFields`] (a
+/// serde serializer). Each record lists its keys once, in one `visit_fields` function, and
+/// both its `write_json` and its `Serialize` run that function, so the two cannot drift.
+pub(crate) trait FieldVisitor {
+    fn string(&mut self, key: &str, value: &str);
+    fn optional_string(&mut self, key: &str, value: Option<&str>);
+    fn boolean(&mut self, key: &str, value: bool);
+    fn unsigned(&mut self, key: &str, value: u64);
+    fn value<T: Serialize + ?Sized>(&mut self, key: &str, value: &T);
+}
+
+/// Writes a JSON object's fields straight into bytes.
+pub(crate) struct ObjectWriter<'a> {
+    out: &'a mut Vec<u8>,
+    first: bool,
+}
+
+impl<'a> ObjectWriter<'a> {
+    /// Opens an object on `out`.
+    #[inline]
+    pub(crate) fn open(out: &'a mut Vec<u8>) -> Self {
+        out.push(b'{');
+        ObjectWriter { out, first: true }
+    }
+
+    /// Closes the object.
+    #[inline]
+    pub(crate) fn close(self) {
+        self.out.push(b'}');
+    }
+
+    #[inline]
+    fn key(&mut self, key: &str) -> &mut Vec<u8> {
+        if !std::mem::take(&mut self.first) {
+            self.out.push(b',');
+        }
+        string(self.out, key);
+        self.out.push(b':');
+        self.out
+    }
+}
+
+impl FieldVisitor for ObjectWriter<'_> {
+    #[inline]
+    fn string(&mut self, key: &str, value: &str) {
+        string(self.key(key), value);
+    }
+
+    #[inline]
+    fn optional_string(&mut self, key: &str, value: Option<&str>) {
+        optional_string(self.key(key), value);
+    }
+
+    #[inline]
+    fn boolean(&mut self, key: &str, value: bool) {
+        boolean(self.key(key), value);
+    }
+
+    #[inline]
+    fn unsigned(&mut self, key: &str, value: u64) {
+        unsigned(self.key(key), value);
+    }
+
+    #[inline]
+    fn value<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) {
+        self::value(self.key(key), value);
+    }
+}
+
+/// Feeds a record's fields to a serde map serializer (keeping the first error).
+pub(crate) struct SerdeFields<M: serde::ser::SerializeMap> {
+    map: M,
+    error: Option<M::Error>,
+}
+
+impl<M: serde::ser::SerializeMap> SerdeFields<M> {
+    pub(crate) fn new(map: M) -> Self {
+        SerdeFields { map, error: None }
+    }
+
+    fn entry<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) {
+        if self.error.is_none() {
+            if let Err(error) = self.map.serialize_entry(key, value) {
+                self.error = Some(error);
+            }
+        }
+    }
+
+    /// Ends the map, or returns the first error.
+    pub(crate) fn end(self) -> Result<M::Ok, M::Error> {
+        match self.error {
+            Some(error) => Err(error),
+            None => self.map.end(),
+        }
+    }
+}
+
+impl<M: serde::ser::SerializeMap> FieldVisitor for SerdeFields<M> {
+    fn string(&mut self, key: &str, value: &str) {
+        self.entry(key, value);
+    }
+
+    fn optional_string(&mut self, key: &str, value: Option<&str>) {
+        self.entry(key, &value);
+    }
+
+    fn boolean(&mut self, key: &str, value: bool) {
+        self.entry(key, &value);
+    }
+
+    fn unsigned(&mut self, key: &str, value: u64) {
+        self.entry(key, &value);
+    }
+
+    fn value<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) {
+        self.entry(key, value);
     }
 }
 

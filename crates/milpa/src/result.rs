@@ -5,12 +5,12 @@ use std::fmt;
 use std::sync::Arc;
 
 use serde::de::{Deserializer, MapAccess, Visitor};
-use serde::ser::{SerializeMap, Serializer};
+use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::context::ToolContext;
-use crate::json_write;
+use crate::json_write::{FieldVisitor, ObjectWriter, SerdeFields};
 
 /// What went wrong, as a stable string callers match on (`meta.code`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -244,7 +244,7 @@ impl Meta {
     }
 
     /// Appends the meta as a JSON object (the bytes `serde_json` writes for it), without
-    /// the cost of `serde_json` for its fixed keys (see [`crate::json_write`]).
+    /// the cost of `serde_json` for its fixed keys (both follow one list of keys).
     ///
     /// ```
     /// use milpa::ToolResult;
@@ -256,37 +256,28 @@ impl Meta {
     /// assert_eq!(out, serde_json::to_vec(&result.meta).unwrap());
     /// ```
     pub fn write_json(&self, out: &mut Vec<u8>) {
-        out.push(b'{');
-        let mut first = true;
-        let mut key = |out: &mut Vec<u8>, literal: &[u8]| {
-            if !std::mem::take(&mut first) {
-                out.push(b',');
-            }
-            out.extend_from_slice(literal);
-        };
+        let mut fields = ObjectWriter::open(out);
+        self.visit_fields(&mut fields);
+        fields.close();
+    }
+
+    /// The meta's entries, in order: the one list both `Serialize` and `write_json` follow.
+    #[inline]
+    fn visit_fields(&self, fields: &mut impl FieldVisitor) {
+        let [tool, took_ms, request_id, channel, principal] = RUNTIME_KEYS;
         if let Some(rt) = &self.runtime {
-            key(out, b"\"tool\":");
-            json_write::string(out, rt.tool());
-            key(out, b"\"took_ms\":");
-            json_write::unsigned(out, rt.took_ms);
-            key(out, b"\"request_id\":");
-            json_write::string(out, rt.request_id());
-            key(out, b"\"channel\":");
-            json_write::string(out, rt.channel());
-            key(out, b"\"principal\":");
-            json_write::optional_string(out, rt.principal());
+            fields.string(tool, rt.tool());
+            fields.unsigned(took_ms, rt.took_ms);
+            fields.string(request_id, rt.request_id());
+            fields.string(channel, rt.channel());
+            fields.optional_string(principal, rt.principal());
         }
         if let Some(code) = &self.code {
-            key(out, b"\"code\":");
-            json_write::string(out, code.as_str());
+            fields.string("code", code.as_str());
         }
         for (name, value) in self.shown_fields() {
-            key(out, b"");
-            json_write::string(out, name);
-            out.push(b':');
-            json_write::value(out, value);
+            fields.value(name, value);
         }
-        out.push(b'}');
     }
 
     /// The fields as serialized: those a typed `code` or the runtime meta shadow are left out.
@@ -309,21 +300,9 @@ impl Meta {
 
 impl Serialize for Meta {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        if let Some(rt) = &self.runtime {
-            map.serialize_entry("tool", rt.tool())?;
-            map.serialize_entry("took_ms", &rt.took_ms)?;
-            map.serialize_entry("request_id", rt.request_id())?;
-            map.serialize_entry("channel", rt.channel())?;
-            map.serialize_entry("principal", &rt.principal())?;
-        }
-        if let Some(code) = &self.code {
-            map.serialize_entry("code", code)?;
-        }
-        for (key, value) in self.shown_fields() {
-            map.serialize_entry(key, value)?;
-        }
-        map.end()
+        let mut fields = SerdeFields::new(serializer.serialize_map(None)?);
+        self.visit_fields(&mut fields);
+        fields.end()
     }
 }
 

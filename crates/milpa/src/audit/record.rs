@@ -2,12 +2,12 @@
 
 use std::time::SystemTime;
 
-use serde::ser::{SerializeStruct, Serializer};
+use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::audit::redact::{RedactedValue, Redactor};
-use crate::json_write;
+use crate::json_write::{FieldVisitor, ObjectWriter, SerdeFields};
 use crate::result::ErrorCode;
 
 /// How a call ended. Every terminal path of the pipeline has one.
@@ -184,20 +184,26 @@ impl AuditRecord<'_> {
         ts: &Timestamp,
         serializer: S,
     ) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("AuditRecord", 12)?;
-        s.serialize_field("ts", ts.as_str())?;
-        s.serialize_field("request_id", self.request_id)?;
-        s.serialize_field("channel", self.channel)?;
-        s.serialize_field("tool", self.tool)?;
-        s.serialize_field("principal", &self.principal)?;
-        s.serialize_field("outcome", &self.outcome)?;
-        s.serialize_field("success", &self.success)?;
-        s.serialize_field("code", &self.code)?;
-        s.serialize_field("error", &self.error)?;
-        s.serialize_field("took_ms", &self.took_ms)?;
-        s.serialize_field("timeout_exceeded", &self.timeout_exceeded)?;
-        s.serialize_field("args", &self.args_redacted())?;
-        s.end()
+        let mut fields = SerdeFields::new(serializer.serialize_map(Some(12))?);
+        self.visit_fields(ts, &mut fields);
+        fields.end()
+    }
+
+    /// The record's keys, in order: the one list both `Serialize` and `write_json` follow.
+    #[inline]
+    fn visit_fields(&self, ts: &Timestamp, fields: &mut impl FieldVisitor) {
+        fields.string("ts", ts.as_str());
+        fields.string("request_id", self.request_id);
+        fields.string("channel", self.channel);
+        fields.string("tool", self.tool);
+        fields.optional_string("principal", self.principal);
+        fields.string("outcome", self.outcome.as_str());
+        fields.boolean("success", self.success);
+        fields.optional_string("code", self.code.map(ErrorCode::as_str));
+        fields.optional_string("error", self.error);
+        fields.unsigned("took_ms", self.took_ms);
+        fields.boolean("timeout_exceeded", self.timeout_exceeded);
+        fields.value("args", &self.args_redacted());
     }
 
     /// The arguments, redacted as they are written.
@@ -211,7 +217,7 @@ impl AuditRecord<'_> {
     /// Appends the record as JSON (the bytes `serde_json` writes for it), without a newline.
     ///
     /// Sinks that write JSON lines use this: it is the record's `Serialize` written by hand,
-    /// a few times cheaper (see [`crate::json_write`]).
+    /// a few times cheaper than `serde_json` (both follow one list of keys).
     ///
     /// ```
     /// use milpa::audit::{AuditOutcome, AuditRecord, Redactor};
@@ -234,31 +240,9 @@ impl AuditRecord<'_> {
     }
 
     fn write_json_at(&self, ts: &Timestamp, out: &mut Vec<u8>) {
-        out.extend_from_slice(b"{\"ts\":\"");
-        out.extend_from_slice(&ts.0);
-        out.extend_from_slice(b"\",\"request_id\":");
-        json_write::string(out, self.request_id);
-        out.extend_from_slice(b",\"channel\":");
-        json_write::string(out, self.channel);
-        out.extend_from_slice(b",\"tool\":");
-        json_write::string(out, self.tool);
-        out.extend_from_slice(b",\"principal\":");
-        json_write::optional_string(out, self.principal);
-        out.extend_from_slice(b",\"outcome\":\"");
-        out.extend_from_slice(self.outcome.as_str().as_bytes());
-        out.extend_from_slice(b"\",\"success\":");
-        json_write::boolean(out, self.success);
-        out.extend_from_slice(b",\"code\":");
-        json_write::optional_string(out, self.code.map(ErrorCode::as_str));
-        out.extend_from_slice(b",\"error\":");
-        json_write::optional_string(out, self.error);
-        out.extend_from_slice(b",\"took_ms\":");
-        json_write::unsigned(out, self.took_ms);
-        out.extend_from_slice(b",\"timeout_exceeded\":");
-        json_write::boolean(out, self.timeout_exceeded);
-        out.extend_from_slice(b",\"args\":");
-        json_write::value(out, &self.args_redacted());
-        out.push(b'}');
+        let mut fields = ObjectWriter::open(out);
+        self.visit_fields(ts, &mut fields);
+        fields.close();
     }
 }
 
