@@ -447,8 +447,16 @@ impl ToolResult {
     /// The serialized size of the result's caller-supplied parts (data, message, error, meta
     /// fields), or `None` once it passes `max`. Counted without serializing (see
     /// `json_size`); the runtime meta, a few short fields, is left out.
+    #[inline]
     pub(crate) fn size_within(&self, max: usize) -> Option<usize> {
-        let mut used = crate::json_size::within(&self.data, max)?;
+        let used = crate::json_size::within(&self.data, max)?;
+        if self.message.is_none() && self.error.is_none() && self.meta.fields.is_none() {
+            return Some(used);
+        }
+        self.texts_and_fields_within(used, max)
+    }
+
+    fn texts_and_fields_within(&self, mut used: usize, max: usize) -> Option<usize> {
         for text in [&self.message, &self.error].into_iter().flatten() {
             used += crate::json_size::string_within(text, max.checked_sub(used)?)?;
         }

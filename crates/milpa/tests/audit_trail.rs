@@ -230,7 +230,10 @@ async fn a_request_refused_at_the_protocol_level_is_audited() {
     let huge = "x".repeat(1024 * 1024);
     registry.audit_refused_request(Some(&huge), "arguments must be an object", &ctx);
     let record = only_record(&sink);
-    assert_eq!(record.tool, format!("{}…(+{} bytes)", "x".repeat(128), 1024 * 1024 - 128));
+    assert_eq!(
+        record.tool,
+        format!("{}…(+{} bytes)", "x".repeat(128), 1024 * 1024 - 128)
+    );
 }
 
 #[tokio::test]

@@ -53,10 +53,16 @@ impl AuditLimits {
 
 /// `text` if it fits in `max` bytes, else its first `max` bytes (cut at a character
 /// boundary) followed by `…(+N bytes)`.
+#[inline]
 pub fn clip(text: &str, max: usize) -> Cow<'_, str> {
     if text.len() <= max {
         return Cow::Borrowed(text);
     }
+    cut(text, max)
+}
+
+#[cold]
+fn cut(text: &str, max: usize) -> Cow<'_, str> {
     let mut end = max;
     while !text.is_char_boundary(end) {
         end -= 1;

@@ -6,7 +6,9 @@ use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::audit::limits::clip;
 use crate::audit::redact::{RedactedValue, Redactor};
+use crate::json_size;
 use crate::json_write::{FieldVisitor, ObjectWriter, SerdeFields};
 use crate::result::ErrorCode;
 
@@ -115,12 +117,39 @@ pub struct AuditRecord<'a> {
     pub args: &'a Value,
     /// The redaction rules for `args`.
     pub redactor: &'a Redactor,
+    /// The most bytes of JSON the arguments may take in the record: larger ones are written
+    /// as their redacted JSON cut to this size, a string ending in `…(+N bytes)` (see
+    /// [`AuditLimits`](crate::audit::AuditLimits)).
+    pub max_args_bytes: usize,
 }
 
 impl AuditRecord<'_> {
-    /// The arguments with secrets replaced.
+    /// The arguments as recorded: secrets replaced, and cut (as a string) when over
+    /// [`max_args_bytes`](Self::max_args_bytes).
     pub fn redacted_args(&self) -> Value {
-        self.redactor.redact(self.args)
+        match self.args_redacted() {
+            RecordedArgs::Whole(redacted) => self.redactor.redact(redacted.value),
+            RecordedArgs::Cut(text) => Value::String(text),
+        }
+    }
+}
+
+/// The arguments as a record writes them (see [`AuditRecord::redacted_args`]). Measured
+/// when the record is written, not when it is built: a sink that writes nothing (`tracing`
+/// with no subscriber) pays nothing for the cap.
+pub(crate) enum RecordedArgs<'a> {
+    /// Within the cap: written whole, redacted as they are written.
+    Whole(RedactedValue<'a>),
+    /// Over the cap: the redacted JSON, cut, with its marker.
+    Cut(String),
+}
+
+impl Serialize for RecordedArgs<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RecordedArgs::Whole(redacted) => redacted.serialize(serializer),
+            RecordedArgs::Cut(text) => serializer.serialize_str(text),
+        }
     }
 }
 
@@ -206,12 +235,17 @@ impl AuditRecord<'_> {
         fields.value("args", &self.args_redacted());
     }
 
-    /// The arguments, redacted as they are written.
-    pub(crate) fn args_redacted(&self) -> RedactedValue<'_> {
-        RedactedValue {
+    /// The arguments, redacted as they are written, and cut when over the cap.
+    pub(crate) fn args_redacted(&self) -> RecordedArgs<'_> {
+        let redacted = RedactedValue {
             value: self.args,
             redactor: self.redactor,
+        };
+        if json_size::within(self.args, self.max_args_bytes).is_some() {
+            return RecordedArgs::Whole(redacted);
         }
+        let text = serde_json::to_string(&redacted).unwrap_or_default();
+        RecordedArgs::Cut(clip(&text, self.max_args_bytes).into_owned())
     }
 
     /// Appends the record as JSON (the bytes `serde_json` writes for it), without a newline.
@@ -229,6 +263,7 @@ impl AuditRecord<'_> {
     ///     request_id: "r1", channel: "cli", tool: "t", principal: None,
     ///     outcome: AuditOutcome::Executed, success: true, code: None, error: None,
     ///     took_ms: 0, timeout_exceeded: false, args: &args, redactor: &redactor,
+    ///     max_args_bytes: 16 * 1024,
     /// };
     /// let mut line = Vec::new();
     /// record.write_json(&mut line);
@@ -297,6 +332,7 @@ mod tests {
                     timeout_exceeded: i == 3,
                     args,
                     redactor: &redactor,
+                    max_args_bytes: usize::MAX,
                 };
                 let mut line = Vec::new();
                 record.write_json_at(&ts, &mut line);

@@ -1,17 +1,15 @@
 //! Stage 11, `audit`: every terminal path ends here. It stamps the runtime meta on the
 //! result, records an [`AuditRecord`], then emits `tool.executed` or `tool.failed`.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::audit::{AuditOutcome, AuditRecord, MAX_TOOL_NAME_BYTES, RedactedValue, clip};
+use crate::audit::{AuditOutcome, AuditRecord, MAX_TOOL_NAME_BYTES, clip};
 use crate::context::ToolContext;
 use crate::events::{Event, ToolExecuted, ToolFailed};
 use crate::inspect::StageFacts;
 use crate::inspect::{InvocationStep, StepPresence, StepRole};
-use crate::json_size;
 use crate::pipeline::{Call, Terminal};
 use crate::pipeline::{StepKind, step};
 use crate::registry::RegisteredTool;
@@ -59,6 +57,9 @@ pub(crate) fn run(call: &mut Call<'_>) {
 /// The one audit path: stamps the runtime meta on the result, records it, then emits
 /// `tool.executed` or `tool.failed`. Every way a call can end comes here, including a call
 /// dropped while its tool ran (`execute`'s guard) and the refusals outside the stage table.
+// Always inlined into `run` (the guard's cold path gets its own copy): out of line, the
+// call's facts were spilled and reloaded, a measurable share of a trivial call.
+#[inline(always)]
 pub(crate) fn conclude(call: Audited<'_>, terminal: &mut Terminal) {
     let Terminal { result, outcome } = terminal;
     let outcome = *outcome;
@@ -78,7 +79,6 @@ pub(crate) fn conclude(call: Audited<'_>, terminal: &mut Terminal) {
         .error
         .as_deref()
         .map(|error| clip(error, limits.max_error_bytes));
-    let args = capped_args(call.args, wiring);
     wiring.audit.record(&AuditRecord {
         request_id: call.ctx.request_id(),
         channel: call.ctx.channel(),
@@ -92,8 +92,9 @@ pub(crate) fn conclude(call: Audited<'_>, terminal: &mut Terminal) {
         // A hard timeout is the soft one exceeded too.
         timeout_exceeded: outcome == AuditOutcome::TimedOut
             || result.meta.get("timeout_exceeded").is_some(),
-        args: &args,
+        args: call.args,
         redactor: &wiring.redactor,
+        max_args_bytes: limits.max_args_bytes,
     });
     if let Some(dispatcher) = &wiring.dispatcher {
         match outcome {
@@ -121,26 +122,6 @@ pub(crate) fn conclude(call: Audited<'_>, terminal: &mut Terminal) {
             _ => {}
         }
     }
-}
-
-/// The arguments as recorded: as they are when they fit the cap, else their redacted JSON
-/// cut to the cap (a string ending in `…(+N bytes)`).
-fn capped_args<'a>(args: &'a Value, wiring: &Wiring) -> Cow<'a, Value> {
-    let max = wiring.audit_limits.max_args_bytes;
-    if json_size::within(args, max).is_some() {
-        return Cow::Borrowed(args);
-    }
-    over_cap_args(args, wiring, max)
-}
-
-#[cold]
-fn over_cap_args<'a>(args: &Value, wiring: &Wiring, max: usize) -> Cow<'a, Value> {
-    let redacted = RedactedValue {
-        value: args,
-        redactor: &wiring.redactor,
-    };
-    let text = serde_json::to_string(&redacted).unwrap_or_default();
-    Cow::Owned(Value::String(clip(&text, max).into_owned()))
 }
 
 /// The call's terminal, where it lies. Every path ends with one (`contain_exception` always

@@ -33,7 +33,7 @@ async fn confirm(call: &mut Call<'_>) -> Flow {
     match std::mem::replace(&mut call.confirm_token, TokenArg::Absent) {
         TokenArg::Absent => issue(call, binding).await,
         TokenArg::Given(token) => redeem(call, &token, &binding).await,
-        TokenArg::Malformed => refuse(call),
+        TokenArg::Malformed | TokenArg::Redeemed { .. } => refuse(call),
     }
 }
 
@@ -75,7 +75,9 @@ async fn redeem(call: &mut Call<'_>, token: &str, binding: &ConfirmationBinding)
             // The contract: the parked arguments run. Other arguments sent with the token
             // are ignored, and the result says so.
             let sent_others = call.args.as_object().is_some_and(|a| !a.is_empty());
-            call.replay_args_ignored = sent_others && call.args != pending.args;
+            call.confirm_token = TokenArg::Redeemed {
+                other_args_ignored: sent_others && call.args != pending.args,
+            };
             call.args = pending.args;
             Flow::Continue
         }

@@ -56,7 +56,7 @@ pub(crate) async fn finish(future: BoxFuture<'_, Result<ToolOutput, ToolError>>)
 #[inline]
 pub(crate) fn run(call: &mut Call<'_>) -> Flow {
     let flow = judge(call);
-    if call.replay_args_ignored {
+    if call.replay_args_ignored() {
         note_ignored_replay_args(call);
     }
     flow
@@ -70,15 +70,16 @@ fn judge(call: &mut Call<'_>) -> Flow {
                 ToolOutput::Data(data) => ToolResult::success(data),
                 ToolOutput::Result(result) => *result,
             };
-            // Finished first and flagged in place: the result is moved once.
-            let max = call.wiring.max_result_bytes;
-            if result.size_within(max).is_none() {
-                return too_large(call, max);
-            }
+            // Finished first, then measured and flagged in place: the result is moved once
+            // (measuring it before the move cost two more copies of it per call).
             let flow = call.finish(result, AuditOutcome::Executed);
+            let max = call.wiring.max_result_bytes;
             let limit = call.tool().definition.options().timeout;
-            if exec_secs > limit.as_secs_f64() {
-                if let Some(terminal) = &mut call.terminal {
+            if let Some(terminal) = &mut call.terminal {
+                if terminal.result.size_within(max).is_none() {
+                    return too_large(call, max);
+                }
+                if exec_secs > limit.as_secs_f64() {
                     flag_soft_timeout(&mut terminal.result, exec_secs, limit);
                 }
             }

@@ -37,7 +37,7 @@ use crate::definition::{ToolError, ToolOutput};
 use crate::inspect::StageFacts;
 use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::policy::ChannelPolicy;
-use crate::registry::{RegisteredTool, ToolRegistry, ToolTable};
+use crate::registry::{RegisteredTool, ToolRegistry};
 use crate::result::ToolResult;
 use crate::wiring::Wiring;
 use clock::Tick;
@@ -223,13 +223,14 @@ pub(crate) enum TokenArg {
     Given(String),
     /// Something that cannot be a token (a number, an object, …).
     Malformed,
+    /// Redeemed by `confirm`: the parked arguments replaced the ones sent, which were
+    /// ignored when they were other arguments (the result then says so).
+    Redeemed { other_args_ignored: bool },
 }
 
 /// The state of one call as it moves through the stages.
 pub(crate) struct Call<'r> {
     pub wiring: &'r Wiring,
-    /// Where `resolve` looks the tool up (the only stage that reads it).
-    pub tools: &'r ToolTable,
     pub ctx: &'r ToolContext,
     pub name: &'r str,
     pub started: Tick,
@@ -241,12 +242,23 @@ pub(crate) struct Call<'r> {
     pub terminal: Option<Terminal>,
     /// When the tool returned, so `audit` need not read the clock again.
     pub finished: Option<Tick>,
-    /// A confirmation replay sent arguments other than the parked ones (which ran).
-    pub replay_args_ignored: bool,
 }
 
 impl<'r> Call<'r> {
+    /// A confirmation replay sent arguments other than the parked ones (which ran).
+    #[inline]
+    pub fn replay_args_ignored(&self) -> bool {
+        matches!(
+            self.confirm_token,
+            TokenArg::Redeemed {
+                other_args_ignored: true
+            }
+        )
+    }
+
     /// A call of `name` that has not visited any stage yet.
+    // Always inlined: out of line, the call's state is built, then copied into place.
+    #[inline(always)]
     pub fn new(
         registry: &'r ToolRegistry,
         name: &'r str,
@@ -256,7 +268,6 @@ impl<'r> Call<'r> {
         let wiring = registry.wiring();
         Call {
             wiring,
-            tools: registry.tool_table(),
             ctx,
             name,
             started: wiring.clock.now(),
@@ -267,7 +278,6 @@ impl<'r> Call<'r> {
             raw: None,
             terminal: None,
             finished: None,
-            replay_args_ignored: false,
         }
     }
 
@@ -333,7 +343,8 @@ pub(crate) async fn execute_call(
         }
         trace.visit(step);
         let flow = match step {
-            StepKind::Resolve => resolve::run(&mut call),
+            // The only stage that reads the tool table.
+            StepKind::Resolve => resolve::run(&mut call, registry.tool_table()),
             StepKind::Validate => validate::run(&mut call),
             StepKind::Clamp => clamp::run(&mut call),
             StepKind::Authorize => authorize::run(&mut call).await,

@@ -5,10 +5,11 @@ use crate::inspect::StageFacts;
 use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::pipeline::{Call, Flow};
 use crate::pipeline::{StepKind, step};
+use crate::registry::ToolTable;
 use crate::result::ToolResult;
 
 #[inline]
-pub(crate) fn run(call: &mut Call<'_>) -> Flow {
+pub(crate) fn run<'r>(call: &mut Call<'r>, tools: &'r ToolTable) -> Flow {
     if call.name.len() > MAX_TOOL_NAME_BYTES {
         // No tool has such a name; the caller's text is quoted cut, never whole.
         return call.finish(
@@ -16,7 +17,7 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
             AuditOutcome::NotFound,
         );
     }
-    match call.tools.lookup(call.name) {
+    match tools.lookup(call.name) {
         Some(tool) => {
             call.tool = Some(tool);
             Flow::Continue
