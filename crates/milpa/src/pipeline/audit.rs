@@ -24,6 +24,12 @@ pub(crate) fn run(call: &mut Call<'_>) {
         .set_runtime(RuntimeMeta::new(tool_name, took_ms, call.ctx));
     let result = &*result;
     let registry = call.registry;
+    // A tool's error may quote its arguments (a command's stderr echoing a password): the
+    // record gets the text with every secret of the call scrubbed.
+    let error = result
+        .error
+        .as_deref()
+        .map(|error| registry.redactor().scrub(error, &call.args));
     registry.audit_sink().record(&AuditRecord {
         request_id: call.ctx.request_id(),
         channel: call.ctx.channel(),
@@ -32,7 +38,7 @@ pub(crate) fn run(call: &mut Call<'_>) {
         outcome,
         success: result.success,
         code: result.meta.code(),
-        error: result.error.as_deref(),
+        error: error.as_deref(),
         took_ms,
         timeout_exceeded: result.meta.get("timeout_exceeded").is_some(),
         args: &call.args,
