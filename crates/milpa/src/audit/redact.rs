@@ -372,11 +372,10 @@ impl Redactor {
                     self.collect_secrets(v, secret, out);
                 }
             }
-            Value::String(text) if secret => {
-                if text.chars().count() >= MIN_SCRUBBED_LEN {
-                    out.push(Cow::Borrowed(text));
-                }
+            Value::String(text) if secret && text.chars().count() >= MIN_SCRUBBED_LEN => {
+                out.push(Cow::Borrowed(text));
             }
+            Value::String(_) if secret => {}
             Value::String(text) => self.secret_spans(text, |span| {
                 let part = &text[span];
                 if part.chars().count() >= MIN_SCRUBBED_LEN {
