@@ -272,6 +272,10 @@ impl Redactor {
             return None;
         }
         let start = i + 1;
+        // Already redacted (a text scrubbed twice): keep what follows the marker.
+        if text[start..].starts_with(REDACTED_IN_TEXT) {
+            return Some(start..start + REDACTED_IN_TEXT.len());
+        }
         let len = bytes[start..]
             .iter()
             .take_while(|b| !ends_value(**b))
@@ -577,6 +581,7 @@ mod tests {
                 "run --password=[REDACTED] --user=ann",
             ),
             ("author=ann spinner=on", "author=ann spinner=on"),
+            ("(token=[REDACTED]) ok", "(token=[REDACTED]) ok"),
             ("unbearer x", "unbearer x"),
             ("Bearer", "Bearer"),
             (

@@ -117,13 +117,14 @@ pub(crate) fn action_summary(name: &str, args: &Value, redactor: &Redactor) -> S
             if redactor.is_sensitive(k) {
                 Some(format!("{k}={REDACTED_IN_TEXT}"))
             } else {
-                Some(format!("{k}={text}"))
+                // Each value on its own: a `key=value` pattern must not run into the
+                // summary's own punctuation.
+                Some(format!("{k}={}", redactor.scrub(&text, args)))
             }
         })
         .take(3)
         .collect();
-    let summary = format!("{name}({})", parts.join(", "));
-    redactor.scrub(&summary, args).into_owned()
+    format!("{name}({})", parts.join(", "))
 }
 
 /// `YYYY-MM-DDTHH:MM:SS+00:00`, as the original wrote expiries.
@@ -206,6 +207,11 @@ mod tests {
             "note": "hunter22 again",
             "url": "https://u:pw12@h",
         });
+        let last = json!({"user": "ann", "new_password": "hunter22"});
+        assert_eq!(
+            action_summary("rotate", &last, &Redactor::default()),
+            "rotate(user=ann, new_password=[REDACTED])"
+        );
         let summary = action_summary("login", &args, &Redactor::default());
         assert_eq!(
             summary,
