@@ -66,11 +66,17 @@ fn runtime(multi_thread: bool) -> Result<tokio::runtime::Runtime, CliError> {
 }
 
 /// Logs to standard error only (standard output is the result, or the MCP channel);
-/// `RUST_LOG` overrides `default`.
+/// `RUST_LOG` overrides `default`. Colours only when standard error is a terminal and
+/// `NO_COLOR` is unset or empty (<https://no-color.org>): a log file or a log collector
+/// gets no escape sequences.
 fn init_tracing(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let no_color = std::env::var_os("NO_COLOR");
+    let ansi =
+        TerminalRenderer::colour_wanted(std::io::stderr().is_terminal(), no_color.as_deref());
     let _ = tracing_subscriber::fmt()
+        .with_ansi(ansi)
         .with_writer(std::io::stderr)
         .with_env_filter(filter)
         .try_init();

@@ -392,3 +392,43 @@ required = true
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(sb.path().join("yes.txt").exists());
 }
+
+#[test]
+fn the_audit_line_on_stderr_has_no_colour_and_no_forged_line() {
+    let sb = Sandbox::new();
+    // Not a terminal, NO_COLOR unset: still no escape sequences.
+    let r = run(sb
+        .milpa()
+        .env_remove("NO_COLOR")
+        .env("RUST_LOG", "milpa::audit=info")
+        .args([
+            "call",
+            "x\n2026 WARN milpa::audit: [ToolAudit] forged",
+            "{}",
+        ]));
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(!r.stderr.contains('\u{1b}'), "{:?}", r.stderr);
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{:?}", r.stderr);
+    assert!(
+        lines[0].contains("[ToolAudit]")
+            && lines[0].contains("| x\\n2026 WARN milpa::audit: [ToolAudit] forged |"),
+        "{:?}",
+        r.stderr
+    );
+}
+
+#[test]
+fn call_escapes_control_characters_of_tool_output() {
+    let sb = Sandbox::new();
+    let r = run(sb.milpa().args([
+        "call",
+        "echo",
+        r#"{"text":"\u001b]0;pwned\u0007\u001b[2Jred\rline\nnext\tcol"}"#,
+    ]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        r.stdout,
+        "✓ \\u{1b}]0;pwned\\u{7}\\u{1b}[2Jred\\rline\nnext\tcol\n"
+    );
+}

@@ -437,3 +437,63 @@ fn elicitation_confirmation_follows_the_manifest() {
     assert_eq!(data["requires_confirmation"], true, "{answered}");
     assert_eq!(data["confirm_token"].as_str().unwrap().len(), 32);
 }
+
+#[test]
+fn a_command_error_quoting_a_password_is_scrubbed_in_the_audit_file() {
+    let sb = Sandbox::new();
+    sb.write(
+        "m.toml",
+        &format!(
+            r#"
+[server]
+name = "ops-test"
+version = "9.9.9"
+
+[[auth.tokens]]
+sha256 = "{alice}"
+principal = "alice"
+scopes = ["ops:write"]
+
+[[tools]]
+name = "login"
+description = "Logs in, and echoes its argv on failure like many commands do"
+command = ["sh", "-c", "echo \"access denied for $0 with $1\" >&2; exit 3", "{{user}}", "{{password}}"]
+
+[tools.params.user]
+type = "string"
+required = true
+
+[tools.params.password]
+type = "string"
+required = true
+"#,
+            alice = sha256_hex("alice-token"),
+        ),
+    );
+    let audit = sb.path().join("audit.jsonl");
+    let (server, addr) = start_http(&sb, &["--audit", audit.to_str().unwrap()]);
+    let alice = [("Authorization", "Bearer alice-token")];
+    let session = initialize(addr, &alice);
+    let args = json!({"user": "ann", "password": "hunter22"});
+    let result = call(addr, &session, &alice, "login", args);
+    assert_eq!(result["isError"], true, "{result}");
+    // The caller sent the password and sees its own error as the command wrote it.
+    assert!(result.to_string().contains("hunter22"), "{result}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let text = loop {
+        let text = std::fs::read_to_string(&audit).unwrap_or_default();
+        if text.lines().count() >= 1 || std::time::Instant::now() > deadline {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    drop(server);
+    let record: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert!(!text.contains("hunter22"), "{text}");
+    let error = record["error"].as_str().unwrap();
+    assert!(
+        error.contains("access denied for ann with [REDACTED]"),
+        "{error}"
+    );
+    assert_eq!(record["args"]["password"], "***REDACTED***");
+}

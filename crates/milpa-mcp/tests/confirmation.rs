@@ -184,3 +184,39 @@ async fn an_elicitation_error_falls_back_to_the_token() {
     let reply = client.response(&json!(3)).await;
     assert!(reply["result"]["structuredContent"]["confirm_token"].is_string());
 }
+
+#[tokio::test]
+async fn the_elicitation_message_never_shows_a_secret_argument() {
+    let mut registry = milpa::ToolRegistry::new();
+    registry
+        .register(
+            milpa::ToolDefinition::builder("rotate_password")
+                .description("Sets a new password")
+                .mutating(true)
+                .requires_confirmation(true)
+                .sync(|args: &Value, _ctx: &milpa::ToolContext| json!({"user": args["user"]})),
+        )
+        .unwrap();
+    let mut client = StdioClient::start(Arc::new(registry), ServerOptions::default());
+    client.initialize(json!({"elicitation": {}})).await;
+    client
+        .send(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+            "params": {"name": "rotate_password",
+                       "arguments": {"user": "ann", "new_password": "hunter22"}}}))
+        .await;
+    let request = client
+        .wait_for(|m| m["method"] == "elicitation/create")
+        .await;
+    let message = request["params"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("rotate_password(user=ann, new_password=[REDACTED])"),
+        "{message}"
+    );
+    assert!(!request.to_string().contains("hunter22"), "{request}");
+    client
+        .send(json!({"jsonrpc": "2.0", "id": request["id"],
+            "result": {"action": "accept", "content": {"confirm": true}}}))
+        .await;
+    let reply = client.response(&json!(9)).await;
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+}

@@ -17,6 +17,7 @@ use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use milpa::audit::JsonLinesAuditSink;
 use milpa::events::{Dispatcher, Event};
 use milpa::rate_limit::{InMemoryRateLimiter, Quota};
 use milpa::{ToolContext, ToolDefinition, ToolRegistry, ToolResult};
@@ -121,6 +122,28 @@ fn pipeline(c: &mut Criterion) {
         Value::Null,
         &cli,
     );
+
+    // Redaction on the hot path: every record is written, args and all, to a JSON-lines
+    // sink (into `io::sink()`), so each argument key and string value is checked.
+    let mut written = ToolRegistry::builder()
+        .audit_sink(Arc::new(JsonLinesAuditSink::new(std::io::sink())))
+        .build();
+    written.register(echo()).unwrap();
+    bench_call(
+        c,
+        "echo_cli_audited_json",
+        &written,
+        "echo",
+        json!({"user": "ann", "password": "hunter2", "note": "see https://example.com/a?page=2", "count": 3}),
+        &cli,
+    );
+}
+
+/// Returns its arguments.
+fn echo() -> ToolDefinition {
+    ToolDefinition::builder("echo")
+        .description("Echoes its arguments")
+        .sync(|args: &Value, _ctx: &ToolContext| args.clone())
 }
 
 criterion_group!(benches, pipeline);

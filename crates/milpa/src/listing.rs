@@ -53,8 +53,10 @@ impl ToolSummary {
     ///
     /// Schemas are normalized so that strict clients (MCP's among them) accept them: an empty
     /// (or non-object) schema becomes `{"type": "object"}`, a schema without a top-level
-    /// `type` gets `"type": "object"` first, and an empty top-level `properties` (`[]` or
-    /// `{}`) becomes `{}`. Nested schemas are left as written.
+    /// `type` gets `"type": "object"` first unless a keyword of its own decides the type
+    /// (`oneOf`, `anyOf`, `allOf`, `not`, `if`, `$ref`, `$dynamicRef`, `enum`, `const`: those
+    /// are left alone), and an empty top-level `properties` (`[]` or `{}`) becomes `{}`.
+    /// Nested schemas are left as written.
     pub fn from_definition(definition: &ToolDefinition) -> ToolSummary {
         let options = definition.options();
         ToolSummary {
@@ -77,11 +79,27 @@ impl ToolSummary {
     }
 }
 
+/// Keywords that decide (or may decide) what type a schema accepts: a schema holding one
+/// of them is not an object schema that merely forgot its `type`, and adding
+/// `"type": "object"` to it would change what it means (`{"oneOf": [{"type": "string"},
+/// …]}` would accept nothing).
+const TYPE_DECIDING: [&str; 9] = [
+    "oneOf",
+    "anyOf",
+    "allOf",
+    "not",
+    "if",
+    "$ref",
+    "$dynamicRef",
+    "enum",
+    "const",
+];
+
 fn normalize_schema(schema: &Value) -> Value {
     match schema {
         Value::Object(map) if !map.is_empty() => {
             let mut out = Map::with_capacity(map.len() + 1);
-            if !map.contains_key("type") {
+            if !map.contains_key("type") && !TYPE_DECIDING.iter().any(|k| map.contains_key(*k)) {
                 out.insert("type".into(), Value::from("object"));
             }
             for (key, value) in map {

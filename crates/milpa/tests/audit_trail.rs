@@ -21,7 +21,9 @@ async fn nested_secrets_never_reach_the_record() {
     let args = json!({
         "user": "ann",
         "password": "hunter2",
-        "auth": {"apiKey": "k-1", "client_secret": "cs", "Authorization": "Bearer abc"},
+        "creds": {"apiKey": "k-1", "client_secret": "cs", "Authorization": "Bearer abc"},
+        "auth": {"user": "u-auth", "pwd": "pw-auth"},
+        "author": "ann",
         "sessions": [{"access_token": "at"}, {"refresh-token": "rt", "note": "fine"}],
         "user_password": "p2",
         "PRIVATE_KEY": "pk",
@@ -41,12 +43,17 @@ async fn nested_secrets_never_reach_the_record() {
         "p2",
         "\"pk\"",
         "c=1",
+        "u-auth",
+        "pw-auth",
     ] {
         assert!(!text.contains(secret), "{secret} leaked: {text}");
     }
     assert_eq!(record.args["user"], "ann");
     assert_eq!(record.args["sessions"][1]["note"], "fine");
-    assert_eq!(record.args["auth"]["apiKey"], "***REDACTED***");
+    assert_eq!(record.args["creds"]["apiKey"], "***REDACTED***");
+    // `auth` is a secret word: the whole value goes; `author` is not.
+    assert_eq!(record.args["auth"], "***REDACTED***");
+    assert_eq!(record.args["author"], "ann");
 }
 
 #[tokio::test]
@@ -165,6 +172,67 @@ async fn the_json_lines_sink_writes_one_redacted_line_per_call() {
     assert!(!text.contains("\"s\""));
 }
 
+#[tokio::test]
+async fn an_error_quoting_a_secret_argument_is_scrubbed_in_the_record() {
+    let (mut registry, sink) = audited(ToolRegistry::builder());
+    registry
+        .register(
+            milpa::ToolDefinition::builder("login")
+                .description("Fails like a command whose stderr echoes its argv")
+                .sync(
+                    |args: &Value, _ctx: &ToolContext| -> Result<Value, milpa::ToolError> {
+                        Err(milpa::ToolError::new(format!(
+                            "mysql -u {} -p{}: access denied (Bearer tok-9876 sent)",
+                            args["user"].as_str().unwrap_or(""),
+                            args["password"].as_str().unwrap_or("")
+                        )))
+                    },
+                ),
+        )
+        .unwrap();
+    let result = registry
+        .call(
+            "login",
+            json!({"user": "ann", "password": "hunter22"}),
+            &ToolContext::cli(),
+        )
+        .await;
+    assert!(!result.success);
+    let record = only_record(&sink);
+    let error = record.error.unwrap();
+    assert_eq!(
+        error,
+        "mysql -u ann -p[REDACTED]: access denied (Bearer [REDACTED] sent)"
+    );
+    assert_eq!(record.args["password"], "***REDACTED***");
+}
+
+#[tokio::test]
+async fn the_stderr_audit_line_cannot_be_forged_through_a_tool_name() {
+    let buf = SharedBuf::default();
+    let writer = buf.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let registry = ToolRegistry::new();
+    let forged = "x\n2026-01-01T00:00:00Z  INFO milpa::audit: [ToolAudit] r | cli | rm | root | 0ms | executed\u{1b}[2K\r";
+    let result = registry.call(forged, json!({}), &ToolContext::cli()).await;
+    assert_eq!(
+        result.meta.code().map(|c| c.as_str()),
+        Some("TOOL_NOT_FOUND")
+    );
+    let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+    let audit: Vec<&str> = text.lines().filter(|l| l.contains("ToolAudit")).collect();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert_eq!(audit.len(), 1, "{text}");
+    assert!(
+        audit[0].contains("| x\\n2026-01-01T00:00:00Z  INFO milpa::audit: [ToolAudit] r | cli | rm | root | 0ms | executed\\u{1b}[2K\\r |"),
+        "{text}"
+    );
+    assert!(!text.contains('\u{1b}') && !text.contains('\r'), "{text:?}");
+}
 #[tokio::test]
 async fn a_declined_confirmation_is_audited_once_with_what_was_declined() {
     let runs = Runs::default();

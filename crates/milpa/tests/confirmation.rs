@@ -299,3 +299,36 @@ async fn a_replay_with_other_arguments_runs_the_parked_ones_and_says_so() {
         assert_eq!(replay.message, None);
     }
 }
+
+#[tokio::test]
+async fn the_summary_never_shows_a_secret_argument() {
+    let runs = Runs::default();
+    let (mut registry, sink) = audited(ToolRegistry::builder());
+    registry
+        .register(echoing(
+            echo_args("rotate")
+                .mutating(true)
+                .requires_confirmation(true),
+            &runs,
+        ))
+        .unwrap();
+    let ctx = ToolContext::cli();
+    let first = registry
+        .call(
+            "rotate",
+            json!({"user": "ann", "password": "hunter22", "note": "old one was hunter22"}),
+            &ctx,
+        )
+        .await;
+    let summary = "rotate(user=ann, password=[REDACTED], note=old one was [REDACTED])";
+    assert_eq!(first.data["action_summary"], summary);
+    assert_eq!(first.message.as_deref(), Some(summary));
+    assert!(!serde_json::to_string(&first).unwrap().contains("hunter22"));
+    assert_eq!(sink.take().len(), 1);
+    // The replay still runs the real arguments.
+    let replay = registry
+        .call("rotate", json!({"confirm_token": token_of(&first)}), &ctx)
+        .await;
+    assert_eq!(replay.data["password"], "hunter22");
+    assert_eq!(runs.count(), 1);
+}

@@ -94,6 +94,27 @@ fn an_empty_properties_list_becomes_an_object() {
 }
 
 #[test]
+fn an_output_schema_with_one_of_is_never_made_an_object() {
+    let one_of =
+        json!({"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "integer"}}]});
+    let any_ref = json!({"$ref": "#/$defs/x", "$defs": {"x": {"type": "string"}}});
+    let summary = ToolSummary::from_definition(&done(
+        tool("either")
+            .input_schema(json!({"properties": {"a": {"type": "string"}}}))
+            .output_schema(one_of.clone()),
+    ));
+    assert_eq!(summary.output_schema, Some(one_of));
+    assert_eq!(summary.to_value()["outputSchema"].get("type"), None);
+    // An object schema that merely omits its type still gets it.
+    assert_eq!(
+        summary.input_schema,
+        json!({"type": "object", "properties": {"a": {"type": "string"}}})
+    );
+    let summary = ToolSummary::from_definition(&done(tool("r").output_schema(any_ref.clone())));
+    assert_eq!(summary.output_schema, Some(any_ref));
+}
+
+#[test]
 fn summaries_read_back() {
     let summary: ToolSummary =
         serde_json::from_str(r#"{"name":"a","description":"d","inputSchema":{"type":"object"}}"#)

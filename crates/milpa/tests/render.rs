@@ -247,3 +247,42 @@ fn the_builtin_registry_uses_the_terminal_for_cli_and_plain_text_elsewhere() {
     let mcp = ToolContext::mcp("r", Some("a".into()), ["x"]);
     assert_eq!(registry.render(&result, Some(&mcp)), "Error: boom");
 }
+
+#[test]
+fn the_terminal_renderer_escapes_control_characters_of_the_result() {
+    let hostile = "\u{1b}]0;pwned\u{7}\u{1b}[2Jgone\rover\u{9b}31m";
+    let shown = "\\u{1b}]0;pwned\\u{7}\\u{1b}[2Jgone\\rover\\u{9b}31m";
+    let results = [
+        ToolResult::success(json!(hostile)),
+        ToolResult::success(json!({"out": hostile, hostile: 1}))
+            .with_message(format!("ran: {hostile}\nline two\tcol")),
+        ToolResult::error(hostile),
+        ToolResult::blocked(hostile, Some(hostile.to_owned())),
+        ToolResult::detail(
+            json!({"k": hostile}),
+            hostile,
+            None,
+            vec![json!({"label": hostile, "action": "a"})],
+        ),
+        list().with_message(hostile),
+    ];
+    for colour in [false, true] {
+        let renderer = TerminalRenderer::new(colour);
+        for result in &results {
+            let text = renderer.render(result, None);
+            assert!(!text.contains(['\u{7}', '\r', '\u{9b}']), "{text:?}");
+            assert!(text.contains(shown), "{text:?}");
+            let escapes = text.matches('\u{1b}').count();
+            // Only the renderer's own colour codes: `ESC[<n>m` … `ESC[0m`.
+            assert_eq!(escapes, text.matches("\u{1b}[0m").count() * 2, "{text:?}");
+            if !colour {
+                assert_eq!(escapes, 0, "{text:?}");
+            }
+        }
+    }
+    // Newlines and tabs keep the layout.
+    assert_eq!(
+        TerminalRenderer::new(false).render(&results[1], None),
+        format!("✓ ran: {shown}\nline two\tcol\n  Out: {shown}\n  {shown}: 1\n")
+    );
+}

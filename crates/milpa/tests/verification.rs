@@ -759,3 +759,58 @@ async fn an_authenticated_caller_cannot_resolve_as_someone_else() {
     let on_behalf = json!({"request_id": id, "decision": "grant", "principal": "bob"});
     assert!(resolve(&registry, on_behalf).await.success);
 }
+
+#[tokio::test]
+async fn a_caller_cannot_name_someone_else_as_the_requester() {
+    let registry = registry();
+    let alice = mcp("alice", &[RESOLVE_SCOPE]);
+    // alice opens a request in someone else's name, hoping to grant it herself.
+    let forged = registry
+        .call(
+            REQUEST_NAME,
+            json!({"subject": "deploy", "requested_by": "someone-else", "request_id": "r-1"}),
+            &alice,
+        )
+        .await;
+    assert_refused(
+        &forged,
+        ErrorCode::ValidationError,
+        "requested_by",
+        "requested_by 'someone-else' is not the caller ('alice'): request_verification records the calling principal as the requester.",
+    );
+    // Nothing was opened: the id is still free, and her own request is hers.
+    let grant = json!({"request_id": "r-1", "decision": "grant", "principal": "alice"});
+    assert_eq!(
+        registry
+            .call(RESOLVE_NAME, grant.clone(), &alice)
+            .await
+            .code(),
+        Some(&ErrorCode::NotFound)
+    );
+    let own = registry
+        .call(
+            REQUEST_NAME,
+            json!({"subject": "deploy", "requested_by": "alice", "request_id": "r-1"}),
+            &alice,
+        )
+        .await;
+    assert!(own.success, "{own:?}");
+    assert_eq!(
+        registry.call(RESOLVE_NAME, grant, &alice).await.code(),
+        Some(&ErrorCode::Forbidden)
+    );
+    // A fully trusted caller (`*`) may still open a request on someone's behalf.
+    let id = open(
+        &registry,
+        json!({"subject": "s", "requested_by": "someone-else"}),
+    )
+    .await;
+    let granted = registry
+        .call(
+            RESOLVE_NAME,
+            json!({"request_id": id, "decision": "grant", "principal": "alice"}),
+            &alice,
+        )
+        .await;
+    assert!(granted.success, "{granted:?}");
+}

@@ -12,7 +12,10 @@ mod sink;
 
 pub use limits::{AuditLimits, MAX_TOOL_NAME_BYTES, clip};
 pub use record::{AuditOutcome, AuditRecord};
-pub use redact::{DEFAULT_SENSITIVE_FIELDS, REDACTED, RedactedValue, Redactor};
+pub use redact::{
+    DEFAULT_SENSITIVE_FIELDS, DEFAULT_SENSITIVE_WORDS, REDACTED, REDACTED_IN_TEXT, RedactedValue,
+    Redactor,
+};
 pub use sink::{
     AuditSink, JsonLinesAuditSink, MemoryAuditSink, OwnedAuditRecord, TracingAuditSink,
 };

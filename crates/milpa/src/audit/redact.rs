@@ -1,4 +1,25 @@
-//! [`Redactor`]: hides the values of secret-looking keys before anything is logged.
+//! [`Redactor`]: hides secrets before anything is logged or shown: the values of
+//! secret-looking keys, the secret parts of values (`Bearer` tokens, URL passwords,
+//! `token=…` pairs), and any copy of those secrets quoted in a text (an error message, a
+//! confirmation summary).
+//!
+//! ## The matching rule
+//!
+//! A key is secret when, compared lowercased with `_` and `-` removed, it *contains* one of
+//! the fragments ([`DEFAULT_SENSITIVE_FIELDS`]: `user_password`, `clientSecret`,
+//! `X-Api-Key`, `ssh-key` are caught), or when one of its *words* equals one of the words
+//! ([`DEFAULT_SENSITIVE_WORDS`]). Words are split at `_`, `-`, `.`, spaces and camelCase
+//! humps, so `auth`, `basic_auth`, `X-Auth` and `authHeader` are secret while `author`,
+//! `authority` and `spinner` are not: short words like `auth` and `pwd` would catch too
+//! much as fragments.
+//!
+//! Inside string values (under any key) three shapes are recognised and only their secret
+//! part is replaced with [`REDACTED_IN_TEXT`]: `Bearer <token>` (case-insensitive),
+//! URL user-info (`https://user:[REDACTED]@host`) and `name=value` pairs whose name is a
+//! secret key (`?token=[REDACTED]&page=2`, `--password=[REDACTED]`).
+
+use std::borrow::Cow;
+use std::ops::Range;
 
 use serde::Serialize;
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
@@ -7,21 +28,38 @@ use serde_json::{Map, Value};
 /// What a redacted value is replaced with.
 pub const REDACTED: &str = "***REDACTED***";
 
+/// What a secret inside a text (a value, an error message, a summary) is replaced with.
+pub const REDACTED_IN_TEXT: &str = "[REDACTED]";
+
 /// Key fragments that mark a value as secret. Keys are compared lowercased with `_` and `-`
 /// removed, and a key is secret when it *contains* a fragment: `user_password`,
 /// `clientSecret`, `X-Api-Key` and `refresh_token` are all caught.
-pub const DEFAULT_SENSITIVE_FIELDS: [&str; 10] = [
+pub const DEFAULT_SENSITIVE_FIELDS: [&str; 16] = [
     "password",
     "passwd",
+    "passphrase",
     "secret",
     "token",
     "apikey",
+    "accesskey",
     "authorization",
+    "bearer",
     "cookie",
     "privatekey",
+    "privkey",
+    "sshkey",
     "credential",
     "sessionid",
+    "signingkey",
 ];
+
+/// Whole words that mark a key as secret (too short to match as fragments without
+/// catching `author` or `pwdhistorylength`-like innocents: see the module docs).
+pub const DEFAULT_SENSITIVE_WORDS: [&str; 4] = ["auth", "pwd", "pass", "pin"];
+
+/// Secrets shorter than this are not searched for in texts: scrubbing every `a` or `42`
+/// would destroy the message and protect nothing.
+const MIN_SCRUBBED_LEN: usize = 4;
 
 /// Decides which keys are secret and rewrites values accordingly (recursively, through
 /// objects and arrays).
@@ -31,18 +69,35 @@ pub const DEFAULT_SENSITIVE_FIELDS: [&str; 10] = [
 /// use serde_json::json;
 ///
 /// let redactor = Redactor::default();
-/// let clean = redactor.redact(&json!({"user": "ann", "auth": {"apiKey": "k", "client_secret": "s"}}));
-/// assert_eq!(clean, json!({"user": "ann", "auth": {"apiKey": "***REDACTED***", "client_secret": "***REDACTED***"}}));
+/// let clean = redactor.redact(&json!({
+///     "user": "ann",
+///     "author": "ann",
+///     "auth": {"user": "ann"},
+///     "creds": {"apiKey": "k", "client_secret": "s"},
+///     "url": "https://ann:hunter22@example.com/x?token=abc&page=2",
+/// }));
+/// assert_eq!(clean, json!({
+///     "user": "ann",
+///     "author": "ann",
+///     "auth": "***REDACTED***",
+///     "creds": {"apiKey": "***REDACTED***", "client_secret": "***REDACTED***"},
+///     "url": "https://ann:[REDACTED]@example.com/x?token=[REDACTED]&page=2",
+/// }));
 /// ```
 #[derive(Debug, Clone)]
 pub struct Redactor {
     fragments: Vec<String>,
+    words: Vec<String>,
 }
 
 impl Default for Redactor {
     fn default() -> Self {
         Redactor {
             fragments: DEFAULT_SENSITIVE_FIELDS
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
+            words: DEFAULT_SENSITIVE_WORDS
                 .iter()
                 .map(|s| (*s).to_owned())
                 .collect(),
@@ -57,11 +112,62 @@ fn normalize(key: &str) -> String {
         .collect()
 }
 
+/// The words of a key: split at `_`, `-`, `.`, spaces and lower-to-upper case changes
+/// (`authHeader` → `auth`, `Header`). Borrows from the key.
+fn key_words(key: &str) -> impl Iterator<Item = &str> {
+    let bytes = key.as_bytes();
+    let mut start = 0;
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        while i < bytes.len() {
+            let b = bytes[i];
+            if matches!(b, b'_' | b'-' | b'.' | b' ') {
+                let word = &key[start..i];
+                i += 1;
+                start = i;
+                if !word.is_empty() {
+                    return Some(word);
+                }
+                continue;
+            }
+            if i > start && b.is_ascii_uppercase() && bytes[i - 1].is_ascii_lowercase() {
+                let word = &key[start..i];
+                start = i;
+                i += 1;
+                return Some(word);
+            }
+            i += 1;
+        }
+        if start < bytes.len() {
+            let word = &key[start..];
+            start = bytes.len();
+            return Some(word);
+        }
+        None
+    })
+}
+
+/// Whether `b` may be part of a token after `Bearer ` (RFC 6750's b64token, plus `%`).
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'+' | b'/' | b'=' | b'%')
+}
+
+/// Whether `b` may be part of the name in a `name=value` pair.
+fn is_pair_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')
+}
+
+/// Whether `b` ends the value of a `name=value` pair or a URL's authority.
+fn ends_value(b: u8) -> bool {
+    b.is_ascii_whitespace() || matches!(b, b'&' | b'#' | b'"' | b'\'' | b'<' | b'>' | b';' | b',')
+}
+
 impl Redactor {
-    /// A redactor with exactly these fragments (normalized like keys).
+    /// A redactor with exactly these fragments (normalized like keys) and no words.
     pub fn with_fields(fields: impl IntoIterator<Item = impl AsRef<str>>) -> Self {
         Redactor {
             fragments: fields.into_iter().map(|f| normalize(f.as_ref())).collect(),
+            words: Vec::new(),
         }
     }
 
@@ -70,13 +176,26 @@ impl Redactor {
         self.fragments.push(normalize(field));
     }
 
+    /// Adds one whole word (matched case-insensitively against a key's words).
+    pub fn add_word(&mut self, word: &str) {
+        self.words.push(word.to_ascii_lowercase());
+    }
+
     /// The fragments in use.
     pub fn fields(&self) -> &[String] {
         &self.fragments
     }
 
+    /// The whole words in use.
+    pub fn words(&self) -> &[String] {
+        &self.words
+    }
+
     /// Whether values under `key` are secret.
     pub fn is_sensitive(&self, key: &str) -> bool {
+        if key_words(key).any(|word| self.words.iter().any(|w| word.eq_ignore_ascii_case(w))) {
+            return true;
+        }
         // Every argument key of every audited call passes here: normalize short ASCII keys
         // on the stack instead of allocating.
         let mut buf = [0u8; 64];
@@ -99,7 +218,73 @@ impl Redactor {
         })
     }
 
-    /// A copy of `value` with secret values replaced by [`REDACTED`].
+    /// Calls `found` with the byte range of every secret part of `text`, left to right and
+    /// without overlap: the token after `Bearer `, the password of a URL's user-info, the
+    /// value of a `name=value` pair whose name is a secret key.
+    fn secret_spans(&self, text: &str, mut found: impl FnMut(Range<usize>)) {
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            let span = match bytes[i] {
+                b'b' | b'B' => self.bearer_at(bytes, i),
+                b':' => url_password_at(bytes, i),
+                b'=' => self.pair_value_at(text, i),
+                _ => None,
+            };
+            match span {
+                Some(span) if !span.is_empty() => {
+                    i = span.end;
+                    found(span);
+                }
+                _ => i += 1,
+            }
+        }
+    }
+
+    /// `Bearer <token>` starting at `i`: the token's range.
+    fn bearer_at(&self, bytes: &[u8], i: usize) -> Option<Range<usize>> {
+        const WORD: &[u8] = b"bearer";
+        let end = i + WORD.len();
+        if end >= bytes.len()
+            || !bytes[i..end].eq_ignore_ascii_case(WORD)
+            || (i > 0 && bytes[i - 1].is_ascii_alphanumeric())
+            || bytes[end] != b' '
+        {
+            return None;
+        }
+        let start = end + bytes[end..].iter().take_while(|b| **b == b' ').count();
+        let len = bytes[start..]
+            .iter()
+            .take_while(|b| is_token_byte(**b))
+            .count();
+        Some(start..start + len)
+    }
+
+    /// `name=value` whose `=` is at `i` and whose name is secret: the value's range.
+    fn pair_value_at(&self, text: &str, i: usize) -> Option<Range<usize>> {
+        let bytes = text.as_bytes();
+        let name_len = bytes[..i]
+            .iter()
+            .rev()
+            .take_while(|b| is_pair_name_byte(**b))
+            .count();
+        if name_len == 0 || !self.is_sensitive(&text[i - name_len..i]) {
+            return None;
+        }
+        let start = i + 1;
+        // Already redacted (a text scrubbed twice): keep what follows the marker.
+        if text[start..].starts_with(REDACTED_IN_TEXT) {
+            return Some(start..start + REDACTED_IN_TEXT.len());
+        }
+        let len = bytes[start..]
+            .iter()
+            .take_while(|b| !ends_value(**b))
+            .count();
+        Some(start..start + len)
+    }
+
+    /// A copy of `value` with secret values replaced by [`REDACTED`] and the secret parts
+    /// of strings by [`REDACTED_IN_TEXT`].
     pub fn redact(&self, value: &Value) -> Value {
         match value {
             Value::Object(map) => Value::Object(
@@ -115,9 +300,117 @@ impl Redactor {
                     .collect::<Map<String, Value>>(),
             ),
             Value::Array(items) => Value::Array(items.iter().map(|v| self.redact(v)).collect()),
+            Value::String(text) => Value::String(self.redact_text(text).into_owned()),
             other => other.clone(),
         }
     }
+
+    /// `text` with its secret parts (`Bearer` tokens, URL passwords, secret `name=value`
+    /// pairs) replaced by [`REDACTED_IN_TEXT`]; borrowed when there are none.
+    pub fn redact_text<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        let mut out: Option<String> = None;
+        let mut copied = 0;
+        self.secret_spans(text, |span| {
+            let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
+            out.push_str(&text[copied..span.start]);
+            out.push_str(REDACTED_IN_TEXT);
+            copied = span.end;
+        });
+        match out {
+            Some(mut out) => {
+                out.push_str(&text[copied..]);
+                Cow::Owned(out)
+            }
+            None => Cow::Borrowed(text),
+        }
+    }
+
+    /// `text` (an error message, a summary) with every secret of `args` it quotes replaced
+    /// by [`REDACTED_IN_TEXT`], then its own secret parts too (see [`redact_text`]).
+    ///
+    /// The secrets of `args` are the scalar values under secret keys and the secret parts
+    /// of every other string; only those of 4 characters or more are searched for.
+    ///
+    /// ```
+    /// use milpa::audit::Redactor;
+    /// use serde_json::json;
+    ///
+    /// let args = json!({"user": "ann", "password": "hunter22"});
+    /// let error = "login failed for ann with password hunter22";
+    /// assert_eq!(
+    ///     Redactor::default().scrub(error, &args),
+    ///     "login failed for ann with password [REDACTED]"
+    /// );
+    /// ```
+    ///
+    /// [`redact_text`]: Self::redact_text
+    pub fn scrub<'t>(&self, text: &'t str, args: &Value) -> Cow<'t, str> {
+        let mut secrets = Vec::new();
+        self.collect_secrets(args, false, &mut secrets);
+        // Longest first, so a secret that contains another is replaced whole.
+        secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        secrets.dedup();
+        let mut text = Cow::Borrowed(text);
+        for secret in &secrets {
+            if text.contains(secret.as_ref()) {
+                text = Cow::Owned(text.replace(secret.as_ref(), REDACTED_IN_TEXT));
+            }
+        }
+        match text {
+            Cow::Borrowed(text) => self.redact_text(text),
+            Cow::Owned(text) => Cow::Owned(self.redact_text(&text).into_owned()),
+        }
+    }
+
+    /// Pushes the secrets of `value` (everything scalar when `secret`, else the secret
+    /// parts of strings and whatever sits under secret keys).
+    fn collect_secrets<'v>(&self, value: &'v Value, secret: bool, out: &mut Vec<Cow<'v, str>>) {
+        match value {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    self.collect_secrets(v, secret || self.is_sensitive(k), out);
+                }
+            }
+            Value::Array(items) => {
+                for v in items {
+                    self.collect_secrets(v, secret, out);
+                }
+            }
+            Value::String(text) if secret && text.chars().count() >= MIN_SCRUBBED_LEN => {
+                out.push(Cow::Borrowed(text));
+            }
+            Value::String(_) if secret => {}
+            Value::String(text) => self.secret_spans(text, |span| {
+                let part = &text[span];
+                if part.chars().count() >= MIN_SCRUBBED_LEN {
+                    out.push(Cow::Borrowed(part));
+                }
+            }),
+            Value::Number(number) if secret => {
+                let text = number.to_string();
+                if text.len() >= MIN_SCRUBBED_LEN {
+                    out.push(Cow::Owned(text));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `scheme://user:password@host` with the `:` after `scheme` at `i`: the password's range.
+fn url_password_at(bytes: &[u8], i: usize) -> Option<Range<usize>> {
+    if !bytes[i..].starts_with(b"://") || i == 0 || !bytes[i - 1].is_ascii_alphanumeric() {
+        return None;
+    }
+    let authority = i + 3;
+    let len = bytes[authority..]
+        .iter()
+        .take_while(|b| !ends_value(**b) && !matches!(**b, b'/' | b'?'))
+        .count();
+    let host = &bytes[authority..authority + len];
+    let at = host.iter().rposition(|b| *b == b'@')?;
+    let colon = host[..at].iter().position(|b| *b == b':')?;
+    Some(authority + colon + 1..authority + at)
 }
 
 /// Serializes a value with secrets redacted, without copying it first.
@@ -159,6 +452,7 @@ impl Serialize for RedactedValue<'_> {
                 }
                 out.end()
             }
+            Value::String(text) => serializer.serialize_str(&self.redactor.redact_text(text)),
             other => other.serialize(serializer),
         }
     }
@@ -201,7 +495,8 @@ mod tests {
     #[test]
     fn redacted_serialization_matches_redact() {
         let r = Redactor::default();
-        let value = json!({"a": [{"token": 1}, {"b": {"Cookie": "c"}}], "ok": true});
+        let value =
+            json!({"a": [{"token": 1}, {"b": {"Cookie": "c"}}], "ok": true, "u": "Bearer x1"});
         let streamed = serde_json::to_value(RedactedValue {
             value: &value,
             redactor: &r,
@@ -213,11 +508,129 @@ mod tests {
     }
 
     #[test]
+    fn catches_the_short_words_and_secret_kinds_of_issue_10() {
+        let r = Redactor::default();
+        for key in [
+            "auth",
+            "basic_auth",
+            "X-Auth",
+            "authHeader",
+            "HTTP_AUTH",
+            "bearer",
+            "bearer_token",
+            "pwd",
+            "db_pwd",
+            "passphrase",
+            "ssh-key",
+            "ssh_private_key",
+            "privkey",
+            "db_pass",
+            "card_pin",
+            "aws_access_key",
+        ] {
+            assert!(r.is_sensitive(key), "{key}");
+        }
+        // Whole words, not fragments: these stay visible.
+        for key in [
+            "author",
+            "authority",
+            "authors",
+            "spinner",
+            "pinned",
+            "passenger",
+            "compass",
+            "keyboard",
+            "pwdstyle",
+        ] {
+            assert!(!r.is_sensitive(key), "{key}");
+        }
+    }
+
+    #[test]
+    fn key_words_split_at_separators_and_humps() {
+        let words: Vec<&str> = key_words("x-Auth_header.v2 authToken__").collect();
+        assert_eq!(words, ["x", "Auth", "header", "v2", "auth", "Token"]);
+        assert_eq!(key_words("").count(), 0);
+        assert_eq!(key_words("_-_").count(), 0);
+        assert_eq!(key_words("Contraseña").collect::<Vec<_>>(), ["Contraseña"]);
+    }
+
+    #[test]
+    fn secret_parts_of_values_are_replaced_and_the_rest_kept() {
+        let r = Redactor::default();
+        let cases = [
+            ("Bearer abc.def-123", "Bearer [REDACTED]"),
+            (
+                "Authorization: bearer   eyJhbGc.x/y+z= trailing",
+                "Authorization: bearer   [REDACTED] trailing",
+            ),
+            (
+                "https://ann:hunter22@example.com/x",
+                "https://ann:[REDACTED]@example.com/x",
+            ),
+            (
+                "postgres://u:p%40ss@db:5432/app and https://example.com/a@b",
+                "postgres://u:[REDACTED]@db:5432/app and https://example.com/a@b",
+            ),
+            (
+                "https://h/p?token=abc&page=2&api_key=k#frag",
+                "https://h/p?token=[REDACTED]&page=2&api_key=[REDACTED]#frag",
+            ),
+            (
+                "run --password=s3cret --user=ann",
+                "run --password=[REDACTED] --user=ann",
+            ),
+            ("author=ann spinner=on", "author=ann spinner=on"),
+            ("(token=[REDACTED]) ok", "(token=[REDACTED]) ok"),
+            ("unbearer x", "unbearer x"),
+            ("Bearer", "Bearer"),
+            (
+                "a=b, https://host/, bearer\n",
+                "a=b, https://host/, bearer\n",
+            ),
+            ("", ""),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(r.redact_text(text), expected, "{text}");
+        }
+        assert!(matches!(r.redact_text("nothing here"), Cow::Borrowed(_)));
+        assert_eq!(
+            r.redact(&json!({"h": ["Bearer t0k"], "url": "https://u:pw@h"})),
+            json!({"h": ["Bearer [REDACTED]"], "url": "https://u:[REDACTED]@h"})
+        );
+    }
+
+    #[test]
+    fn scrub_removes_quoted_secrets_from_texts() {
+        let r = Redactor::default();
+        let args = json!({
+            "user": "ann",
+            "password": "hunter22",
+            "nested": {"api_key": ["k-12345"], "pin": 987654},
+            "url": "https://ann:urlpass@h",
+            "short_token": "abc",
+        });
+        let error = "ann: hunter22 rejected (k-12345, 987654, urlpass, abc) Bearer zzz";
+        assert_eq!(
+            r.scrub(error, &args),
+            "ann: [REDACTED] rejected ([REDACTED], [REDACTED], [REDACTED], abc) Bearer [REDACTED]"
+        );
+        // A secret containing another is replaced whole.
+        let args = json!({"password": "abcd", "secret": "abcdefgh"});
+        assert_eq!(r.scrub("x abcdefgh y", &args), "x [REDACTED] y");
+        assert!(matches!(r.scrub("fine", &args), Cow::Borrowed(_)));
+    }
+
+    #[test]
     fn the_list_is_configurable() {
         let mut r = Redactor::with_fields(["pin"]);
         assert!(r.is_sensitive("card_PIN"));
         assert!(!r.is_sensitive("password"));
+        assert!(!r.is_sensitive("auth"));
         r.add_field("Pass-Word");
         assert!(r.is_sensitive("password"));
+        r.add_word("Auth");
+        assert!(r.is_sensitive("x_auth"));
+        assert!(!r.is_sensitive("author"));
     }
 }

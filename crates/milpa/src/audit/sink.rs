@@ -9,6 +9,7 @@ use serde_json::Value;
 use tracing::Level;
 
 use crate::audit::record::{AuditOutcome, AuditRecord};
+use crate::escape::EscapeControl;
 use crate::result::ErrorCode;
 
 /// Receives every audit record. Called inline at the end of each call: keep it quick (a
@@ -20,6 +21,12 @@ pub trait AuditSink: Send + Sync + 'static {
 
 /// Emits each record as a `tracing` event with target `milpa::audit` (INFO for outcomes
 /// that are not problems, WARN otherwise). Nothing is formatted when no subscriber listens.
+///
+/// The event's message, `[ToolAudit] <request id> | <channel> | <tool> | <principal> |
+/// <ms>ms | <outcome>`, is printed raw by text subscribers, so its text fields are written
+/// with their control characters escaped: a tool name holding a newline cannot forge a
+/// second audit line. The structured fields carry the texts as they are (a JSON
+/// subscriber escapes them itself; the text formatter quotes them).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct TracingAuditSink;
 
@@ -38,10 +45,10 @@ macro_rules! audit_event {
             timeout_exceeded = $r.timeout_exceeded,
             args = %serde_json::to_string(&$r.args_redacted()).unwrap_or_default(),
             "[ToolAudit] {} | {} | {} | {} | {}ms | {}",
-            $r.request_id,
-            $r.channel,
-            $r.tool,
-            $r.principal.unwrap_or("anonymous"),
+            EscapeControl::all($r.request_id),
+            EscapeControl::all($r.channel),
+            EscapeControl::all($r.tool),
+            EscapeControl::all($r.principal.unwrap_or("anonymous")),
             $r.took_ms,
             $r.outcome.as_str(),
         )

@@ -75,10 +75,12 @@ pub(crate) fn conclude(call: Audited<'_>, terminal: &mut Terminal) {
         .set_runtime(RuntimeMeta::new(tool_name, call.took_ms, call.ctx));
     let result = &*result;
     let limits = &wiring.audit_limits;
-    let error = result
-        .error
-        .as_deref()
-        .map(|error| clip(error, limits.max_error_bytes));
+    // A tool's error may quote its arguments (a command's stderr echoing a password): the
+    // record gets the text with every secret of the call scrubbed, then cut to its cap.
+    let error = result.error.as_deref().map(|error| {
+        let scrubbed = wiring.redactor.scrub(error, call.args);
+        clip(&scrubbed, limits.max_error_bytes).into_owned()
+    });
     wiring.audit.record(&AuditRecord {
         request_id: call.ctx.request_id(),
         channel: call.ctx.channel(),

@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 
-use crate::audit::AuditOutcome;
+use crate::audit::{AuditOutcome, REDACTED_IN_TEXT, Redactor};
 use crate::confirm::{
     ConfirmationBinding, INVALID_TOKEN_MESSAGE, PendingConfirmation, random_hex_128, unix_millis,
 };
@@ -38,7 +38,7 @@ async fn confirm(call: &mut Call<'_>) -> Flow {
 }
 
 async fn issue(call: &mut Call<'_>, binding: ConfirmationBinding) -> Flow {
-    let summary = action_summary(call.name, &call.args);
+    let summary = action_summary(call.name, &call.args, &call.wiring.redactor);
     let now = SystemTime::now();
     let expires = now + call.wiring.confirmation_ttl;
     let pending = PendingConfirmation {
@@ -105,17 +105,28 @@ fn store_failure(call: &mut Call<'_>, error: &StoreError) -> Flow {
 pub(crate) const REPLAY_ARGS_IGNORED: &str =
     "Ran the confirmed arguments; the arguments sent with the token were ignored.";
 
-/// `tool(key=value, …)` with the first three scalar arguments.
-pub(crate) fn action_summary(name: &str, args: &Value) -> String {
+/// `tool(key=value, …)` with the first three scalar arguments. The summary is shown to
+/// people (the result's message, the MCP elicitation) and stored with the token, so a
+/// secret argument reads `key=[REDACTED]` and any secret quoted elsewhere is scrubbed.
+pub(crate) fn action_summary(name: &str, args: &Value, redactor: &Redactor) -> String {
     let parts: Vec<String> = args
         .as_object()
         .into_iter()
         .flatten()
-        .filter_map(|(k, v)| match v {
-            Value::String(s) => Some(format!("{k}={s}")),
-            Value::Number(n) => Some(format!("{k}={n}")),
-            Value::Bool(b) => Some(format!("{k}={b}")),
-            _ => None,
+        .filter_map(|(k, v)| {
+            let text = match v {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                Value::Bool(b) => b.to_string(),
+                _ => return None,
+            };
+            if redactor.is_sensitive(k) {
+                Some(format!("{k}={REDACTED_IN_TEXT}"))
+            } else {
+                // Each value on its own: a `key=value` pattern must not run into the
+                // summary's own punctuation.
+                Some(format!("{k}={}", redactor.scrub(&text, args)))
+            }
         })
         .take(3)
         .collect();
@@ -189,7 +200,29 @@ mod tests {
     #[test]
     fn summary_takes_three_scalars() {
         let args = json!({"a": 1, "list": [1], "b": "x", "n": null, "c": true, "d": 4});
-        assert_eq!(action_summary("t", &args), "t(a=1, b=x, c=true)");
+        assert_eq!(
+            action_summary("t", &args, &Redactor::default()),
+            "t(a=1, b=x, c=true)"
+        );
+    }
+
+    #[test]
+    fn summary_hides_secrets() {
+        let args = json!({
+            "password": "hunter22",
+            "note": "hunter22 again",
+            "url": "https://u:pw12@h",
+        });
+        let last = json!({"user": "ann", "new_password": "hunter22"});
+        assert_eq!(
+            action_summary("rotate", &last, &Redactor::default()),
+            "rotate(user=ann, new_password=[REDACTED])"
+        );
+        let summary = action_summary("login", &args, &Redactor::default());
+        assert_eq!(
+            summary,
+            "login(password=[REDACTED], note=[REDACTED] again, url=https://u:[REDACTED]@h)"
+        );
     }
 
     #[test]

@@ -16,6 +16,9 @@ use crate::result::ToolResult;
 ///   result has one.
 ///
 /// Values: strings as is, `true`/`false`, `null` as nothing, arrays and objects as JSON.
+/// Texts are not escaped: this renderer writes for channels that carry text to a program
+/// or a chat, not to a terminal (use [`TerminalRenderer`](crate::render::TerminalRenderer)
+/// there, which escapes control characters).
 /// The original crashed on a non-`list` result whose data is a list, and showed nothing
 /// for scalar data; both render here.
 ///

@@ -5,6 +5,7 @@ use std::io::IsTerminal;
 use serde_json::Value;
 
 use crate::context::{ToolContext, channel};
+use crate::escape::EscapeControl;
 use crate::render::{
     ChannelRenderer, item_id_and_name, json_text, label, pagination_numbers, scalar_text,
 };
@@ -54,6 +55,13 @@ impl Style {
 /// Colours are ANSI escape codes, on or off per renderer: [`TerminalRenderer::detect`]
 /// turns them on only when standard output is a terminal and `NO_COLOR` is not set (see
 /// <https://no-color.org>), so piped output stays clean.
+///
+/// The result's own texts never reach the terminal raw: their control characters other
+/// than `\n` and `\t` (ESC, BEL, CR, C1…) are written as escapes (`\u{1b}`, `\r`), with or
+/// without colours, so a tool's output cannot move the cursor, rewrite a line or retitle
+/// the window. (The [`PlainRenderer`](crate::render::PlainRenderer) keeps texts as they
+/// are: it is the default for channels that are not terminals; `milpa call` always renders
+/// through this renderer.)
 ///
 /// ```
 /// use milpa::render::{ChannelRenderer, TerminalRenderer};
@@ -274,6 +282,13 @@ impl ChannelRenderer for TerminalRenderer {
     }
 
     fn render(&self, result: &ToolResult, _ctx: Option<&ToolContext>) -> String {
+        let safe;
+        let result = if needs_escaping(result) {
+            safe = escaped(result);
+            &safe
+        } else {
+            result
+        };
         let mut out = Lines::default();
         match result.result_type() {
             "list" => self.list(result, &mut out),
@@ -285,6 +300,55 @@ impl ChannelRenderer for TerminalRenderer {
         }
         out.finish()
     }
+}
+
+/// Whether a text of `result` (message, error, data with its keys, meta values) holds a
+/// control character other than `\n` and `\t`.
+fn needs_escaping(result: &ToolResult) -> bool {
+    fn text(text: &str) -> bool {
+        EscapeControl::keeping_layout(text).needed()
+    }
+    fn value(v: &Value) -> bool {
+        match v {
+            Value::String(s) => text(s),
+            Value::Array(items) => items.iter().any(value),
+            Value::Object(fields) => fields.iter().any(|(k, v)| text(k) || value(v)),
+            _ => false,
+        }
+    }
+    result.message.as_deref().is_some_and(text)
+        || result.error.as_deref().is_some_and(text)
+        || value(&result.data)
+        || result.meta.fields().values().any(value)
+}
+
+/// A copy of `result` whose texts have their control characters (but `\n` and `\t`) made
+/// visible: a tool's output cannot move the cursor, retitle the window, ring the bell or
+/// overwrite a line of the terminal it is printed on.
+fn escaped(result: &ToolResult) -> ToolResult {
+    fn text(text: &str) -> String {
+        EscapeControl::keeping_layout(text).to_string()
+    }
+    fn value(v: &Value) -> Value {
+        match v {
+            Value::String(s) => Value::String(text(s)),
+            Value::Array(items) => Value::Array(items.iter().map(value).collect()),
+            Value::Object(fields) => {
+                Value::Object(fields.iter().map(|(k, v)| (text(k), value(v))).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    let mut safe = result.clone();
+    safe.message = result.message.as_deref().map(text);
+    safe.error = result.error.as_deref().map(text);
+    safe.data = value(&result.data);
+    // The layout reads meta by key (`entity`, `suggestion`, `actions`…): its values are
+    // what is shown.
+    for (key, field) in result.meta.fields() {
+        safe.meta.insert(key.clone(), value(field));
+    }
+    safe
 }
 
 /// Lines, each ending in `\n` when joined.

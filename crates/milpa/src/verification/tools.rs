@@ -148,7 +148,7 @@ fn request_schema() -> Value {
             },
             "requested_by": {
                 "type": "string",
-                "description": "Who asks; that principal cannot grant it. Defaults to the caller."
+                "description": "Who asks; that principal cannot grant it. The caller; naming anyone else is refused unless the caller holds `*`."
             },
             "request_id": {
                 "type": "string",
@@ -202,10 +202,24 @@ async fn handle_request(verifier: &HumanVerifier, args: &Value, ctx: &ToolContex
         .and_then(Value::as_str)
         .and_then(ApprovalPolicy::parse)
         .unwrap_or_default();
+    // The requester is the caller: a `requested_by` naming someone else would let the
+    // caller grant its own request. Only a fully trusted caller (holding `*`) may open a
+    // request on someone's behalf.
+    let requested_by = match (text_arg(args, "requested_by"), ctx.principal()) {
+        (Some(named), caller) if Some(named) != caller && !holds_wildcard(ctx) => {
+            return refusal(&VerificationError::invalid(
+                "requested_by",
+                format!(
+                    "requested_by '{named}' is not the caller ('{}'): request_verification \
+                     records the calling principal as the requester.",
+                    caller.unwrap_or("anonymous")
+                ),
+            ));
+        }
+        (named, caller) => named.or(caller),
+    };
     let mut request = VerificationRequest::new(subject).policy(policy);
-    request.requested_by = text_arg(args, "requested_by")
-        .or_else(|| ctx.principal())
-        .map(str::to_owned);
+    request.requested_by = requested_by.map(str::to_owned);
     request.id = text_arg(args, "request_id").map(str::to_owned);
     let record = match verifier.request(request).await {
         Ok(record) => record,
@@ -260,7 +274,7 @@ async fn handle_resolve(verifier: &HumanVerifier, args: &Value, ctx: &ToolContex
     // trusted caller (holding `*`, like the local shell or a trusted stdio process) may
     // record a decision on someone's behalf.
     if let Some(caller) = ctx.principal() {
-        if caller != principal && !ctx.scopes().iter().any(|s| s == "*") {
+        if caller != principal && !holds_wildcard(ctx) {
             return ToolResult::forbidden(format!(
                 "principal '{principal}' is not the caller ('{caller}'): resolve_verification \
                  records decisions under the caller's own principal."
@@ -317,6 +331,12 @@ async fn handle_resolve(verifier: &HumanVerifier, args: &Value, ctx: &ToolContex
             "verification_status",
             Value::from(resolution.result.status.as_str()),
         )
+}
+
+/// Whether the caller holds the literal `*` scope (the local shell, a trusted stdio
+/// process), the only callers that may act in someone else's name.
+fn holds_wildcard(ctx: &ToolContext) -> bool {
+    ctx.scopes().iter().any(|s| s == "*")
 }
 
 /// A trimmed, non-empty string argument.
