@@ -49,10 +49,8 @@ async fn pagination_uses_opaque_cursors_in_a_stable_order() {
             )
             .unwrap();
     }
-    let options = ServerOptions {
-        page_size: 3,
-        ..ServerOptions::default()
-    };
+    let mut options = ServerOptions::default();
+    options.page_size = 3;
     let mut client = StdioClient::start(Arc::new(registry), options);
     client.initialize(json!({})).await;
     let mut seen = Vec::new();
