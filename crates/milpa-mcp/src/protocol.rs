@@ -80,15 +80,6 @@ pub struct ServerOptions {
     /// Calls one connection may run at once (default 256). Further calls queue; stdio stops
     /// reading new input while four times as many wait.
     pub max_in_flight: usize,
-    /// A tuning knob for stdio, not a protocol setting: after the last input or output,
-    /// how long the connection keeps polling its input through the reactor (yielding to
-    /// other tasks in between) before it parks (default 50 µs; zero parks at once, for the
-    /// least CPU). A client waiting for an answer usually sends its next message within
-    /// microseconds, and waking a parked thread costs tens of microseconds on virtual
-    /// machines, which dominates one-at-a-time calls (measured with `bench_stdio`, one call
-    /// in flight: see the crate's README). The cost is at most this much CPU time after
-    /// each burst of messages.
-    pub idle_poll: Duration,
 }
 
 impl Default for ServerOptions {
@@ -105,7 +96,6 @@ impl Default for ServerOptions {
             cancel_grace: Duration::ZERO,
             client_request_timeout: Some(Duration::from_secs(600)),
             max_in_flight: 256,
-            idle_poll: Duration::from_micros(50),
         }
     }
 }

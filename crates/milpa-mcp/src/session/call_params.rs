@@ -17,7 +17,7 @@ pub(crate) struct CallParams {
 #[derive(Debug)]
 pub(crate) struct RefusedCall {
     pub name: Option<String>,
-    pub error: ErrorObject,
+    pub error: Box<ErrorObject>,
 }
 
 /// `tools/call` parameters as they arrive; checked by [`parse_call`].
@@ -34,7 +34,7 @@ struct CallWire {
 pub(crate) fn parse_call(params: Option<Params>) -> Result<CallParams, RefusedCall> {
     let refused = |name: Option<String>, message: String| RefusedCall {
         name,
-        error: ErrorObject::new(INVALID_PARAMS, message),
+        error: Box::new(ErrorObject::new(INVALID_PARAMS, message)),
     };
     let needs_object = || {
         refused(

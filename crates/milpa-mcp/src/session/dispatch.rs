@@ -56,7 +56,7 @@ impl Session {
                 Ok(call) => self.start_call(id, call, caller, route),
                 Err(refused) => {
                     self.audit_refused_call(&refused, caller);
-                    reply(Err(refused.error))
+                    reply(Err(*refused.error))
                 }
             },
             "logging/setLevel" => reply(self.set_log_level(jsonrpc::params_value(params))),
