@@ -132,9 +132,6 @@ pub struct ServerSection {
     pub title: Option<String>,
     /// `instructions` sent to MCP clients on `initialize`.
     pub instructions: Option<String>,
-    /// `milpa serve --stdio`: microseconds the connection keeps polling its input after
-    /// activity before it parks (default 50; 0 parks at once, for the least CPU).
-    pub idle_poll_us: Option<u64>,
 }
 
 /// `[rate_limit]`: a GCRA budget per `channel:principal:tool`.

@@ -117,32 +117,26 @@ pub fn server_options(manifest: &Manifest) -> ServerOptions {
     if let Some(elicitation) = manifest.confirmation.elicitation {
         options.elicitation_confirmation = elicitation;
     }
-    if let Some(micros) = manifest.server.idle_poll_us {
-        options.idle_poll = std::time::Duration::from_micros(micros);
-    }
     options
 }
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
 
     #[test]
     fn server_options_follow_the_manifest() {
         let defaults = server_options(&Manifest::default());
-        assert_eq!(defaults.idle_poll, ServerOptions::default().idle_poll);
+        assert_eq!(defaults.name, ServerOptions::default().name);
         assert!(defaults.elicitation_confirmation);
 
         let manifest = Manifest::parse(
             "milpa.toml",
-            "[server]\nname = \"ops\"\nidle_poll_us = 0\n\n[confirmation]\nelicitation = false\n",
+            "[server]\nname = \"ops\"\n\n[confirmation]\nelicitation = false\n",
         )
         .unwrap();
         let options = server_options(&manifest);
         assert_eq!(options.name, "ops");
-        assert_eq!(options.idle_poll, Duration::ZERO);
         assert!(!options.elicitation_confirmation);
     }
 }

@@ -468,11 +468,9 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         eprintln!("usage: everything [--stdio | --http ADDR] [--json-response] [--no-elicitation-confirm] [--require-auth] [--token TOKEN=PRINCIPAL:SCOPES] [--audit FILE]");
     })?;
     let registry = Arc::new(build_registry(&args)?);
-    let mut options = ServerOptions {
-        name: "milpa-everything".into(),
-        instructions: Some("Fixture server for the MCP conformance suite.".into()),
-        ..ServerOptions::default()
-    };
+    let mut options = ServerOptions::default();
+    options.name = "milpa-everything".into();
+    options.instructions = Some("Fixture server for the MCP conformance suite.".into());
     options.elicitation_confirmation = args.elicitation_confirm;
     match args.http {
         None => milpa_mcp::serve_stdio_with(registry, options).await?,

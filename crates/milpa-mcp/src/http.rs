@@ -43,14 +43,11 @@ use crate::auth::Authenticator;
 use crate::jsonrpc::{
     self, ErrorObject, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND, Parsed, RequestId, SERVER_ERROR,
 };
-use crate::protocol::{self, ServerOptions};
+use crate::protocol::{self, KNOWN_METHODS, ServerOptions};
 use crate::session::{Caller, Dispatch, Out, Route, Session, Shared};
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
-
-/// Methods this server knows; a session-less request for another one is simply "not found".
-const KNOWN_METHODS: [&str; 4] = ["tools/list", "tools/call", "logging/setLevel", "initialize"];
 
 /// Configures and runs the Streamable HTTP transport.
 ///
@@ -695,7 +692,7 @@ fn initialize(
         );
     }
     let session_id = generate_request_id();
-    let core = Session::new(state.shared.clone(), false, Some(session_id.clone()));
+    let core = Session::new(state.shared.clone(), Some(session_id.clone()));
     let reply = match core.dispatch(id, "initialize", params, caller, Route::Standalone) {
         Dispatch::Reply(reply) => reply,
         Dispatch::Call(_) => unreachable_reply(),

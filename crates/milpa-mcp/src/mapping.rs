@@ -8,6 +8,9 @@
 //!   channel (or the blocks the tool returned, see [`crate::content`]), `structuredContent`
 //!   (`data` when it is an object, else `{"result": data}`, left out when `data` is null),
 //!   `isError` = not success, and `_meta.milpa` = the result's meta.
+//! - `structuredContent` always carries `data` whole (a declared output schema describes
+//!   it); the text block repeats at most [`TEXT_COPY_LIMIT`] bytes of it, then says where
+//!   the rest is, so a large result is not sent twice.
 
 use milpa::{ToolDefinition, ToolResult, ToolSummary};
 use serde::Serialize;
@@ -35,10 +38,17 @@ pub fn tool_entry(definition: &ToolDefinition) -> Value {
     Value::Object(entry)
 }
 
+/// The most bytes of `data` the text block repeats (64 KiB). `structuredContent` carries
+/// `data` whole; without this cap a large result went out twice (1 MiB of NULs from a
+/// command's stdout was a 12.6 MB message, each NUL escaped in both copies).
+pub const TEXT_COPY_LIMIT: usize = 64 * 1024;
+
 /// The text a result reads as on the `mcp` channel.
 ///
 /// On success: `data` as compact JSON (a string as itself), after `message` when there is
-/// one. On failure: the error message. A confirmation request says how to confirm.
+/// one; past [`TEXT_COPY_LIMIT`] bytes it is cut (on a character boundary) and a marker
+/// points to `structuredContent`. On failure: the error message. A confirmation request
+/// says how to confirm.
 pub fn render_text(tool: &str, result: &ToolResult) -> String {
     if !result.success {
         return result
@@ -67,15 +77,64 @@ pub fn render_text(tool: &str, result: &ToolResult) -> String {
         }
     }
     let data = match &result.data {
-        Value::String(s) => Some(s.clone()),
+        Value::String(s) => Some(text_copy(s.as_bytes(), s.len())),
         Value::Null if result.message.is_some() => None,
-        other => Some(serde_json::to_string(other).unwrap_or_default()),
+        other => Some(compact_json_copy(other)),
     };
     match (&result.message, data) {
         (Some(message), Some(data)) => format!("{message}\n{data}"),
         (Some(message), None) => message.clone(),
         (None, Some(data)) => data,
         (None, None) => String::new(),
+    }
+}
+
+/// `bytes` (valid UTF-8 up to where it may have been cut), whole when `total` is within
+/// [`TEXT_COPY_LIMIT`], else its first bytes up to the limit and a marker.
+fn text_copy(bytes: &[u8], total: usize) -> String {
+    if total <= TEXT_COPY_LIMIT {
+        return String::from_utf8_lossy(bytes).into_owned();
+    }
+    let head = &bytes[..TEXT_COPY_LIMIT.min(bytes.len())];
+    // Cut on a character boundary.
+    let head = match std::str::from_utf8(head) {
+        Ok(text) => text,
+        Err(error) => std::str::from_utf8(&head[..error.valid_up_to()]).unwrap_or_default(),
+    };
+    format!("{head}\n[cut at {TEXT_COPY_LIMIT} bytes: structuredContent has the whole result]")
+}
+
+/// `data` as compact JSON for the text block, serialized no further than needed to know
+/// whether it passes [`TEXT_COPY_LIMIT`].
+fn compact_json_copy(data: &Value) -> String {
+    let mut out = BoundedBuf {
+        bytes: Vec::new(),
+        room: TEXT_COPY_LIMIT + 1,
+    };
+    let whole = serde_json::to_writer(&mut out, data).is_ok();
+    let total = if whole { out.bytes.len() } else { usize::MAX };
+    text_copy(&out.bytes, total)
+}
+
+/// A buffer that takes at most `room` bytes, then refuses (which stops serialization).
+struct BoundedBuf {
+    bytes: Vec<u8>,
+    room: usize,
+}
+
+impl std::io::Write for BoundedBuf {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.room == 0 {
+            return Err(std::io::Error::other("the text copy is full"));
+        }
+        let n = buf.len().min(self.room);
+        self.bytes.extend_from_slice(&buf[..n]);
+        self.room -= n;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -215,6 +274,46 @@ mod tests {
 
         let v = call_result("t", &ToolResult::success(Value::Null));
         assert!(v.get("structuredContent").is_none());
+    }
+
+    #[test]
+    fn the_text_block_repeats_a_bounded_copy_cut_on_a_character_boundary() {
+        let small = ToolResult::success(json!({"a": "ü".repeat(10)}));
+        assert_eq!(
+            render_text("t", &small),
+            serde_json::to_string(&small.data).unwrap()
+        );
+        // Just at the limit: whole.
+        let at_limit = "x".repeat(TEXT_COPY_LIMIT);
+        assert_eq!(
+            render_text("t", &ToolResult::success(json!(at_limit))),
+            at_limit
+        );
+        for data in [
+            json!("é".repeat(TEXT_COPY_LIMIT)),
+            json!(["é".repeat(TEXT_COPY_LIMIT)]),
+        ] {
+            let result = ToolResult::success(data.clone()).with_message("Done.");
+            let text = render_text("t", &result);
+            let (head, marker) = text.rsplit_once('\n').unwrap();
+            assert_eq!(
+                marker,
+                "[cut at 65536 bytes: structuredContent has the whole result]"
+            );
+            assert!(head.len() <= "Done.\n".len() + TEXT_COPY_LIMIT);
+            assert!(head.len() > TEXT_COPY_LIMIT - 2);
+            // The structured copy is whole, in both writers.
+            let v = call_result("t", &result);
+            let mut out = Vec::new();
+            CallResult::new("t", &result).write_json(&mut out);
+            assert_eq!(serde_json::from_slice::<Value>(&out).unwrap(), v);
+            let whole = if data.is_string() {
+                &v["structuredContent"]["result"]
+            } else {
+                &v["structuredContent"]["result"][0]
+            };
+            assert_eq!(whole.as_str().unwrap().len(), 2 * TEXT_COPY_LIMIT);
+        }
     }
 
     #[test]

@@ -7,11 +7,11 @@ use milpa::{BoxFuture, CallPeer, LogLevel, PeerError};
 use serde_json::{Map, Value, json};
 
 use crate::jsonrpc;
-use crate::session::{CallControl, Route, Session};
+use crate::session::{CallControl, ClientLink, Route};
 
 /// One call's line back to the client.
 pub(crate) struct Peer {
-    session: Arc<Session>,
+    client: Arc<ClientLink>,
     control: Arc<CallControl>,
     progress_token: Option<Value>,
     route: Route,
@@ -20,13 +20,13 @@ pub(crate) struct Peer {
 
 impl Peer {
     pub fn new(
-        session: Arc<Session>,
+        client: Arc<ClientLink>,
         control: Arc<CallControl>,
         progress_token: Option<Value>,
         route: Route,
     ) -> Peer {
         Peer {
-            session,
+            client,
             control,
             progress_token,
             route,
@@ -38,7 +38,7 @@ impl Peer {
         if self.control.is_cancelled() {
             return Err(PeerError::new("the call was cancelled"));
         }
-        self.session
+        self.client
             .request_client(method, params, &self.route)
             .await
     }
@@ -69,14 +69,14 @@ impl CallPeer for Peer {
         if let Some(message) = message {
             params.insert("message".into(), Value::String(message.to_owned()));
         }
-        self.session.send(
+        self.client.send(
             &self.route,
             jsonrpc::notification("notifications/progress", &params),
         );
     }
 
     fn log(&self, level: LogLevel, logger: Option<&str>, data: Value) {
-        if !self.session.log_enabled(level) || self.control.is_cancelled() {
+        if !self.client.log_enabled(level) || self.control.is_cancelled() {
             return;
         }
         let mut params = Map::with_capacity(3);
@@ -85,7 +85,7 @@ impl CallPeer for Peer {
             params.insert("logger".into(), Value::String(logger.to_owned()));
         }
         params.insert("data".into(), data);
-        self.session.send(
+        self.client.send(
             &self.route,
             jsonrpc::notification("notifications/message", &params),
         );
@@ -108,6 +108,6 @@ impl CallPeer for Peer {
     }
 
     fn client_capabilities(&self) -> Option<Value> {
-        self.session.client_capabilities()
+        self.client.capabilities()
     }
 }

@@ -24,6 +24,17 @@ pub fn negotiate(requested: &str) -> &'static str {
         .unwrap_or(LATEST_VERSION)
 }
 
+/// The request methods this server answers. The dispatcher routes exactly these (a test
+/// holds it to that), and the HTTP transport consults the same list for requests that
+/// arrive without a session: anything else is "Method not found" everywhere.
+pub(crate) const KNOWN_METHODS: [&str; 5] = [
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "logging/setLevel",
+];
+
 /// Default largest message (a stdio line or an HTTP body): 4 MiB.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 
@@ -38,6 +49,7 @@ pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 /// assert_eq!(options.max_message_bytes, 4 * 1024 * 1024);
 /// ```
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ServerOptions {
     /// `serverInfo.name` (default `milpa`).
     pub name: String,
@@ -68,16 +80,6 @@ pub struct ServerOptions {
     /// Calls one connection may run at once (default 256). Further calls queue; stdio stops
     /// reading new input while four times as many wait.
     pub max_in_flight: usize,
-    /// stdio: after end of input, how long running calls may finish before they are
-    /// cancelled (default 1 s).
-    pub drain_timeout: Duration,
-    /// stdio: after the last input or output, how long the connection keeps polling its
-    /// input through the reactor (yielding to other tasks in between) before it parks
-    /// (default 50 µs; zero parks at once). A client waiting for an answer usually sends
-    /// its next message within microseconds, and waking a parked thread costs tens of
-    /// microseconds on virtual machines, which dominates one-at-a-time calls. The cost is
-    /// at most this much CPU time after each burst of messages.
-    pub idle_poll: Duration,
 }
 
 impl Default for ServerOptions {
@@ -94,8 +96,6 @@ impl Default for ServerOptions {
             cancel_grace: Duration::ZERO,
             client_request_timeout: Some(Duration::from_secs(600)),
             max_in_flight: 256,
-            drain_timeout: Duration::from_secs(1),
-            idle_poll: Duration::from_micros(50),
         }
     }
 }

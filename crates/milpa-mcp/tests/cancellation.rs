@@ -72,10 +72,7 @@ async fn cancelled_calls_get_no_response_and_are_audited() {
 #[tokio::test]
 async fn a_client_that_goes_away_cancels_its_calls() {
     let f = fixture();
-    let options = ServerOptions {
-        drain_timeout: Duration::from_millis(100),
-        ..ServerOptions::default()
-    };
+    let options = ServerOptions::default();
     let mut client = StdioClient::start(f.registry, options);
     client.initialize(json!({})).await;
     client
@@ -289,10 +286,8 @@ async fn with_a_grace_period_tools_see_the_cancellation() {
             },
         ))
         .unwrap();
-    let options = ServerOptions {
-        cancel_grace: Duration::from_secs(2),
-        ..ServerOptions::default()
-    };
+    let mut options = ServerOptions::default();
+    options.cancel_grace = Duration::from_secs(2);
     let mut client = StdioClient::start(Arc::new(registry), options);
     client.initialize(json!({})).await;
     client
@@ -319,10 +314,8 @@ async fn with_a_grace_period_tools_see_the_cancellation() {
 
 #[tokio::test]
 async fn at_the_in_flight_limit_waiting_calls_still_reach_the_client() {
-    let options = ServerOptions {
-        max_in_flight: 2,
-        ..ServerOptions::default()
-    };
+    let mut options = ServerOptions::default();
+    options.max_in_flight = 2;
     let mut client = StdioClient::start(fixture().registry, options);
     client.initialize(json!({"sampling": {}})).await;
     for id in 1..=3 {

@@ -7,6 +7,7 @@ mod common;
 use common::{StdioClient, fixture};
 use std::sync::Arc;
 
+use milpa::ErrorCode;
 use milpa::audit::AuditOutcome;
 use milpa::confirm::InMemoryConfirmationStore;
 use milpa_mcp::ServerOptions;
@@ -92,13 +93,36 @@ async fn decline_and_cancel_block_the_call() {
     assert_eq!(unticked["isError"], true);
     assert_eq!(unticked["_meta"]["milpa"]["confirmation"], "declined");
 
-    // Nothing ran.
-    assert!(
-        f.audit
-            .records()
-            .iter()
-            .all(|r| r.outcome == AuditOutcome::ConfirmationRequested)
+    // Nothing ran; each refusal left exactly one record of its own, after its request,
+    // with the real code and the declined call's arguments.
+    let records = f.audit.records();
+    let trail: Vec<_> = records
+        .iter()
+        .map(|r| (r.outcome, r.code.clone(), r.args.clone()))
+        .collect();
+    let requested = |id: i64| (AuditOutcome::ConfirmationRequested, None, json!({"id": id}));
+    let declined = |id: i64| {
+        (
+            AuditOutcome::ConfirmationDeclined,
+            Some(ErrorCode::ConfirmationDeclined),
+            json!({"id": id}),
+        )
+    };
+    assert_eq!(
+        trail,
+        [
+            requested(5),
+            declined(5),
+            requested(6),
+            declined(6),
+            requested(7),
+            declined(7)
+        ]
     );
+    assert!(records.iter().all(|r| r.tool == "delete_note"));
+    assert!(records.iter().skip(1).step_by(2).all(|r| !r.success));
+    assert!(records[3].error.as_deref().unwrap().contains("cancelled"));
+    assert!(records[1].error.as_deref().unwrap().contains("declined"));
 }
 
 #[tokio::test]
@@ -151,10 +175,8 @@ async fn clients_without_elicitation_get_the_token_round_trip() {
 
 #[tokio::test]
 async fn the_option_turns_elicitation_confirmation_off() {
-    let options = ServerOptions {
-        elicitation_confirmation: false,
-        ..ServerOptions::default()
-    };
+    let mut options = ServerOptions::default();
+    options.elicitation_confirmation = false;
     let mut client = StdioClient::start(fixture().registry, options);
     client.initialize(json!({"elicitation": {}})).await;
     let r = client.call("delete_note", json!({"id": 2})).await;

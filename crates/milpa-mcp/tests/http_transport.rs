@@ -193,10 +193,8 @@ async fn host_and_origin_are_checked() {
 
 #[tokio::test]
 async fn oversized_and_malformed_bodies_are_refused_and_serving_continues() {
-    let options = ServerOptions {
-        max_message_bytes: 2048,
-        ..ServerOptions::default()
-    };
+    let mut options = ServerOptions::default();
+    options.max_message_bytes = 2048;
     let (addr, _stop) = start_http(HttpServer::new(fixture().registry).options(options)).await;
     let session = http_initialize(addr, &[]).await;
     let big = call_body(1, "echo", json!({"text": "x".repeat(10_000)}));

@@ -49,10 +49,8 @@ async fn pagination_uses_opaque_cursors_in_a_stable_order() {
             )
             .unwrap();
     }
-    let options = ServerOptions {
-        page_size: 3,
-        ..ServerOptions::default()
-    };
+    let mut options = ServerOptions::default();
+    options.page_size = 3;
     let mut client = StdioClient::start(Arc::new(registry), options);
     client.initialize(json!({})).await;
     let mut seen = Vec::new();
@@ -153,4 +151,64 @@ async fn confirmation_results_say_how_to_confirm() {
         .call("delete_note", json!({"confirm_token": token}))
         .await;
     assert_eq!(done["structuredContent"], json!({"deleted": 3}));
+}
+
+/// Finding #12: a large result is not sent twice. `structuredContent` carries it whole; the
+/// text block repeats at most `TEXT_COPY_LIMIT` bytes, so a result just under the registry's
+/// size cap stays well under twice the cap on the wire (before: two full copies, each NUL
+/// escaped as `\u0000` in both). Over the cap the call fails with `RESULT_TOO_LARGE`.
+#[tokio::test]
+async fn a_large_result_is_sent_once() {
+    const CAP: usize = 1 << 20;
+    let mut registry = ToolRegistry::builder().max_result_bytes(CAP).build();
+    for (name, nuls) in [("nuls", CAP / 6 - 64), ("too_many_nuls", CAP)] {
+        registry
+            .register(
+                ToolDefinition::builder(name)
+                    .description("NULs on stdout")
+                    .sync(move |_, _| json!("\0".repeat(nuls))),
+            )
+            .unwrap();
+    }
+    registry
+        .register(
+            ToolDefinition::builder("nul_object")
+                .description("NULs in an object")
+                .sync(|_, _| json!({"stdout": "\0".repeat(CAP / 6 - 64), "exit_code": 0})),
+        )
+        .unwrap();
+    let mut client = StdioClient::start(Arc::new(registry), ServerOptions::default());
+    client.initialize(json!({})).await;
+    let overhead = 8 * 1024;
+    // The text copy: its NULs escaped twice over (`\\u0000` in the JSON-RPC line).
+    let text_copy = 7 * milpa_mcp::mapping::TEXT_COPY_LIMIT;
+    for (id, name) in [(1, "nuls"), (2, "nul_object")] {
+        client
+            .send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": name, "arguments": {}}}))
+            .await;
+        let line = client.read_raw_line().await.expect("an answer");
+        assert!(
+            line.len() < CAP + text_copy + overhead,
+            "{name}: {} bytes",
+            line.len()
+        );
+        assert!(line.len() < 2 * CAP, "{name}");
+        let reply: Value = serde_json::from_str(&line).unwrap();
+        let result = &reply["result"];
+        assert_eq!(result["isError"], false, "{name}");
+        let text = result["content"][0]["text"].as_str().unwrap();
+        assert!(
+            text.ends_with("[cut at 65536 bytes: structuredContent has the whole result]"),
+            "{name}"
+        );
+        let whole = match name {
+            "nuls" => &result["structuredContent"]["result"],
+            _ => &result["structuredContent"]["stdout"],
+        };
+        assert_eq!(whole.as_str().unwrap().len(), CAP / 6 - 64, "{name}");
+    }
+    let result = client.call("too_many_nuls", json!({})).await;
+    assert_eq!(result["isError"], true);
+    assert_eq!(result["_meta"]["milpa"]["code"], "RESULT_TOO_LARGE");
 }

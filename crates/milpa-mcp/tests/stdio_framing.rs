@@ -4,6 +4,7 @@
 mod common;
 
 use common::{StdioClient, fixture, initialized_client};
+use milpa::audit::AuditOutcome;
 use milpa_mcp::ServerOptions;
 use serde_json::json;
 
@@ -120,12 +121,46 @@ async fn bad_params_are_invalid_params() {
     assert_eq!(reply["error"]["code"], -32602);
 }
 
+/// A `tools/call` refused at the protocol level still leaves an audit record (with the
+/// name when there was one, the caller, and the reason), and the JSON-RPC error is
+/// answered as before.
+#[tokio::test]
+async fn a_tools_call_refused_at_the_protocol_level_is_audited() {
+    let f = fixture();
+    let mut client = StdioClient::start(f.registry, ServerOptions::default());
+    client.initialize(json!({})).await;
+    let reply = client
+        .request("tools/call", json!({"name": "echo", "arguments": 5}))
+        .await;
+    assert_eq!(reply["error"]["code"], -32602);
+    let reply = client.request("tools/call", json!({"arguments": {}})).await;
+    assert_eq!(reply["error"]["code"], -32602);
+    let records = f.audit.records();
+    assert_eq!(records.len(), 2, "{records:?}");
+    assert!(
+        records
+            .iter()
+            .all(|r| r.outcome == AuditOutcome::InvalidRequest
+                && !r.success
+                && r.channel == "mcp"
+                && r.principal.as_deref() == Some("stdio"))
+    );
+    assert_eq!(records[0].tool, "echo");
+    assert!(
+        records[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("arguments must be an object")
+    );
+    assert_eq!(records[1].tool, "");
+    assert!(records[1].error.as_deref().unwrap().contains("name"));
+}
+
 #[tokio::test]
 async fn an_oversized_line_is_refused_and_serving_continues() {
-    let options = ServerOptions {
-        max_message_bytes: 1024,
-        ..ServerOptions::default()
-    };
+    let mut options = ServerOptions::default();
+    options.max_message_bytes = 1024;
     let mut client = StdioClient::start(fixture().registry, options);
     client.initialize(json!({})).await;
     let big = format!(

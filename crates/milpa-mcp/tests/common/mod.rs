@@ -209,6 +209,12 @@ impl StdioClient {
     }
 
     pub async fn read_line(&mut self) -> Option<Value> {
+        let line = self.read_raw_line().await?;
+        Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad line {line:?}: {e}")))
+    }
+
+    /// The next line from the server as it was sent (`None` at end of output).
+    pub async fn read_raw_line(&mut self) -> Option<String> {
         let mut line = String::new();
         let n = tokio::time::timeout(WAIT, self.reader.read_line(&mut line))
             .await
@@ -217,7 +223,7 @@ impl StdioClient {
         if n == 0 {
             return None;
         }
-        Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad line {line:?}: {e}")))
+        Some(line)
     }
 
     /// Waits for the response with `id`, keeping other messages in the backlog.

@@ -1,0 +1,223 @@
+//! A `tools/call`'s life: registered in the in-flight table (so `notifications/cancelled`
+//! finds it), run through the registry with a context built from its caller, answered —
+//! or dropped unanswered once cancelled.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use milpa::{CallHandle, ToolContext, ToolResult, channel, generate_request_id};
+use serde_json::Value;
+use tokio::sync::Notify;
+
+use super::call_params::CallParams;
+use super::client::Route;
+use super::{Caller, Dispatch, Session};
+use crate::jsonrpc::{self, ErrorObject, INVALID_REQUEST, RequestId};
+use crate::mapping;
+use crate::peer::Peer;
+
+/// A running call's cancellation state.
+#[derive(Debug, Default)]
+pub(crate) struct CallControl {
+    cancelled: AtomicBool,
+    notify: Notify,
+}
+
+impl CallControl {
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+
+    pub async fn cancelled(&self) {
+        loop {
+            let notified = self.notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.is_cancelled() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// The calls running on one session, by request id.
+#[derive(Debug, Default)]
+pub(crate) struct InFlight {
+    // foldhash: an insert and a removal on every call, and SipHash showed in profiles.
+    // Its seed is random per map; a client that forces collisions only slows its own
+    // session.
+    calls: Mutex<HashMap<RequestId, Arc<CallControl>, foldhash::fast::RandomState>>,
+}
+
+impl InFlight {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<RequestId, Arc<CallControl>, foldhash::fast::RandomState>>
+    {
+        self.calls.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers a call; `None` when one with this id still runs.
+    fn register(&self, id: &RequestId) -> Option<Arc<CallControl>> {
+        let mut calls = self.lock();
+        if calls.contains_key(id) {
+            return None;
+        }
+        let control = Arc::new(CallControl::default());
+        calls.insert(id.clone(), control.clone());
+        Some(control)
+    }
+
+    /// Cancels the call with this request id, if it runs.
+    pub fn cancel(&self, id: &RequestId) {
+        let control = self.lock().get(id).cloned();
+        if let Some(control) = control {
+            control.cancel();
+        }
+    }
+
+    /// Cancels every running call.
+    pub fn cancel_all(&self) {
+        let calls: Vec<_> = self.lock().values().cloned().collect();
+        for control in calls {
+            control.cancel();
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+}
+
+/// Removes a finished (or dropped) call from the in-flight table.
+struct CallGuard<'a> {
+    table: &'a InFlight,
+    id: &'a RequestId,
+}
+
+impl Drop for CallGuard<'_> {
+    fn drop(&mut self) {
+        self.table.lock().remove(self.id);
+    }
+}
+
+impl Caller {
+    /// The trusted local process at the other end of stdio: every scope.
+    pub fn local_process() -> Caller {
+        Caller {
+            principal: Some("stdio".to_owned()),
+            scopes: vec!["*".to_owned()],
+            ip: None,
+            user_agent: None,
+        }
+    }
+}
+
+impl Session {
+    /// Registers the call (before this returns, so a cancellation that follows finds it)
+    /// and hands back its future.
+    pub(super) fn start_call(
+        self: &Arc<Self>,
+        id: RequestId,
+        call: CallParams,
+        caller: &Caller,
+        route: Route,
+    ) -> Dispatch {
+        let Some(control) = self.calls.register(&id) else {
+            return Dispatch::Reply(jsonrpc::error_response(
+                Some(&id),
+                &ErrorObject::new(
+                    INVALID_REQUEST,
+                    "Invalid Request: a request with this id is still running",
+                ),
+            ));
+        };
+        let session = self.clone();
+        let caller = caller.clone();
+        let grace = self.shared.options.cancel_grace;
+        Dispatch::Call(Box::pin(async move {
+            let guard = CallGuard {
+                table: &session.calls,
+                id: &id,
+            };
+            let work = session.run_call(call, &caller, route, control.clone());
+            let value = tokio::select! {
+                biased;
+                () = async {
+                    control.cancelled().await;
+                    if !grace.is_zero() {
+                        tokio::time::sleep(grace).await;
+                    }
+                } => None,
+                value = work => Some(value),
+            };
+            drop(guard);
+            if control.is_cancelled() {
+                return None;
+            }
+            value.map(|(name, result)| {
+                jsonrpc::call_response(&id, &mapping::CallResult::new(&name, &result))
+            })
+        }))
+    }
+
+    async fn run_call(
+        self: &Arc<Self>,
+        call: CallParams,
+        caller: &Caller,
+        route: Route,
+        control: Arc<CallControl>,
+    ) -> (String, ToolResult) {
+        let peer = Arc::new(Peer::new(
+            self.client.clone(),
+            control,
+            call.progress_token,
+            route,
+        ));
+        let ctx = self.context(caller, CallHandle::new(peer.clone()));
+        let result = self
+            .shared
+            .registry
+            .call(&call.name, call.arguments, &ctx)
+            .await;
+        let result = if result.requires_confirmation()
+            && self.shared.options.elicitation_confirmation
+            && self.client.supports_form_elicitation()
+        {
+            self.confirm_by_elicitation(&call.name, result, &ctx, &peer)
+                .await
+        } else {
+            result
+        };
+        (call.name, result)
+    }
+
+    /// The context a call from `caller` runs with, whatever the transport.
+    pub(super) fn context(&self, caller: &Caller, handle: CallHandle) -> ToolContext {
+        let mut builder = ToolContext::builder(channel::MCP)
+            .request_id(generate_request_id())
+            .scopes(caller.scopes.iter().cloned())
+            .call_handle(handle);
+        if let Some(principal) = &caller.principal {
+            builder = builder.principal(principal.clone());
+        }
+        if let Some(ip) = &caller.ip {
+            builder = builder.ip(ip.clone());
+        }
+        if let Some(agent) = &caller.user_agent {
+            builder = builder.user_agent(agent.clone());
+        }
+        if let Some(session) = &self.session_id {
+            builder = builder.extra("mcp_session_id", Value::String(session.clone()));
+        }
+        builder.build()
+    }
+}

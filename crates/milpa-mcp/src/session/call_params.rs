@@ -1,0 +1,113 @@
+//! `tools/call` parameters: parsed and checked before anything runs.
+
+use serde_json::{Map, Value};
+
+use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, Params};
+
+/// A `tools/call` that can be run.
+#[derive(Debug)]
+pub(crate) struct CallParams {
+    pub name: String,
+    pub arguments: Value,
+    pub progress_token: Option<Value>,
+}
+
+/// A `tools/call` refused before it reached the registry: the JSON-RPC error to answer,
+/// and the tool name when the request had one (for the audit record).
+#[derive(Debug)]
+pub(crate) struct RefusedCall {
+    pub name: Option<String>,
+    pub error: Box<ErrorObject>,
+}
+
+/// `tools/call` parameters as they arrive; checked by [`parse_call`].
+#[derive(serde::Deserialize)]
+struct CallWire {
+    #[serde(default)]
+    name: Option<Value>,
+    #[serde(default)]
+    arguments: Option<Value>,
+    #[serde(default, rename = "_meta")]
+    meta: Option<Value>,
+}
+
+pub(crate) fn parse_call(params: Option<Params>) -> Result<CallParams, RefusedCall> {
+    let refused = |name: Option<String>, message: String| RefusedCall {
+        name,
+        error: Box::new(ErrorObject::new(INVALID_PARAMS, message)),
+    };
+    let needs_object = || {
+        refused(
+            None,
+            "Invalid params: tools/call needs an object with a name".to_owned(),
+        )
+    };
+    let params = params.ok_or_else(needs_object)?;
+    if !params.get().starts_with('{') {
+        return Err(needs_object());
+    }
+    let wire: CallWire = params
+        .parse()
+        .map_err(|error| refused(None, format!("Invalid params: {error}")))?;
+    let name = match wire.name {
+        Some(Value::String(name)) => name,
+        _ => {
+            return Err(refused(
+                None,
+                "Invalid params: name (a string) is required".to_owned(),
+            ));
+        }
+    };
+    let arguments = match wire.arguments {
+        None | Some(Value::Null) => Value::Object(Map::new()),
+        Some(args @ Value::Object(_)) => args,
+        Some(_) => {
+            return Err(refused(
+                Some(name),
+                "Invalid params: arguments must be an object".to_owned(),
+            ));
+        }
+    };
+    let progress_token = wire
+        .meta
+        .as_ref()
+        .and_then(|m| m.get("progressToken"))
+        .filter(|t| t.is_string() || t.is_number())
+        .cloned();
+    Ok(CallParams {
+        name,
+        arguments,
+        progress_token,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(params: &str) -> Result<CallParams, RefusedCall> {
+        let line = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#);
+        let crate::jsonrpc::Parsed::Single(Ok(crate::jsonrpc::Incoming::Request {
+            params, ..
+        })) = crate::jsonrpc::parse(line.as_bytes())
+        else {
+            panic!("not a request: {line}");
+        };
+        parse_call(params)
+    }
+
+    #[test]
+    fn refusals_keep_the_name_when_there_was_one() {
+        let refused = parse(r#"{"name":"add","arguments":5}"#).unwrap_err();
+        assert_eq!(refused.name.as_deref(), Some("add"));
+        assert_eq!(refused.error.code, INVALID_PARAMS);
+        for params in [r#"{"name":7}"#, r#"{"arguments":{}}"#, "[1]"] {
+            let refused = parse(params).unwrap_err();
+            assert_eq!(refused.name, None, "{params}");
+            assert_eq!(refused.error.code, INVALID_PARAMS, "{params}");
+        }
+        let call = parse(r#"{"name":"add","_meta":{"progressToken":"p"}}"#).unwrap();
+        assert_eq!(call.arguments, serde_json::json!({}));
+        assert_eq!(call.progress_token, Some(serde_json::json!("p")));
+    }
+}

@@ -1,0 +1,161 @@
+//! The client end of one connection as the server sees it: what the client declared at
+//! `initialize`, the log level it set, and the streams messages reach it on. A tool's
+//! [`Peer`](crate::peer::Peer) holds this (not the whole session): it is all a call needs
+//! to talk back to its client.
+
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use milpa::LogLevel;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::outgoing::PendingRequests;
+
+/// A message on its way out, or the end of a stream.
+#[derive(Debug)]
+pub(crate) enum Out {
+    /// One serialized JSON-RPC message.
+    Msg(String),
+    /// Ends the stream (HTTP: the response was sent).
+    Close,
+}
+
+/// Where messages related to one request go.
+#[derive(Clone, Debug)]
+pub(crate) enum Route {
+    /// A channel the transport drains (stdio's writer, one HTTP response stream).
+    Channel(mpsc::UnboundedSender<Out>),
+    /// The session's standalone stream (HTTP `GET`), if one is open.
+    Standalone,
+}
+
+/// What the client declared at `initialize`.
+#[derive(Debug)]
+pub(crate) struct ClientInfo {
+    pub version: &'static str,
+    pub capabilities: Value,
+}
+
+const LOG_OFF: u8 = u8::MAX;
+
+/// The client's side of a session.
+#[derive(Debug)]
+pub(crate) struct ClientLink {
+    /// Set once, by `initialize`: the session is initialized from then on.
+    info: OnceLock<ClientInfo>,
+    /// The lowest level sent (`LogLevel as u8`, whose order is the levels' order), or
+    /// `LOG_OFF`.
+    log_level: AtomicU8,
+    standalone: Mutex<Vec<mpsc::UnboundedSender<Out>>>,
+    closed: AtomicBool,
+    pub(super) pending: PendingRequests,
+    /// How long a request to the client waits for its answer.
+    pub(super) request_timeout: Option<Duration>,
+}
+
+impl ClientLink {
+    pub fn new(default_log_level: Option<LogLevel>, request_timeout: Option<Duration>) -> Self {
+        ClientLink {
+            info: OnceLock::new(),
+            log_level: AtomicU8::new(default_log_level.map_or(LOG_OFF, |level| level as u8)),
+            standalone: Mutex::new(Vec::new()),
+            closed: AtomicBool::new(false),
+            pending: PendingRequests::default(),
+            request_timeout,
+        }
+    }
+
+    /// Records what the client declared; false when it had already (`initialize` twice).
+    pub fn declare(&self, info: ClientInfo) -> bool {
+        self.info.set(info).is_ok()
+    }
+
+    pub fn protocol_version(&self) -> Option<&'static str> {
+        self.info.get().map(|c| c.version)
+    }
+
+    pub fn is_initialized(&self) -> bool {
+        self.info.get().is_some()
+    }
+
+    pub fn capabilities(&self) -> Option<Value> {
+        self.info.get().map(|c| c.capabilities.clone())
+    }
+
+    pub fn has_capability(&self, capability: &str) -> bool {
+        self.info
+            .get()
+            .and_then(|c| c.capabilities.get(capability))
+            .is_some_and(|v| !v.is_null())
+    }
+
+    /// Whether the client can answer form-mode `elicitation/create` (an empty
+    /// `elicitation` object means form mode; a client that declared only `url` cannot).
+    pub fn supports_form_elicitation(&self) -> bool {
+        match self
+            .info
+            .get()
+            .and_then(|c| c.capabilities.get("elicitation"))
+        {
+            Some(Value::Object(map)) => map.is_empty() || map.contains_key("form"),
+            _ => false,
+        }
+    }
+
+    pub fn set_log_level(&self, level: LogLevel) {
+        self.log_level.store(level as u8, Ordering::Relaxed);
+    }
+
+    pub fn log_enabled(&self, level: LogLevel) -> bool {
+        let threshold = self.log_level.load(Ordering::Relaxed);
+        threshold != LOG_OFF && level as u8 >= threshold
+    }
+
+    /// The client is gone: nothing more is sent; the standalone streams end.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.fail_pending();
+        for stream in self
+            .standalone
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
+            let _ = stream.send(Out::Close);
+        }
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Adds a standalone stream (HTTP `GET`); later streams are preferred.
+    pub fn add_standalone(&self, stream: mpsc::UnboundedSender<Out>) {
+        let mut streams = self.standalone.lock().unwrap_or_else(|e| e.into_inner());
+        streams.retain(|s| !s.is_closed());
+        streams.push(stream);
+    }
+
+    /// Sends a message along `route`; false when it cannot be delivered.
+    pub fn send(&self, route: &Route, message: String) -> bool {
+        match route {
+            Route::Channel(tx) => tx.send(Out::Msg(message)).is_ok(),
+            Route::Standalone => {
+                let mut streams = self.standalone.lock().unwrap_or_else(|e| e.into_inner());
+                let mut message = Out::Msg(message);
+                while let Some(stream) = streams.last() {
+                    match stream.send(message) {
+                        Ok(()) => return true,
+                        Err(mpsc::error::SendError(back)) => {
+                            message = back;
+                            streams.pop();
+                        }
+                    }
+                }
+                false
+            }
+        }
+    }
+}

@@ -1,0 +1,311 @@
+//! One MCP connection's protocol state, whatever carries it.
+//!
+//! - [`dispatch`]: request routing, `initialize`, `logging/setLevel`.
+//! - [`listing`]: `tools/list` pages and cursors.
+//! - [`call_params`]: `tools/call` parameters, checked before anything runs.
+//! - [`call`]: a call's life — the in-flight table, its context, cancellation.
+//! - [`confirm`]: confirmation through `elicitation/create`.
+//! - [`client`]: the client end — what it declared, its log level, the streams to it.
+//! - [`outgoing`]: requests to the client (sampling, elicitation) awaiting answers.
+//!
+//! A transport feeds messages in ([`Session::handle`]) together with who sent them (a
+//! [`Caller`]: the trusted local process for stdio, the authenticated principal per HTTP
+//! request) and says where outgoing messages go with a [`Route`].
+
+mod call;
+mod call_params;
+mod client;
+mod confirm;
+mod dispatch;
+mod listing;
+mod outgoing;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use milpa::ToolRegistry;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+pub(crate) use call::CallControl;
+pub(crate) use client::{ClientLink, Out, Route};
+
+use crate::jsonrpc::{self, Incoming, Params, Rejected, RequestId};
+use crate::mapping;
+use crate::protocol::ServerOptions;
+use call::InFlight;
+use listing::ToolListing;
+
+/// The server's shared, precomputed state.
+pub(crate) struct Shared {
+    pub registry: Arc<ToolRegistry>,
+    pub options: ServerOptions,
+    listing: ToolListing,
+}
+
+impl Shared {
+    pub fn new(registry: Arc<ToolRegistry>, options: ServerOptions) -> Arc<Shared> {
+        let tools = registry.definitions().map(mapping::tool_entry).collect();
+        let listing = ToolListing::new(tools, options.page_size);
+        Arc::new(Shared {
+            registry,
+            options,
+            listing,
+        })
+    }
+}
+
+/// Who sent a message: the trusted local process for stdio
+/// ([`Caller::local_process`]), the authenticated principal (or nobody) for each HTTP
+/// request. Calls run with this principal and these scopes.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Caller {
+    pub principal: Option<String>,
+    pub scopes: Vec<String>,
+    pub ip: Option<String>,
+    pub user_agent: Option<String>,
+}
+
+/// What the transport should do with a request.
+pub(crate) enum Dispatch {
+    /// Send this response now.
+    Reply(String),
+    /// Run this tool call; it yields the response, or `None` when it was cancelled (no
+    /// response is sent for a cancelled request).
+    Call(Pin<Box<dyn Future<Output = Option<String>> + Send + 'static>>),
+}
+
+/// One connection's protocol state.
+pub(crate) struct Session {
+    pub shared: Arc<Shared>,
+    client: Arc<ClientLink>,
+    calls: InFlight,
+    /// HTTP: the session id, for tool contexts.
+    pub session_id: Option<String>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("session_id", &self.session_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    pub fn new(shared: Arc<Shared>, session_id: Option<String>) -> Arc<Session> {
+        let client = Arc::new(ClientLink::new(
+            shared.options.default_log_level,
+            shared.options.client_request_timeout,
+        ));
+        Arc::new(Session {
+            shared,
+            client,
+            calls: InFlight::default(),
+            session_id,
+        })
+    }
+
+    pub fn is_initialized(&self) -> bool {
+        self.client.is_initialized()
+    }
+
+    /// Handles one incoming message (or answers why it was rejected): requests are
+    /// dispatched with `route` (cloned only for them), notifications and responses to this
+    /// side's requests are taken in and get nothing to send.
+    pub fn handle(
+        self: &Arc<Self>,
+        message: Result<Incoming, Rejected>,
+        caller: &Caller,
+        route: &Route,
+    ) -> Option<Dispatch> {
+        match message {
+            Err(rejected) => Some(Dispatch::Reply(jsonrpc::error_response(
+                rejected.id.as_ref(),
+                &rejected.error,
+            ))),
+            Ok(Incoming::Request { id, method, params }) => {
+                Some(self.dispatch(id, &method, params, caller, route.clone()))
+            }
+            Ok(Incoming::Notification { method, params }) => {
+                self.notify(&method, params);
+                None
+            }
+            Ok(Incoming::Response { id, result }) => {
+                self.client.answer(&id, result);
+                None
+            }
+        }
+    }
+
+    /// Handles a notification from the client.
+    pub fn notify(&self, method: &str, params: Option<Params>) {
+        match method {
+            "notifications/cancelled" => {
+                if let Some(id) = jsonrpc::params_value(params)
+                    .as_ref()
+                    .and_then(|p| p.get("requestId"))
+                    .and_then(RequestId::from_value)
+                {
+                    self.cancel(&id);
+                }
+            }
+            "notifications/initialized" => {}
+            other => {
+                tracing::trace!(target: "milpa_mcp", method = other, "notification ignored");
+            }
+        }
+    }
+
+    /// Routes the client's answer to a request this side sent.
+    pub fn answer(&self, id: &RequestId, result: Result<Value, jsonrpc::ErrorObject>) {
+        self.client.answer(id, result);
+    }
+
+    /// Cancels the call with this request id, if it runs.
+    pub fn cancel(&self, id: &RequestId) {
+        self.calls.cancel(id);
+    }
+
+    /// How many calls are running.
+    pub fn calls_in_flight(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// The client is gone: cancel every call, fail every pending client request, end the
+    /// standalone streams.
+    pub fn shutdown(&self) {
+        self.client.close();
+        self.calls.cancel_all();
+    }
+
+    /// Fails every request awaiting the client's answer (the client cannot answer any more).
+    pub fn fail_pending(&self) {
+        self.client.fail_pending();
+    }
+
+    /// Adds a standalone stream (HTTP `GET`); later streams are preferred.
+    pub fn add_standalone(&self, stream: mpsc::UnboundedSender<Out>) {
+        self.client.add_standalone(stream);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use milpa::LogLevel;
+
+    use super::*;
+    use crate::jsonrpc::{INVALID_PARAMS, METHOD_NOT_FOUND};
+    use crate::protocol::KNOWN_METHODS;
+
+    fn reply(session: &Arc<Session>, line: &str) -> Value {
+        let jsonrpc::Parsed::Single(message) = jsonrpc::parse(line.as_bytes()) else {
+            panic!("not a single message: {line}");
+        };
+        match session.handle(message, &Caller::local_process(), &Route::Standalone) {
+            Some(Dispatch::Reply(reply)) => serde_json::from_str(&reply).unwrap(),
+            _ => panic!("no reply to {line}"),
+        }
+    }
+
+    fn initialized() -> Arc<Session> {
+        let shared = Shared::new(Arc::new(ToolRegistry::new()), ServerOptions::default());
+        let session = Session::new(shared, None);
+        reply(
+            &session,
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#,
+        );
+        session
+    }
+
+    /// The list the HTTP transport consults is the one the dispatcher routes: a known
+    /// method never answers "Method not found" once the session is initialized, an unknown
+    /// one always does.
+    #[test]
+    fn every_known_method_is_routed() {
+        let session = initialized();
+        for method in KNOWN_METHODS {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":9,"method":"{method}","params":{{}}}}"#);
+            let answer = reply(&session, &line);
+            assert_ne!(
+                answer["error"]["code"], METHOD_NOT_FOUND,
+                "{method}: {answer}"
+            );
+        }
+        let answer = reply(
+            &session,
+            r#"{"jsonrpc":"2.0","id":9,"method":"resources/list"}"#,
+        );
+        assert_eq!(answer["error"]["code"], METHOD_NOT_FOUND);
+        assert_eq!(
+            answer["error"]["message"],
+            "Method not found: resources/list"
+        );
+    }
+
+    #[test]
+    fn log_levels_are_set_by_name_and_filter_in_order() {
+        let names = [
+            "debug",
+            "info",
+            "notice",
+            "warning",
+            "error",
+            "critical",
+            "alert",
+            "emergency",
+        ];
+        let levels = [
+            LogLevel::Debug,
+            LogLevel::Info,
+            LogLevel::Notice,
+            LogLevel::Warning,
+            LogLevel::Error,
+            LogLevel::Critical,
+            LogLevel::Alert,
+            LogLevel::Emergency,
+        ];
+        let shared = Shared::new(Arc::new(ToolRegistry::new()), ServerOptions::default());
+        let session = Session::new(shared, None);
+        assert!(!session.is_initialized());
+        let init = reply(
+            &session,
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#,
+        );
+        assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+        assert!(session.is_initialized());
+        // The default threshold is info.
+        assert!(!session.client.log_enabled(LogLevel::Debug));
+        assert!(session.client.log_enabled(LogLevel::Info));
+        for (i, name) in names.iter().enumerate() {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{{"level":"{name}"}}}}"#
+            );
+            assert_eq!(reply(&session, &line)["result"], json!({}), "{name}");
+            for (j, level) in levels.iter().enumerate() {
+                assert_eq!(json!(level), names[j]);
+                assert_eq!(
+                    session.client.log_enabled(*level),
+                    j >= i,
+                    "{name} vs {level:?}"
+                );
+            }
+        }
+        for bad in [r#""verbose""#, r#""Info""#, r#"{"info":null}"#, "3", "null"] {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{{"level":{bad}}}}}"#
+            );
+            assert_eq!(
+                reply(&session, &line)["error"]["code"],
+                INVALID_PARAMS,
+                "{bad}"
+            );
+        }
+        // A refused level leaves the last one set (emergency).
+        assert!(!session.client.log_enabled(LogLevel::Alert));
+        assert!(session.client.log_enabled(LogLevel::Emergency));
+    }
+}
