@@ -24,6 +24,19 @@ pub fn negotiate(requested: &str) -> &'static str {
         .unwrap_or(LATEST_VERSION)
 }
 
+/// The request methods this server answers. A session-less HTTP request for another one is
+/// simply "not found"; a session answers others with `-32601`.
+pub(crate) const KNOWN_METHODS: [&str; 5] = [
+    "initialize",
+    "ping",
+    "tools/list",
+    "tools/call",
+    "logging/setLevel",
+];
+
+/// Default largest batch (JSON array of messages): 100 messages.
+pub const DEFAULT_MAX_BATCH_LEN: usize = 100;
+
 /// Default largest message (a stdio line or an HTTP body): 4 MiB.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 
@@ -65,9 +78,12 @@ pub struct ServerOptions {
     /// How long a tool waits for the client to answer a request it sent (sampling,
     /// elicitation) before giving up (default 10 minutes; `None` waits as long as the call).
     pub client_request_timeout: Option<Duration>,
-    /// Calls one connection may run at once (default 256). Further calls queue; stdio stops
-    /// reading new input while four times as many wait.
+    /// Calls one connection (stdio) or one session (HTTP) may run at once (default 256).
+    /// Further calls queue; stdio stops reading new input while four times as many wait.
     pub max_in_flight: usize,
+    /// Most messages one batch (JSON array) may hold (default 100). A larger batch is
+    /// refused whole with one `-32600` error and none of its messages runs.
+    pub max_batch_len: usize,
     /// stdio: after end of input, how long running calls may finish before they are
     /// cancelled (default 1 s).
     pub drain_timeout: Duration,
@@ -94,6 +110,7 @@ impl Default for ServerOptions {
             cancel_grace: Duration::ZERO,
             client_request_timeout: Some(Duration::from_secs(600)),
             max_in_flight: 256,
+            max_batch_len: DEFAULT_MAX_BATCH_LEN,
             drain_timeout: Duration::from_secs(1),
             idle_poll: Duration::from_micros(50),
         }
