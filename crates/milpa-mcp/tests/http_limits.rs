@@ -330,3 +330,62 @@ async fn batches_over_the_limit_are_refused_whole() {
     assert_eq!(status, 400);
     assert_eq!(ran.load(Ordering::SeqCst), 0);
 }
+
+/// Sends a POST on a fresh connection without reading the answer.
+async fn start_post(addr: std::net::SocketAddr, session: &str, body: &str) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json\r\nMcp-Session-Id: {session}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream
+}
+
+fn call(id: i64, name: &str, arguments: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
+        .to_string()
+}
+
+#[tokio::test]
+async fn a_call_abandoned_while_waiting_for_a_slot_is_forgotten() {
+    let f = fixture_with(true, |b| b);
+    let options = ServerOptions {
+        max_in_flight: 1,
+        ..ServerOptions::default()
+    };
+    let server = HttpServer::new(f.registry.clone())
+        .options(options)
+        .json_response(true);
+    let (addr, _stop) = start_http(server).await;
+    let session = http_initialize(addr, &[]).await;
+    // The first call takes the session's only slot; the second waits, and its client
+    // goes away.
+    let first = start_post(addr, &session, &call(1, "sleep", json!({"ms": 10_000}))).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let second = start_post(addr, &session, &call(2, "echo", json!({"text": "b"}))).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    drop(second);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    drop(first);
+    assert!(common::wait_for_cancelled(&f.audit, Some("sleep")).await);
+    // The abandoned call's id is free again: the session does not think it still runs.
+    let mut headers = JSON_HEADERS.to_vec();
+    headers.push(("Mcp-Session-Id", session.as_str()));
+    let r = http(
+        addr,
+        "POST",
+        &headers,
+        call(2, "echo", json!({"text": "again"})).as_bytes(),
+    )
+    .await;
+    assert_eq!(r.json()["result"]["content"][0]["text"], "again", "{r:?}");
+    // The abandoned call never ran: the only echo record is the last call's.
+    let echoes = f
+        .audit
+        .records()
+        .iter()
+        .filter(|r| r.tool == "echo")
+        .count();
+    assert_eq!(echoes, 1);
+}

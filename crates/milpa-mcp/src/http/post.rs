@@ -52,20 +52,50 @@ fn accepts_event_stream(headers: &HeaderMap) -> bool {
     super::accepts(headers, "text/event-stream")
 }
 
+/// What a session hands over to run a `tools/call`.
+type CallFuture = std::pin::Pin<Box<dyn Future<Output = Option<String>> + Send + 'static>>;
+
+/// A call waiting for a slot. The session registered it when it was dispatched, and a
+/// call future unregisters itself only once it has run; so when the wait is abandoned (the
+/// client went away), the call is cancelled and polled once on its own, which ends it at
+/// once without running the tool and makes the session forget it.
+struct Queued {
+    call: Option<CallFuture>,
+    session: Arc<Session>,
+    id: RequestId,
+}
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        if let Some(call) = self.call.take() {
+            self.session.cancel(&self.id);
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(call);
+            }
+        }
+    }
+}
+
 /// Runs `call` once its session and the server have a free call slot, so neither one
 /// session nor all of them together run more calls at once than configured.
 fn in_slots(
     state: &HttpState,
     session: &HttpSession,
-    call: impl Future<Output = Option<String>> + Send + 'static,
+    id: RequestId,
+    call: CallFuture,
 ) -> impl Future<Output = Option<String>> + Send + 'static {
     let session_slots = session.call_slots.clone();
     let server_slots = state.call_slots.clone();
+    let mut queued = Queued {
+        call: Some(call),
+        session: session.core.clone(),
+        id,
+    };
     async move {
         // Session first: a session waiting for its own slot holds none of the server's.
         let _session = session_slots.acquire_owned().await.ok()?;
         let _server = server_slots.acquire_owned().await.ok()?;
-        call.await
+        queued.call.take()?.await
     }
 }
 
@@ -119,10 +149,10 @@ pub(crate) async fn post(
                 let dispatch =
                     session
                         .core
-                        .dispatch(id, &method, params, &caller, Route::Standalone);
+                        .dispatch(id.clone(), &method, params, &caller, Route::Standalone);
                 Ok(match dispatch {
                     Dispatch::Reply(reply) => json_body(StatusCode::OK, reply),
-                    Dispatch::Call(call) => match in_slots(&state, &session, call).await {
+                    Dispatch::Call(call) => match in_slots(&state, &session, id, call).await {
                         Some(reply) => json_body(StatusCode::OK, reply),
                         None => StatusCode::ACCEPTED.into_response(),
                     },
@@ -154,10 +184,17 @@ pub(crate) async fn post(
             let mut replies = Vec::new();
             let mut calls = Vec::new();
             for item in items {
-                match session.core.handle(item, &caller, &Route::Standalone) {
-                    Some(Dispatch::Reply(reply)) => replies.push(reply),
-                    Some(Dispatch::Call(call)) => calls.push(in_slots(&state, &session, call)),
-                    None => {}
+                let id = match &item {
+                    Ok(Incoming::Request { id, .. }) => Some(id.clone()),
+                    _ => None,
+                };
+                match (session.core.handle(item, &caller, &Route::Standalone), id) {
+                    (Some(Dispatch::Reply(reply)), _) => replies.push(reply),
+                    (Some(Dispatch::Call(call)), Some(id)) => {
+                        calls.push(in_slots(&state, &session, id, call));
+                    }
+                    // Only requests start calls.
+                    (Some(Dispatch::Call(_)), None) | (None, _) => {}
                 }
             }
             replies.extend(
@@ -195,7 +232,7 @@ fn streamed_call(
     match dispatch {
         Dispatch::Reply(reply) => json_body(StatusCode::OK, reply),
         Dispatch::Call(call) => {
-            let call = in_slots(state, session, call);
+            let call = in_slots(state, session, id.clone(), call);
             tokio::spawn(async move {
                 if let Some(reply) = call.await {
                     let _ = tx.send(Out::Msg(reply));
