@@ -25,6 +25,11 @@ use crate::session::{Caller, Dispatch, Out, Route, Session};
 /// reading (a declared length over it is refused before reading anything), so no more
 /// than `limit` bytes are ever buffered; the timeout bounds the whole body, not each
 /// chunk, so a client dripping bytes cannot hold the connection.
+///
+/// Not `tower-http`'s layers: `RequestBodyLimitLayer` answers with its own plain-text
+/// `413` (clients here get a JSON-RPC error), `RequestBodyTimeoutLayer` times each chunk
+/// (a drip of one byte per period passes), and `TimeoutLayer` would also bound calls
+/// answered with JSON, which may rightly run for minutes.
 async fn read_body(
     headers: &HeaderMap,
     body: Body,
