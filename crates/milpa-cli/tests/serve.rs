@@ -262,25 +262,28 @@ fn http_bearer_tokens_map_to_their_principals_and_scopes() {
         "Missing required scope for tool 'deploy'. Need one of: ops:write \u{2014} context has: ops:read."
     );
 
-    // An unknown token is anonymous: require_auth denies.
-    let session = initialize(addr, &stranger);
-    let result = call(addr, &session, &stranger, "status", json!({}));
+    // An unknown token is refused before anything runs (401), not taken as anonymous.
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "milpa-cli-test", "version": "1"}
+    }});
+    let r = post(addr, &stranger, &body);
+    assert_eq!(r.status, 401, "{}", r.body);
+    // No token at all is anonymous: require_auth denies.
+    let session = initialize(addr, &[]);
+    let result = call(addr, &session, &[], "status", json!({}));
     assert_eq!(result["isError"], true);
     assert_eq!(result["_meta"]["milpa"]["code"], "FORBIDDEN");
     assert_eq!(
         result["content"][0]["text"],
         "channel 'mcp' requires an authenticated principal (require_auth) \u{2014} none provided."
     );
-    // So is no token at all.
-    let session = initialize(addr, &[]);
-    let result = call(addr, &session, &[], "status", json!({}));
-    assert_eq!(result["_meta"]["milpa"]["code"], "FORBIDDEN");
 
     // One audit line per call outcome, flushed as written; no token text in it.
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     let text = loop {
         let text = std::fs::read_to_string(&audit).unwrap_or_default();
-        if text.lines().count() >= 5 || std::time::Instant::now() > deadline {
+        if text.lines().count() >= 4 || std::time::Instant::now() > deadline {
             break text;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -289,7 +292,7 @@ fn http_bearer_tokens_map_to_their_principals_and_scopes() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(records.len(), 5, "{text}");
+    assert_eq!(records.len(), 4, "{text}");
     let who: Vec<(&str, &str)> = records
         .iter()
         .map(|r| {
@@ -305,7 +308,6 @@ fn http_bearer_tokens_map_to_their_principals_and_scopes() {
             ("alice", "executed"),
             ("bob", "executed"),
             ("bob", "denied"),
-            ("anonymous", "denied"),
             ("anonymous", "denied")
         ]
     );

@@ -191,14 +191,27 @@ fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, 
     Value::deserialize(deserializer).map(Some)
 }
 
-/// Parses one frame: a single message or a batch.
+/// Parses one frame: a single message or a batch of at most
+/// [`DEFAULT_MAX_BATCH_LEN`](crate::protocol::DEFAULT_MAX_BATCH_LEN) messages.
 pub fn parse(bytes: &[u8]) -> Parsed {
+    parse_limited(bytes, crate::protocol::DEFAULT_MAX_BATCH_LEN)
+}
+
+/// Parses one frame: a single message or a batch of at most `max_batch_len` messages. A
+/// larger batch is refused whole (one `-32600` error; none of its messages is classified),
+/// so one frame cannot start an unbounded amount of work.
+pub fn parse_limited(bytes: &[u8], max_batch_len: usize) -> Parsed {
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace()).copied();
     if first == Some(b'[') {
+        // Only the items' extents are read here (borrowed, not parsed into values).
         return match serde_json::from_slice::<Vec<&RawValue>>(bytes) {
             Ok(items) if items.is_empty() => {
                 Parsed::Single(Err(Rejected::invalid(None, "Invalid Request: empty batch")))
             }
+            Ok(items) if items.len() > max_batch_len => Parsed::Single(Err(Rejected::invalid(
+                None,
+                &format!("Invalid Request: batch too large (at most {max_batch_len} messages)"),
+            ))),
             Ok(items) => Parsed::Batch(
                 items
                     .into_iter()
@@ -504,6 +517,33 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn batches_over_the_limit_are_refused_whole() {
+        let item = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+        let batch = |n: usize| format!("[{}]", vec![item; n].join(","));
+        assert!(matches!(
+            parse_limited(batch(3).as_bytes(), 3),
+            Parsed::Batch(items) if items.len() == 3
+        ));
+        match parse_limited(batch(4).as_bytes(), 3) {
+            Parsed::Single(Err(rejected)) => {
+                assert_eq!((rejected.error.code, rejected.id), (INVALID_REQUEST, None));
+                assert_eq!(
+                    rejected.error.message,
+                    "Invalid Request: batch too large (at most 3 messages)"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        // The default limit applies to `parse`.
+        let limit = crate::protocol::DEFAULT_MAX_BATCH_LEN;
+        assert!(matches!(parse(batch(limit).as_bytes()), Parsed::Batch(_)));
+        assert!(matches!(
+            parse(batch(limit + 1).as_bytes()),
+            Parsed::Single(Err(_))
+        ));
     }
 
     #[test]

@@ -35,6 +35,9 @@ pub(crate) const KNOWN_METHODS: [&str; 5] = [
     "logging/setLevel",
 ];
 
+/// Default largest batch (JSON array of messages): 100 messages.
+pub const DEFAULT_MAX_BATCH_LEN: usize = 100;
+
 /// Default largest message (a stdio line or an HTTP body): 4 MiB.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
 
@@ -77,9 +80,12 @@ pub struct ServerOptions {
     /// How long a tool waits for the client to answer a request it sent (sampling,
     /// elicitation) before giving up (default 10 minutes; `None` waits as long as the call).
     pub client_request_timeout: Option<Duration>,
-    /// Calls one connection may run at once (default 256). Further calls queue; stdio stops
-    /// reading new input while four times as many wait.
+    /// Calls one connection (stdio) or one session (HTTP) may run at once (default 256).
+    /// Further calls queue; stdio stops reading new input while four times as many wait.
     pub max_in_flight: usize,
+    /// Most messages one batch (JSON array) may hold (default 100). A larger batch is
+    /// refused whole with one `-32600` error and none of its messages runs.
+    pub max_batch_len: usize,
 }
 
 impl Default for ServerOptions {
@@ -96,6 +102,7 @@ impl Default for ServerOptions {
             cancel_grace: Duration::ZERO,
             client_request_timeout: Some(Duration::from_secs(600)),
             max_in_flight: 256,
+            max_batch_len: DEFAULT_MAX_BATCH_LEN,
         }
     }
 }

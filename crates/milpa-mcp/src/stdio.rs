@@ -367,7 +367,12 @@ struct Conn {
 impl Conn {
     /// Handles one line.
     fn handle_line(&self, line: &str, out: &mut Vec<u8>, jobs: &mut VecDeque<Job>) {
-        self.handle(jsonrpc::parse(line.as_bytes()), out, jobs);
+        let max_batch = self.session.shared.options.max_batch_len;
+        self.handle(
+            jsonrpc::parse_limited(line.as_bytes(), max_batch),
+            out,
+            jobs,
+        );
     }
 
     /// Answers what can be answered now; queues calls that must wait.

@@ -267,7 +267,7 @@ async fn bearer_tokens_map_to_principals_and_anonymous_calls_are_denied() {
         "channel 'mcp' requires an authenticated principal (require_auth) \u{2014} none provided."
     );
 
-    // An unknown token is anonymous too.
+    // An unknown token is refused (401) before the body is read, not taken as anonymous.
     let r = http(
         addr,
         "POST",
@@ -275,10 +275,14 @@ async fn bearer_tokens_map_to_principals_and_anonymous_calls_are_denied() {
         &call_body(4, "echo", json!({"text": "x"})),
     )
     .await;
-    // The session belongs to the anonymous caller; the unknown token is anonymous as well.
+    assert_eq!(r.status, 401);
     assert_eq!(
-        r.sse_messages()[0]["result"]["_meta"]["milpa"]["code"],
-        "FORBIDDEN"
+        r.header("www-authenticate"),
+        Some("Bearer error=\"invalid_token\"")
+    );
+    assert_eq!(
+        r.json()["error"]["message"],
+        "Unauthorized: unknown bearer token"
     );
 
     // A known token: the call runs as alice.

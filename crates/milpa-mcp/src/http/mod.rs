@@ -1,0 +1,394 @@
+//! The Streamable HTTP transport (one endpoint, `/mcp` by default).
+//!
+//! - `POST` carries client messages. `initialize` creates a session (`Mcp-Session-Id` in the
+//!   response); later requests must send that header (`400` without it, `404` for an unknown
+//!   or ended session). Notifications and responses get `202 Accepted`. A `tools/call` is
+//!   answered with an SSE stream (its progress, log messages and requests to the client,
+//!   then the response) when the client accepts `text/event-stream`, otherwise with JSON;
+//!   other requests are answered with JSON. Several streams per session run at once.
+//! - `GET` opens a standalone SSE stream for messages not tied to a request (and for a
+//!   call's messages when its response is sent as JSON).
+//! - `DELETE` ends the session: its running calls are cancelled (and audited so).
+//!
+//! Every request's `Host` must name an allowed host (by default the loopback names
+//! `localhost`, `127.0.0.1` and `[::1]`, any port) and its `Origin`, when present, an allowed
+//! origin — the DNS-rebinding defence; others get `403`. Bodies over
+//! [`ServerOptions::max_message_bytes`] get `413`, bodies slower than the body read timeout
+//! `408`. `Authorization: Bearer` tokens map to a principal and scopes through an
+//! [`Authenticator`]; without a token the caller is anonymous, and a token the
+//! authenticator does not know gets `401` before any of the body is read.
+//!
+//! A session is bound to the principal that created it; a request with another identity
+//! cannot use it. Sessions idle for longer than the idle timeout (default 30 min, 5 min for
+//! anonymous ones) are ended. Each principal, and anonymous callers together, may hold a
+//! limited number of sessions; anonymous sessions never count against principals.
+//!
+//! Resources are bounded: open connections (the next one waits until one closes), the time
+//! to send headers (which also ends idle keep-alive connections) and a body, calls running
+//! at once per session ([`ServerOptions::max_in_flight`]) and in all, and messages per
+//! batch ([`ServerOptions::max_batch_len`]).
+//!
+//! Not supported: resuming a broken SSE stream (`Last-Event-ID` is ignored): a `tools/call`
+//! whose response stream is dropped before the response is cancelled.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::{HeaderMap, header};
+use axum::response::IntoResponse;
+use milpa::ToolRegistry;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tower::ServiceBuilder;
+use tower_http::validate_request::ValidateRequestHeaderLayer;
+
+use crate::auth::Authenticator;
+use crate::protocol::ServerOptions;
+use crate::session::Shared;
+
+mod accept;
+mod delete;
+mod get;
+mod guard;
+mod post;
+mod rejection;
+mod sessions;
+mod stream;
+
+use accept::ConnectionLimits;
+use rejection::HttpRejection;
+use sessions::{SessionLimits, Sessions};
+
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Configures and runs the Streamable HTTP transport.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use milpa::ToolRegistry;
+/// use milpa_mcp::{HttpServer, auth::StaticTokens};
+///
+/// # async fn run() -> std::io::Result<()> {
+/// let mut tokens = StaticTokens::new();
+/// tokens.insert_token("secret", "alice", ["notes:*"]);
+/// HttpServer::new(Arc::new(ToolRegistry::new()))
+///     .authenticator(tokens)
+///     .serve("127.0.0.1:8080".parse().unwrap())
+///     .await
+/// # }
+/// ```
+pub struct HttpServer {
+    registry: Arc<ToolRegistry>,
+    options: ServerOptions,
+    auth: Option<Arc<dyn Authenticator>>,
+    hosts: Option<Vec<String>>,
+    origins: Vec<String>,
+    json_response: bool,
+    sessions: SessionLimits,
+    connections: ConnectionLimits,
+    body_read_timeout: Duration,
+    max_calls_in_flight: usize,
+    allow_remote: bool,
+    path: String,
+}
+
+impl std::fmt::Debug for HttpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpServer")
+            .field("options", &self.options)
+            .field("authenticator", &self.auth.is_some())
+            .field("hosts", &self.hosts)
+            .field("origins", &self.origins)
+            .field("json_response", &self.json_response)
+            .field("sessions", &self.sessions)
+            .field("connections", &self.connections)
+            .field("body_read_timeout", &self.body_read_timeout)
+            .field("max_calls_in_flight", &self.max_calls_in_flight)
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpServer {
+    /// A server for `registry` with default options: loopback hosts only, no
+    /// authenticator (every caller anonymous), SSE for tool calls, 30 min idle sessions.
+    pub fn new(registry: Arc<ToolRegistry>) -> Self {
+        HttpServer {
+            registry,
+            options: ServerOptions::default(),
+            auth: None,
+            hosts: Some(Vec::new()),
+            origins: Vec::new(),
+            json_response: false,
+            sessions: SessionLimits {
+                max_sessions: 10_000,
+                max_per_principal: 100,
+                max_anonymous: 100,
+                idle_timeout: Duration::from_secs(30 * 60),
+                anonymous_idle_timeout: Duration::from_secs(5 * 60),
+            },
+            connections: ConnectionLimits {
+                max_connections: 1024,
+                header_read_timeout: Duration::from_secs(30),
+            },
+            body_read_timeout: Duration::from_secs(30),
+            max_calls_in_flight: 1024,
+            allow_remote: false,
+            path: "/mcp".into(),
+        }
+    }
+
+    /// Protocol options (server name, limits, confirmation by elicitation, …).
+    pub fn options(mut self, options: ServerOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Maps bearer tokens to principals and scopes.
+    pub fn authenticator(mut self, authenticator: impl Authenticator) -> Self {
+        self.auth = Some(Arc::new(authenticator));
+        self
+    }
+
+    /// Like [`authenticator`](Self::authenticator), for a shared one.
+    pub fn authenticator_arc(mut self, authenticator: Arc<dyn Authenticator>) -> Self {
+        self.auth = Some(authenticator);
+        self
+    }
+
+    /// Host names accepted in `Host` and `Origin` besides the loopback ones (e.g. the name
+    /// a reverse proxy forwards). Any port is accepted.
+    pub fn allowed_hosts(mut self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        let list = self.hosts.get_or_insert_with(Vec::new);
+        list.extend(hosts.into_iter().map(|h| h.into().to_ascii_lowercase()));
+        self
+    }
+
+    /// Turns the `Host` check off (only behind a proxy that checks it). `Origin` is still
+    /// checked against the allowed origins.
+    pub fn allow_any_host(mut self) -> Self {
+        self.hosts = None;
+        self
+    }
+
+    /// Whole origins (`https://app.example.com`) accepted in `Origin` besides those of
+    /// the allowed hosts.
+    pub fn allowed_origins(mut self, origins: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.origins
+            .extend(origins.into_iter().map(|o| o.into().to_ascii_lowercase()));
+        self
+    }
+
+    /// Answers every request with JSON, never SSE (a call's progress and requests then go
+    /// on the session's `GET` stream, if one is open).
+    pub fn json_response(mut self, json: bool) -> Self {
+        self.json_response = json;
+        self
+    }
+
+    /// How long an unused session lives (default 30 minutes; anonymous ones see
+    /// [`anonymous_session_idle_timeout`](Self::anonymous_session_idle_timeout)).
+    pub fn session_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.sessions.idle_timeout = timeout;
+        self
+    }
+
+    /// How long an unused anonymous session lives (default 5 minutes; never longer than
+    /// the [`session_idle_timeout`](Self::session_idle_timeout)).
+    pub fn anonymous_session_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.sessions.anonymous_idle_timeout = timeout;
+        self
+    }
+
+    /// How many authenticated sessions may exist at once (default 10 000; anonymous
+    /// sessions are counted apart and are never more than this either); `initialize`
+    /// beyond gets `503`.
+    pub fn max_sessions(mut self, max: usize) -> Self {
+        self.sessions.max_sessions = max.max(1);
+        self
+    }
+
+    /// How many sessions one principal may hold at once (default 100); its `initialize`
+    /// beyond gets `503`, other principals are not affected.
+    pub fn max_sessions_per_principal(mut self, max: usize) -> Self {
+        self.sessions.max_per_principal = max.max(1);
+        self
+    }
+
+    /// How many sessions all anonymous callers together may hold at once (default 100);
+    /// an anonymous `initialize` beyond gets `503`, authenticated callers are not affected.
+    pub fn max_anonymous_sessions(mut self, max: usize) -> Self {
+        self.sessions.max_anonymous = max.max(1);
+        self
+    }
+
+    /// How many connections may be open at once (default 1024). Further clients wait in
+    /// the listen backlog until one closes. Only [`serve`](Self::serve) and
+    /// [`serve_listener`](Self::serve_listener) enforce it.
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.connections.max_connections = max.max(1);
+        self
+    }
+
+    /// How long a client may take to send a request's headers (default 30 s); the
+    /// connection is closed after that. It also bounds how long an idle keep-alive
+    /// connection stays open. Only [`serve`](Self::serve) and
+    /// [`serve_listener`](Self::serve_listener) enforce it.
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.connections.header_read_timeout = timeout;
+        self
+    }
+
+    /// How long a client may take to send a request's whole body (default 30 s); slower
+    /// bodies get `408`.
+    pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
+        self.body_read_timeout = timeout;
+        self
+    }
+
+    /// How many `tools/call`s all sessions together may run at once (default 1024; each
+    /// session also at most [`ServerOptions::max_in_flight`]). Further calls wait for a
+    /// free slot.
+    pub fn max_calls_in_flight(mut self, max: usize) -> Self {
+        self.max_calls_in_flight = max.max(1);
+        self
+    }
+
+    /// Allows [`serve`](Self::serve) on a non-loopback address (default: refused). Add the
+    /// names clients use with [`allowed_hosts`](Self::allowed_hosts), and use tokens.
+    pub fn allow_remote(mut self, allow: bool) -> Self {
+        self.allow_remote = allow;
+        self
+    }
+
+    /// The endpoint path (default `/mcp`).
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// The axum router serving the endpoint, with every request check. Serve it with
+    /// connect info (`into_make_service_with_connect_info::<SocketAddr>()`) to see callers'
+    /// addresses; the connection limits and the header read timeout are then up to you
+    /// (prefer [`serve_listener`](Self::serve_listener)).
+    pub fn router(self) -> Router {
+        let path = self.path.clone();
+        let auth = self.auth.clone();
+        let check = guard::HostOriginCheck::new(self.hosts.clone(), self.origins.clone());
+        router_for(self.into_state(), &path, auth, check)
+    }
+
+    fn into_state(self) -> Arc<HttpState> {
+        let per_session = self.options.max_in_flight;
+        Arc::new(HttpState {
+            shared: Shared::new(self.registry, self.options),
+            json_response: self.json_response,
+            body_read_timeout: self.body_read_timeout,
+            call_slots: Arc::new(Semaphore::new(self.max_calls_in_flight)),
+            sessions: Sessions::new(self.sessions, per_session),
+        })
+    }
+
+    /// Binds `addr` and serves until the process ends. A non-loopback address is refused
+    /// unless [`allow_remote`](Self::allow_remote) was set.
+    pub async fn serve(self, addr: SocketAddr) -> io::Result<()> {
+        if !addr.ip().is_loopback() && !self.allow_remote {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "refusing to serve MCP on non-loopback address {addr} (allow_remote is off)"
+                ),
+            ));
+        }
+        let listener = TcpListener::bind(addr).await?;
+        self.serve_listener(listener, std::future::pending()).await
+    }
+
+    /// Serves on a bound listener until `shutdown` completes, with the connection limits
+    /// (every accepted socket with `TCP_NODELAY`).
+    pub async fn serve_listener(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> io::Result<()> {
+        let path = self.path.clone();
+        let auth = self.auth.clone();
+        let check = guard::HostOriginCheck::new(self.hosts.clone(), self.origins.clone());
+        let connections = self.connections;
+        let state = self.into_state();
+        let sweeper = {
+            let every = state.sessions.limits().sweep_every();
+            let state = Arc::downgrade(&state);
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(every).await;
+                    match state.upgrade() {
+                        Some(state) => state.sessions.sweep(),
+                        None => break,
+                    }
+                }
+            })
+        };
+        let app = router_for(state.clone(), &path, auth, check);
+        let result = accept::serve(listener, app, connections, shutdown, || {
+            sweeper.abort();
+            state.sessions.end_all();
+        })
+        .await;
+        state.sessions.end_all();
+        result
+    }
+}
+
+/// The endpoint with its checks, outermost first: `Host`/`Origin`, protocol version, the
+/// caller's identity, then a `POST`'s content type; the handlers read bodies only after.
+fn router_for(
+    state: Arc<HttpState>,
+    path: &str,
+    auth: Option<Arc<dyn Authenticator>>,
+    hosts: guard::HostOriginCheck,
+) -> Router {
+    let endpoint = axum::routing::get(get::get)
+        .post(post::post)
+        .delete(delete::delete)
+        .fallback(|| async { HttpRejection::MethodNotAllowed.into_response() });
+    Router::new().route(path, endpoint).with_state(state).layer(
+        ServiceBuilder::new()
+            .layer(ValidateRequestHeaderLayer::custom(hosts))
+            .layer(ValidateRequestHeaderLayer::custom(
+                guard::ProtocolVersionCheck,
+            ))
+            .layer(axum::middleware::from_fn_with_state(
+                auth,
+                guard::authenticate,
+            ))
+            .layer(ValidateRequestHeaderLayer::custom(guard::ContentTypeCheck)),
+    )
+}
+
+/// What the handlers share.
+struct HttpState {
+    shared: Arc<Shared>,
+    json_response: bool,
+    body_read_timeout: Duration,
+    /// Calls all sessions together may run at once.
+    call_slots: Arc<Semaphore>,
+    sessions: Sessions,
+}
+
+/// The request's `Mcp-Session-Id`, if any.
+fn session_id(headers: &HeaderMap) -> Option<&str> {
+    headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok())
+}
+
+fn accepts(headers: &HeaderMap, kind: &str) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains(kind) || v.contains("*/*"))
+}

@@ -1,0 +1,209 @@
+//! Every way the HTTP transport refuses a request, and the response each one gets.
+//!
+//! One variant per failure; each answers with its own status code and (except `405`) a
+//! JSON-RPC error body, so clients that only read the body still learn why.
+
+use std::time::Duration;
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::jsonrpc::{self, ErrorObject, INVALID_REQUEST, Rejected, RequestId, SERVER_ERROR};
+use crate::protocol;
+
+/// The JSON-RPC code for a session that ended or never existed.
+const SESSION_NOT_FOUND: i64 = -32001;
+
+/// Why the HTTP transport refused a request.
+#[derive(Debug)]
+pub(crate) enum HttpRejection {
+    /// `Host` names a host that is not allowed (DNS-rebinding defence).
+    HostNotAllowed,
+    /// `Origin` names an origin that is not allowed.
+    OriginNotAllowed,
+    /// `MCP-Protocol-Version` names a version this server does not speak.
+    UnsupportedProtocolVersion,
+    /// A `POST` whose `Content-Type` is not JSON.
+    UnsupportedMediaType,
+    /// The body is larger than the limit (declared or counted while reading).
+    PayloadTooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// The body did not arrive in time.
+    BodyTimeout {
+        /// The time it had.
+        timeout: Duration,
+    },
+    /// The body could not be read (the connection broke).
+    BodyUnreadable,
+    /// A bearer token the authenticator does not know.
+    InvalidToken,
+    /// `GET` without `Accept: text/event-stream`.
+    NotAcceptable,
+    /// A method other than `GET`, `POST` and `DELETE`.
+    MethodNotAllowed,
+    /// A request that needs a session came without `Mcp-Session-Id`.
+    SessionRequired {
+        /// The request's id, when it had one.
+        id: Option<RequestId>,
+    },
+    /// `Mcp-Session-Id` names a session that ended, never existed, or belongs to another
+    /// identity.
+    SessionNotFound,
+    /// The server holds as many authenticated sessions as it may.
+    TooManySessions {
+        /// The `initialize` request's id.
+        id: RequestId,
+    },
+    /// This principal holds as many sessions as one principal may.
+    TooManySessionsForPrincipal {
+        /// The `initialize` request's id.
+        id: RequestId,
+    },
+    /// Anonymous callers hold as many sessions as they may.
+    TooManyAnonymousSessions {
+        /// The `initialize` request's id.
+        id: RequestId,
+    },
+    /// The body is not a JSON-RPC message (or batch) at all.
+    Malformed(Rejected),
+}
+
+impl HttpRejection {
+    fn status(&self) -> StatusCode {
+        match self {
+            HttpRejection::HostNotAllowed | HttpRejection::OriginNotAllowed => {
+                StatusCode::FORBIDDEN
+            }
+            HttpRejection::UnsupportedProtocolVersion
+            | HttpRejection::BodyUnreadable
+            | HttpRejection::SessionRequired { .. }
+            | HttpRejection::Malformed(_) => StatusCode::BAD_REQUEST,
+            HttpRejection::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            HttpRejection::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            HttpRejection::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
+            HttpRejection::InvalidToken => StatusCode::UNAUTHORIZED,
+            HttpRejection::NotAcceptable => StatusCode::NOT_ACCEPTABLE,
+            HttpRejection::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            HttpRejection::SessionNotFound => StatusCode::NOT_FOUND,
+            HttpRejection::TooManySessions { .. }
+            | HttpRejection::TooManySessionsForPrincipal { .. }
+            | HttpRejection::TooManyAnonymousSessions { .. } => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+
+    /// The request id to answer with (when known) and the error.
+    fn error(self) -> (Option<RequestId>, ErrorObject) {
+        let plain = |code: i64, message: &str| (None, ErrorObject::new(code, message));
+        match self {
+            HttpRejection::HostNotAllowed => {
+                plain(SERVER_ERROR, "Forbidden: Host header not allowed")
+            }
+            HttpRejection::OriginNotAllowed => plain(SERVER_ERROR, "Forbidden: Origin not allowed"),
+            HttpRejection::UnsupportedProtocolVersion => plain(
+                INVALID_REQUEST,
+                &format!(
+                    "Bad Request: unsupported MCP-Protocol-Version (supported: {})",
+                    protocol::SUPPORTED_VERSIONS.join(", ")
+                ),
+            ),
+            HttpRejection::UnsupportedMediaType => plain(
+                INVALID_REQUEST,
+                "Unsupported Media Type: Content-Type must be application/json",
+            ),
+            HttpRejection::PayloadTooLarge { limit } => plain(
+                INVALID_REQUEST,
+                &format!("Payload Too Large: bodies are limited to {limit} bytes"),
+            ),
+            HttpRejection::BodyTimeout { timeout } => plain(
+                INVALID_REQUEST,
+                &format!(
+                    "Request Timeout: the body did not arrive within {} ms",
+                    timeout.as_millis()
+                ),
+            ),
+            HttpRejection::BodyUnreadable => {
+                plain(INVALID_REQUEST, "Bad Request: the body could not be read")
+            }
+            HttpRejection::InvalidToken => {
+                plain(SERVER_ERROR, "Unauthorized: unknown bearer token")
+            }
+            HttpRejection::NotAcceptable => plain(
+                INVALID_REQUEST,
+                "Not Acceptable: GET needs Accept: text/event-stream",
+            ),
+            HttpRejection::MethodNotAllowed => plain(INVALID_REQUEST, "Method Not Allowed"),
+            HttpRejection::SessionRequired { id } => (
+                id,
+                ErrorObject::new(
+                    INVALID_REQUEST,
+                    "Bad Request: Mcp-Session-Id header is required (send initialize first)",
+                ),
+            ),
+            HttpRejection::SessionNotFound => plain(
+                SESSION_NOT_FOUND,
+                "Session not found (it ended or never existed); send initialize to start a new one",
+            ),
+            HttpRejection::TooManySessions { id } => (
+                Some(id),
+                ErrorObject::new(SERVER_ERROR, "Service Unavailable: too many sessions"),
+            ),
+            HttpRejection::TooManySessionsForPrincipal { id } => (
+                Some(id),
+                ErrorObject::new(
+                    SERVER_ERROR,
+                    "Service Unavailable: too many sessions for this principal",
+                ),
+            ),
+            HttpRejection::TooManyAnonymousSessions { id } => (
+                Some(id),
+                ErrorObject::new(
+                    SERVER_ERROR,
+                    "Service Unavailable: too many anonymous sessions",
+                ),
+            ),
+            HttpRejection::Malformed(rejected) => (rejected.id, *rejected.error),
+        }
+    }
+}
+
+impl IntoResponse for HttpRejection {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        match self {
+            HttpRejection::MethodNotAllowed => (
+                status,
+                [(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"))],
+            )
+                .into_response(),
+            HttpRejection::InvalidToken => {
+                let mut response = rejection_body(status, self);
+                response.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static("Bearer error=\"invalid_token\""),
+                );
+                response
+            }
+            _ => rejection_body(status, self),
+        }
+    }
+}
+
+fn rejection_body(status: StatusCode, rejection: HttpRejection) -> Response {
+    let (id, error) = rejection.error();
+    json_body(status, jsonrpc::error_response(id.as_ref(), &error))
+}
+
+/// A JSON response with `status`.
+pub(crate) fn json_body(status: StatusCode, body: String) -> Response {
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response()
+}
