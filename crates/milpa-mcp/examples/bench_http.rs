@@ -68,10 +68,7 @@ fn registry(audit: &str) -> Arc<ToolRegistry> {
         .open(audit)
         .unwrap_or_else(|e| panic!("cannot open {audit}: {e}"));
     let mut registry = ToolRegistry::builder()
-        .channel_policy(
-            "mcp",
-            ChannelPolicy::AUTHENTICATED.with_require_auth(false),
-        )
+        .channel_policy("mcp", ChannelPolicy::AUTHENTICATED.with_require_auth(false))
         .audit_sink(Arc::new(BufferedJsonLines {
             buf: Mutex::new(Vec::with_capacity(1 << 17)),
             file: Mutex::new(file),
