@@ -276,7 +276,7 @@ impl Meta {
             fields.string("code", code.as_str());
         }
         for (name, value) in self.shown_fields() {
-            fields.value(name, value);
+            fields.data_keyed_value(name, value);
         }
     }
 

@@ -219,7 +219,7 @@ impl AuditRecord<'_> {
     }
 
     /// The record's keys, in order: the one list both `Serialize` and `write_json` follow.
-    #[inline]
+    #[inline(always)]
     fn visit_fields(&self, ts: &Timestamp, fields: &mut impl FieldVisitor) {
         fields.string("ts", ts.as_str());
         fields.string("request_id", self.request_id);
