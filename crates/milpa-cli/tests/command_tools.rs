@@ -573,10 +573,11 @@ fn ctrl_c_during_a_call_kills_the_command_too() {
 }
 
 /// A script that starts a descendant in a session of its own (`setsid`), out of the
-/// program's process group: the descendant writes its pid to `$1`, waits 3 s, then creates
-/// the file `$2`. The script waits for the pid, then sleeps `$3` seconds.
+/// program's process group: the descendant writes its pid to `$1`, waits until the file
+/// `$1.go` exists (20 s at most), then creates the file `$2`. The script waits for the pid,
+/// then sleeps `$3` seconds.
 const ESCAPE_SCRIPT: &str = r#"#!/bin/sh
-setsid sh -c 'echo $$ > "$1.tmp"; mv "$1.tmp" "$1"; sleep 3; touch "$2"' escaped "$1" "$2" &
+setsid sh -c 'echo $$ > "$1.tmp"; mv "$1.tmp" "$1"; i=0; while [ ! -e "$1.go" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done; touch "$2"' escaped "$1" "$2" &
 while [ ! -e "$1" ]; do sleep 0.05; done
 sleep "$3"
 echo bye
@@ -629,10 +630,9 @@ fn assert_escapee_killed(timeout: u64, sleep: u64, what: &str) -> Value {
         .parse()
         .unwrap();
     assert_gone(&[pid], what);
-    // Past the moment the descendant would have created its marker (3 s after its pid).
-    let written = std::fs::metadata(&pidfile).unwrap().modified().unwrap();
-    let age = written.elapsed().unwrap_or_default();
-    std::thread::sleep(Duration::from_secs(4).saturating_sub(age));
+    // A descendant still running would now create its marker.
+    std::fs::write(sb.path().join("escaped.pid.go"), "").unwrap();
+    std::thread::sleep(Duration::from_millis(500));
     assert!(
         !marker.exists(),
         "the escaped descendant ran on after {what}"
@@ -650,4 +650,73 @@ fn a_timeout_kills_descendants_that_left_the_process_group() {
 fn descendants_that_left_the_process_group_die_with_the_program() {
     let result = assert_escapee_killed(30, 0, "the program's exit");
     assert_eq!(result["data"], "bye", "{result}");
+}
+
+/// Whether `/proc/PID` exists at all (a zombie counts: nobody reaped it yet).
+fn exists(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+#[test]
+fn a_long_running_server_reaps_the_descendants_it_killed() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+
+    let sb = Sandbox::new();
+    sb.script("escape.sh", ESCAPE_SCRIPT);
+    sb.write("m.toml", &escape_tool(1));
+    let pidfile = sb.path().join("escaped.pid");
+    let marker = sb.path().join("MARKER");
+    let mut server = Command::new(assert_cmd::cargo::cargo_bin("milpa"))
+        .current_dir(sb.path())
+        .args(["--manifest", "m.toml", "serve", "--stdio"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    let messages = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "escape",
+        "arguments": {
+            "pidfile": pidfile.to_str().unwrap(),
+            "marker": marker.to_str().unwrap(),
+            "sleep": 30
+        }}}),
+    ];
+    for message in &messages {
+        writeln!(stdin, "{message}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let answer = loop {
+        let line = lines.next().expect("an answer").unwrap();
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == 2 {
+            break message;
+        }
+    };
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // The server still runs, and the escaped descendant is not even a zombie: reaped.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while exists(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!exists(pid), "process {pid} was not reaped");
+    assert!(server.try_wait().unwrap().is_none(), "the server stopped");
+    std::fs::write(sb.path().join("escaped.pid.go"), "").unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    drop(stdin);
+    let _ = server.wait();
+    assert!(!marker.exists());
 }
