@@ -10,7 +10,7 @@
 //!   cancelled) the whole group is killed, and stragglers left behind after the program
 //!   exits are killed too. On Linux that includes descendants that left the group
 //!   (`setsid`): milpa adopts orphans as a child subreaper and kills every descendant (see
-//!   [`process_tree`](crate::process_tree) for what that means for the whole process, and
+//!   [`process_tree`] for what that means for the whole process, and
 //!   what other systems get);
 //! - standard output is kept up to `max_output_bytes` (the rest is read and dropped, and
 //!   `meta.truncated` is `true`); output that parses as JSON becomes structured `data`,
