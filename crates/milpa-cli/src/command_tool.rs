@@ -1,11 +1,17 @@
 //! Command tools: a manifest's `[[tools]]` entry run as a program.
 //!
 //! - argv only, never a shell; each `{param}` becomes part of exactly one argv element;
+//! - a value that would start an element with `-` (so the program could read it as an
+//!   option: `touch {path}` with `--version`) is refused with `VALIDATION_ERROR`, unless a
+//!   literal `--` element comes first or the param sets `allow_leading_dash = true`;
 //! - the environment is cleared except `PATH`, `HOME`, `LANG` and the tool's `env` list;
 //! - standard input is closed (`/dev/null`);
 //! - the program runs in its own process group; when its hard timeout fires (or the call is
 //!   cancelled) the whole group is killed, and stragglers left behind after the program
-//!   exits are killed too;
+//!   exits are killed too. On Linux that includes descendants that left the group
+//!   (`setsid`): milpa adopts orphans as a child subreaper and kills every descendant (see
+//!   [`process_tree`] for what that means for the whole process, and
+//!   what other systems get);
 //! - standard output is kept up to `max_output_bytes` (the rest is read and dropped, and
 //!   `meta.truncated` is `true`); output that parses as JSON becomes structured `data`,
 //!   anything else text;
@@ -23,12 +29,11 @@ use milpa::{
     Deferred, ErrorCode, Invocation, Tool, ToolContext, ToolDefinition, ToolError, ToolOptions,
     ToolOutput, ToolResult,
 };
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::manifest::CommandToolSpec;
+use crate::process_tree::{self, ProcessTree};
 use crate::template::ArgTemplate;
 
 /// How much of standard error a failure message quotes (its end).
@@ -45,6 +50,11 @@ pub const BASE_ENV: [&str; 3] = ["PATH", "HOME", "LANG"];
 pub struct CommandTool {
     program: PathBuf,
     args: Vec<ArgTemplate>,
+    /// Per element of `args`: whether a literal `--` comes before it (options ended).
+    after_end_of_options: Vec<bool>,
+    /// Params whose values may start an element with `-`: those that opted in, and those
+    /// with an `enum` (every value is the manifest's own).
+    leading_dash_ok: Vec<String>,
     defaults: Map<String, Value>,
     env: Vec<String>,
     cwd: Option<PathBuf>,
@@ -71,9 +81,26 @@ impl CommandTool {
             .iter()
             .filter_map(|(name, p)| p.default.clone().map(|d| (name.clone(), d)))
             .collect();
+        let args: Vec<ArgTemplate> = argv[1..].iter().map(|a| ArgTemplate::parse(a)).collect();
+        let after_end_of_options = args
+            .iter()
+            .scan(false, |ended, arg| {
+                let before = *ended;
+                *ended |= arg.is_end_of_options();
+                Some(before)
+            })
+            .collect();
+        let leading_dash_ok = spec
+            .params
+            .iter()
+            .filter(|(_, p)| p.allow_leading_dash || p.allowed.is_some())
+            .map(|(name, _)| name.clone())
+            .collect();
         CommandTool {
             program,
-            args: argv[1..].iter().map(|a| ArgTemplate::parse(a)).collect(),
+            args,
+            after_end_of_options,
+            leading_dash_ok,
             defaults,
             env: spec.env.clone(),
             cwd: spec.cwd.as_deref().map(resolve),
@@ -100,15 +127,34 @@ impl CommandTool {
         )
     }
 
-    /// The argv (after the program) for validated arguments.
-    pub fn argv(&self, args: &Value) -> Vec<String> {
-        let mut values = self.defaults.clone();
-        if let Some(given) = args.as_object() {
-            for (k, v) in given {
-                values.insert(k.clone(), v.clone());
+    /// The argv (after the program) for validated arguments; `VALIDATION_ERROR` when a
+    /// given value would start an element with `-` where the program reads options (see
+    /// [`ParamSpec::allow_leading_dash`](crate::manifest::ParamSpec::allow_leading_dash)).
+    pub fn argv(&self, args: &Value) -> Result<Vec<String>, ToolError> {
+        let empty = Map::new();
+        let given = args.as_object().unwrap_or(&empty);
+        for (template, after_end) in self.args.iter().zip(&self.after_end_of_options) {
+            if *after_end {
+                continue;
+            }
+            // Defaults are the manifest's own; only the caller's values are checked.
+            if let Some(param) = template
+                .leading_dash_param(given)
+                .filter(|param| !self.leading_dash_ok.iter().any(|ok| ok == param))
+            {
+                return Err(ToolError::with_code(
+                    ErrorCode::ValidationError,
+                    format!(
+                        "{param}: must not start with `-` (the command would read it as an option)"
+                    ),
+                ));
             }
         }
-        self.args.iter().filter_map(|t| t.render(&values)).collect()
+        let mut values = self.defaults.clone();
+        for (k, v) in given {
+            values.insert(k.clone(), v.clone());
+        }
+        Ok(self.args.iter().filter_map(|t| t.render(&values)).collect())
     }
 
     fn environment(&self) -> Vec<(String, OsString)> {
@@ -121,7 +167,7 @@ impl CommandTool {
     }
 
     async fn run(&self, args: &Value) -> Result<ToolOutput, ToolError> {
-        let argv = self.argv(args);
+        let argv = self.argv(args)?;
         let mut command = tokio::process::Command::new(&self.program);
         command
             .args(&argv)
@@ -141,19 +187,20 @@ impl CommandTool {
             }
             command.current_dir(cwd);
         }
+        process_tree::adopt_orphans();
         let mut child = command.spawn().map_err(|error| {
             ToolError::new(format!(
                 "Could not start `{}`: {error}",
                 self.program.display()
             ))
         })?;
-        let mut group = GroupGuard(child.id().map(|id| Pid::from_raw(id as i32)));
+        let mut tree = ProcessTree::new(child.id());
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
         let waited = async move {
             let status = child.wait().await;
-            // Whatever the program left running in its group goes with it.
-            group.kill();
+            // Whatever the program left running goes with it.
+            tree.kill();
             status
         };
         let ((out, truncated), err, status) = tokio::join!(
@@ -171,24 +218,6 @@ impl CommandTool {
 impl Tool for CommandTool {
     fn invoke<'a>(&'a self, args: &'a Value, _ctx: &'a ToolContext) -> Invocation<'a> {
         Deferred::pending(self.run(args))
-    }
-}
-
-/// Kills the process group when dropped (a timeout or a cancelled call drops the future).
-struct GroupGuard(Option<Pid>);
-
-impl GroupGuard {
-    fn kill(&mut self) {
-        if let Some(pgid) = self.0.take() {
-            // ESRCH (nobody left) is the usual answer.
-            let _ = killpg(pgid, Signal::SIGKILL);
-        }
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 

@@ -33,6 +33,7 @@ pub mod command_tool;
 mod commands;
 pub mod demo;
 pub mod manifest;
+pub mod process_tree;
 pub mod setup;
 pub mod template;
 

@@ -400,6 +400,13 @@ pub struct ParamSpec {
     pub max_length: Option<u64>,
     /// A regular expression the text must match.
     pub pattern: Option<String>,
+    /// Lets a value that starts with `-` stand where the program would read it as an
+    /// option (at the start of an argv element, with no literal `--` element before it).
+    /// Off by default: `touch {path}` called with `--version` would run `touch --version`,
+    /// so such a call is refused with `VALIDATION_ERROR`. Values from the param's `enum` or
+    /// its `default` are the manifest's own and always pass.
+    #[serde(default)]
+    pub allow_leading_dash: bool,
 }
 
 impl ParamSpec {

@@ -91,6 +91,49 @@ impl ArgTemplate {
             .collect()
     }
 
+    /// Whether the element is the literal `--` (no placeholder): most programs read every
+    /// later element as an operand, never as an option.
+    pub fn is_end_of_options(&self) -> bool {
+        matches!(self.pieces.as_slice(), [Piece::Text(text)] if text == "--")
+    }
+
+    /// The param whose value would start this element with `-` (so that the program could
+    /// read the element as an option), if any: the first piece that renders to something
+    /// is a placeholder whose value starts with `-`. Literal text first (`--path={p}`, or
+    /// `-n{count}` which the manifest chose as an option) never counts.
+    ///
+    /// ```
+    /// use milpa_cli::template::ArgTemplate;
+    /// use serde_json::json;
+    ///
+    /// let args = json!({"p": "--version", "n": -1, "e": ""});
+    /// let args = args.as_object().unwrap();
+    /// assert_eq!(ArgTemplate::parse("{p}").leading_dash_param(args), Some("p"));
+    /// assert_eq!(ArgTemplate::parse("{e}{n}").leading_dash_param(args), Some("n"));
+    /// assert_eq!(ArgTemplate::parse("--path={p}").leading_dash_param(args), None);
+    /// assert_eq!(ArgTemplate::parse("x{p}").leading_dash_param(args), None);
+    /// ```
+    pub fn leading_dash_param(&self, args: &Map<String, Value>) -> Option<&str> {
+        for piece in &self.pieces {
+            match piece {
+                Piece::Text(text) if text.is_empty() => continue,
+                Piece::Text(_) => return None,
+                Piece::Param(name) => match args.get(name) {
+                    None | Some(Value::Null) => return None,
+                    Some(Value::String(text)) if text.is_empty() => continue,
+                    Some(Value::String(text)) => {
+                        return text.starts_with('-').then_some(name.as_str());
+                    }
+                    Some(Value::Number(n)) => {
+                        return n.to_string().starts_with('-').then_some(name.as_str());
+                    }
+                    Some(_) => return None,
+                },
+            }
+        }
+        None
+    }
+
     /// The element for these arguments, or `None` when it names an argument that is absent
     /// (or null).
     pub fn render(&self, args: &Map<String, Value>) -> Option<String> {

@@ -14,9 +14,11 @@ const ARGV_TOOL: &str = r#"
 name = "argv"
 command = ["sh", "-c", "printf '%s\n' \"$#\"; for a in \"$@\"; do printf '[%s]\n' \"$a\"; done", "argv", "{a}", "--opt={b}", "{c}"]
 
+# The script takes its arguments as operands: values starting with `-` are data here.
 [tools.params.a]
 type = "string"
 required = true
+allow_leading_dash = true
 
 [tools.params.b]
 type = "string"
@@ -24,6 +26,7 @@ type = "string"
 [tools.params.c]
 type = "integer"
 default = 7
+allow_leading_dash = true
 "#;
 
 fn argv_of(sb: &Sandbox, args: Value) -> Vec<String> {
@@ -76,6 +79,130 @@ fn hostile_values_arrive_as_exactly_one_argv_element() {
             "value {hostile:?}"
         );
     }
+}
+
+/// `touch {path}` (options possible) and `touch -- {path}` (operands only), in `cwd`.
+const TOUCH_TOOLS: &str = r#"
+[[tools]]
+name = "touch"
+command = ["touch", "{path}"]
+
+[tools.params.path]
+type = "string"
+required = true
+
+[[tools]]
+name = "touch_operand"
+command = ["touch", "--", "{path}"]
+
+[tools.params.path]
+type = "string"
+required = true
+
+[[tools]]
+name = "head"
+command = ["head", "-n", "{count}", "{file}"]
+
+[tools.params.count]
+type = "integer"
+default = -1
+
+[tools.params.file]
+type = "string"
+required = true
+
+[[tools]]
+name = "ls"
+command = ["ls", "{flags}", "{dir}"]
+
+[tools.params.flags]
+type = "string"
+enum = ["-a", "-1"]
+default = "-1"
+
+[tools.params.dir]
+type = "string"
+required = true
+"#;
+
+#[test]
+fn a_value_that_would_be_read_as_an_option_is_refused() {
+    let sb = Sandbox::new();
+    for (tool, args, param) in [
+        ("touch", json!({"path": "--version"}), "path"),
+        ("touch", json!({"path": "-"}), "path"),
+        ("head", json!({"file": "-", "count": 1}), "file"),
+        ("head", json!({"file": "x", "count": -5}), "count"),
+    ] {
+        let r = run_manifest(
+            &sb,
+            TOUCH_TOOLS,
+            &["call", tool, &args.to_string(), "--json"],
+        );
+        assert_eq!(r.code, 1, "{tool} {args}: {}", r.stdout);
+        let result = r.json();
+        assert_eq!(result["meta"]["code"], "VALIDATION_ERROR", "{result}");
+        assert_eq!(
+            result["error"],
+            format!("{param}: must not start with `-` (the command would read it as an option)")
+        );
+        // Nothing ran: `touch --version` would have printed its version.
+        assert_eq!(result["data"], Value::Null, "{result}");
+    }
+    // A dash inside a value, or after literal text, is no option.
+    let r = run_manifest(
+        &sb,
+        TOUCH_TOOLS,
+        &["call", "touch", r#"{"path":"a-b"}"#, "--json"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    assert!(sb.path().join("a-b").exists());
+    let hostile = argv_of(&sb, json!({"a": "x", "b": "--help"}));
+    assert_eq!(hostile, ["x", "--opt=--help", "7"]);
+}
+
+#[test]
+fn allow_leading_dash_and_enum_values_let_a_dash_through() {
+    let sb = Sandbox::new();
+    // Opted in (`a` and `c` of the argv tool): one element each, as given.
+    assert_eq!(
+        argv_of(&sb, json!({"a": "--version", "c": -3})),
+        ["--version", "-3"]
+    );
+    // The manifest's own values (an enum, a default) are not the caller's to abuse.
+    std::fs::write(sb.path().join("lines"), "one\ntwo\n").unwrap();
+    let r = run_manifest(
+        &sb,
+        TOUCH_TOOLS,
+        &["call", "ls", r#"{"flags":"-a","dir":"."}"#, "--json"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    assert!(
+        r.json()["data"].as_str().unwrap().contains(".."),
+        "{}",
+        r.stdout
+    );
+    let r = run_manifest(
+        &sb,
+        TOUCH_TOOLS,
+        &["call", "head", r#"{"file":"lines"}"#, "--json"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    assert_eq!(r.json()["data"], "one");
+}
+
+#[test]
+fn a_literal_double_dash_before_the_placeholder_lets_a_dash_through() {
+    let sb = Sandbox::new();
+    let r = run_manifest(
+        &sb,
+        TOUCH_TOOLS,
+        &["call", "touch_operand", r#"{"path":"--version"}"#, "--json"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    // touch made a file of that name instead of printing its version.
+    assert!(sb.path().join("--version").is_file());
+    assert_eq!(r.json()["data"], Value::Null, "{}", r.stdout);
 }
 
 #[test]
@@ -443,4 +570,153 @@ fn ctrl_c_during_a_call_kills_the_command_too() {
     let code = child.wait().unwrap().code();
     assert_eq!(code, Some(130));
     assert_gone(&pids, "Ctrl-C");
+}
+
+/// A script that starts a descendant in a session of its own (`setsid`), out of the
+/// program's process group: the descendant writes its pid to `$1`, waits until the file
+/// `$1.go` exists (20 s at most), then creates the file `$2`. The script waits for the pid,
+/// then sleeps `$3` seconds.
+const ESCAPE_SCRIPT: &str = r#"#!/bin/sh
+setsid sh -c 'echo $$ > "$1.tmp"; mv "$1.tmp" "$1"; i=0; while [ ! -e "$1.go" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i+1)); done; touch "$2"' escaped "$1" "$2" &
+while [ ! -e "$1" ]; do sleep 0.05; done
+sleep "$3"
+echo bye
+"#;
+
+fn escape_tool(timeout: u64) -> String {
+    format!(
+        r#"
+[[tools]]
+name = "escape"
+command = ["./escape.sh", "{{pidfile}}", "{{marker}}", "{{sleep}}"]
+timeout_seconds = {timeout}
+
+[tools.params.pidfile]
+type = "string"
+required = true
+
+[tools.params.marker]
+type = "string"
+required = true
+
+[tools.params.sleep]
+type = "integer"
+required = true
+"#
+    )
+}
+
+/// Runs the escape tool (the program sleeping `sleep` s), then checks that the escaped
+/// descendant is gone and never created its marker.
+fn assert_escapee_killed(timeout: u64, sleep: u64, what: &str) -> Value {
+    let sb = Sandbox::new();
+    sb.script("escape.sh", ESCAPE_SCRIPT);
+    let pidfile = sb.path().join("escaped.pid");
+    let marker = sb.path().join("MARKER");
+    let args = json!({
+        "pidfile": pidfile.to_str().unwrap(),
+        "marker": marker.to_str().unwrap(),
+        "sleep": sleep,
+    })
+    .to_string();
+    let r = run_manifest(
+        &sb,
+        &escape_tool(timeout),
+        &["call", "escape", &args, "--json"],
+    );
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_gone(&[pid], what);
+    // A descendant still running would now create its marker.
+    std::fs::write(sb.path().join("escaped.pid.go"), "").unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        !marker.exists(),
+        "the escaped descendant ran on after {what}"
+    );
+    r.json()
+}
+
+#[test]
+fn a_timeout_kills_descendants_that_left_the_process_group() {
+    let result = assert_escapee_killed(1, 30, "the timeout");
+    assert_eq!(result["meta"]["code"], "TIMEOUT", "{result}");
+}
+
+#[test]
+fn descendants_that_left_the_process_group_die_with_the_program() {
+    let result = assert_escapee_killed(30, 0, "the program's exit");
+    assert_eq!(result["data"], "bye", "{result}");
+}
+
+/// Whether `/proc/PID` exists at all (a zombie counts: nobody reaped it yet).
+fn exists(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+#[test]
+fn a_long_running_server_reaps_the_descendants_it_killed() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+
+    let sb = Sandbox::new();
+    sb.script("escape.sh", ESCAPE_SCRIPT);
+    sb.write("m.toml", &escape_tool(1));
+    let pidfile = sb.path().join("escaped.pid");
+    let marker = sb.path().join("MARKER");
+    let mut server = Command::new(assert_cmd::cargo::cargo_bin("milpa"))
+        .current_dir(sb.path())
+        .args(["--manifest", "m.toml", "serve", "--stdio"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    let messages = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "escape",
+        "arguments": {
+            "pidfile": pidfile.to_str().unwrap(),
+            "marker": marker.to_str().unwrap(),
+            "sleep": 30
+        }}}),
+    ];
+    for message in &messages {
+        writeln!(stdin, "{message}").unwrap();
+    }
+    stdin.flush().unwrap();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let answer = loop {
+        let line = lines.next().expect("an answer").unwrap();
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == 2 {
+            break message;
+        }
+    };
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // The server still runs, and the escaped descendant is not even a zombie: reaped.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while exists(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!exists(pid), "process {pid} was not reaped");
+    assert!(server.try_wait().unwrap().is_none(), "the server stopped");
+    std::fs::write(sb.path().join("escaped.pid.go"), "").unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    drop(stdin);
+    let _ = server.wait();
+    assert!(!marker.exists());
 }

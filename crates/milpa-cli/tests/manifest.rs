@@ -433,3 +433,24 @@ fn verification_tools_follow_the_manifest() {
     let r = run_manifest(&sb, "", &["tools", "--json"]);
     assert_eq!(r.json(), json!([]));
 }
+
+#[test]
+fn allow_leading_dash_is_a_param_key_of_its_own() {
+    // A boolean, off by default; it changes what the tool accepts, not its schema.
+    let manifest = "[[tools]]\nname = \"t\"\ncommand = [\"ls\", \"{p}\"]\n[tools.params.p]\ntype = \"string\"\nallow_leading_dash = true\n";
+    let sb = Sandbox::new();
+    let r = run_manifest(&sb, manifest, &["tools", "inspect", "t", "--json"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(!r.stdout.contains("leading"), "{}", r.stdout);
+    let e = manifest_error(
+        "[[tools]]\nname = \"t\"\ncommand = [\"ls\", \"{p}\"]\n[tools.params.p]\ntype = \"string\"\nallow_leading_dash = \"yes\"\n",
+    );
+    assert!(e.starts_with("milpa: m.toml:6: invalid type"), "{e}");
+    let e = manifest_error(
+        "[[tools]]\nname = \"t\"\ncommand = [\"ls\", \"{p}\"]\n[tools.params.p]\ntype = \"string\"\nallow_dash = true\n",
+    );
+    assert!(
+        e.starts_with("milpa: m.toml:6: unknown field `allow_dash`"),
+        "{e}"
+    );
+}
