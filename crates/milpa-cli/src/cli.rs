@@ -18,10 +18,12 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "FILE")]
     pub manifest: Option<PathBuf>,
 
-    /// Where confirmations, verifications and budgets live: memory | sqlite:PATH |
-    /// redis://HOST:PORT
-    #[arg(long, global = true, value_name = "URL", default_value = "memory")]
-    pub store: String,
+    /// Where confirmations, verifications, budgets and the audit trail live: memory |
+    /// sqlite:PATH | redis://HOST:PORT[/DB] [default: $MILPA_STORE, else the manifest's
+    /// [store] url, else sqlite:$MILPA_HOME/state.db, $XDG_STATE_HOME/milpa/state.db or
+    /// ~/.local/state/milpa/state.db]
+    #[arg(long, global = true, value_name = "URL")]
+    pub store: Option<String>,
 
     /// What to do.
     #[command(subcommand)]
@@ -37,6 +39,89 @@ pub enum Command {
     Call(CallArgs),
     /// Serve the tools over MCP (stdio by default, or Streamable HTTP).
     Serve(ServeArgs),
+    /// Show the store's audit trail, newest first, or check its hash chain.
+    Audit(AuditArgs),
+}
+
+/// `milpa audit`.
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Only calls of this tool.
+    #[arg(long, value_name = "T")]
+    pub tool: Option<String>,
+
+    /// Only calls by this principal.
+    #[arg(long, value_name = "P")]
+    pub actor: Option<String>,
+
+    /// Only this outcome (success, forbidden, rate_limited, …).
+    #[arg(long, value_name = "O")]
+    pub outcome: Option<String>,
+
+    /// Only records newer than this (30s, 15m, 2h, 7d).
+    #[arg(long, value_name = "DURATION", value_parser = parse_since)]
+    pub since: Option<std::time::Duration>,
+
+    /// At most this many records [default: 50]
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+
+    /// Print the records as a JSON array.
+    #[arg(long)]
+    pub json: bool,
+
+    /// `verify`.
+    #[command(subcommand)]
+    pub command: Option<AuditCommand>,
+}
+
+/// `milpa audit …`.
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Check the hash chain: exit 0 when intact, 1 naming the first record that breaks it.
+    Verify(VerifyArgs),
+}
+
+/// `milpa audit verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// A JSON-lines audit file (`serve --audit FILE`) [default: the store's trail]
+    pub file: Option<PathBuf>,
+}
+
+/// Reads `--since`: a number and a unit (`s`, `m`, `h`, `d`), e.g. `15m`.
+///
+/// ```
+/// use std::time::Duration;
+/// use milpa_cli::cli::parse_since;
+///
+/// assert_eq!(parse_since("90s").unwrap(), Duration::from_secs(90));
+/// assert_eq!(parse_since("2h").unwrap(), Duration::from_secs(7200));
+/// assert!(parse_since("2 weeks").is_err());
+/// ```
+pub fn parse_since(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?}: expected a number and a unit, e.g. 30s, 15m, 2h, 7d"))?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => {
+            return Err(format!(
+                "{text:?}: unknown unit {unit:?}; use s, m, h or d (e.g. 15m)"
+            ));
+        }
+    };
+    n.checked_mul(seconds)
+        .map(std::time::Duration::from_secs)
+        .ok_or_else(|| format!("{text:?}: too long"))
 }
 
 /// `milpa tools`.

@@ -2,55 +2,95 @@
 
 use std::fs::OpenOptions;
 use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
 use std::sync::Arc;
 
-use milpa::audit::{AuditSink, JsonLinesAuditSink};
+use milpa::audit::chain::verify_lines;
+use milpa::audit::trail::AuditQuery;
+use milpa::audit::{AuditRecord, AuditSink, JsonLinesAuditSink, TracingAuditSink};
 use milpa::render::{ChannelRenderer, TerminalRenderer};
 use milpa::{ToolContext, ToolRegistry, ToolResult, channel};
 use serde_json::Value;
 
-use crate::cli::{CallArgs, CallerArgs, Cli, Command, ServeArgs, ToolsArgs, ToolsCommand};
+use crate::cli::{
+    AuditArgs, AuditCommand, CallArgs, CallerArgs, Cli, Command, ServeArgs, ToolsArgs,
+    ToolsCommand,
+};
 use crate::manifest::Manifest;
 use crate::setup::{ToolsFn, authenticator, build_registry, server_options};
-use crate::{CliError, EXIT_CALL_FAILED, EXIT_OK, Store, load_manifest, parse_store};
+use crate::store::{self, StoreUrl, Stores};
+use crate::{CliError, EXIT_CALL_FAILED, EXIT_OK, load_manifest};
 
 /// Runs a parsed command line; returns the exit code.
 pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
-    let Store::Memory = parse_store(&cli.store)?;
     let manifest = load_manifest(cli.manifest.as_deref())?;
-    match cli.command {
+    let url = store::choose(cli.store.as_deref(), &|name| std::env::var_os(name), &manifest)?;
+    let serving = matches!(cli.command, Command::Serve(_));
+    match &cli.command {
+        Command::Serve(ServeArgs { audit: None, .. }) => init_tracing("warn,milpa::audit=info"),
+        Command::Serve(_) | Command::Audit(_) => init_tracing("warn"),
+        Command::Tools(_) | Command::Call(_) => init_tracing("warn,milpa::audit=off"),
+    }
+    let runtime = runtime(serving)?;
+    let stores = runtime.block_on(Stores::open(&url, &manifest))?;
+    let code = match cli.command {
         Command::Tools(args) => {
-            init_tracing("warn,milpa::audit=off");
-            let registry = registry(&manifest, None, tools)?;
+            let registry = registry(&manifest, &stores, None, tools)?;
             tools_command(&registry, args)
         }
         Command::Call(args) => {
-            init_tracing("warn,milpa::audit=off");
-            let registry = registry(&manifest, None, tools)?;
-            let runtime = runtime(false)?;
-            let code = runtime.block_on(async {
+            let audit = with_store_trail(Arc::new(TracingAuditSink), &stores);
+            let registry = registry(&manifest, &stores, Some(audit), tools)?;
+            runtime.block_on(async {
                 tokio::select! {
-                    code = call(&registry, args) => code,
+                    code = call(&registry, &stores, args) => code,
                     // Dropping the call kills a running command's process group.
                     () = shutdown_signal() => {
                         eprintln!("milpa: interrupted");
                         Ok(EXIT_INTERRUPTED)
                     }
                 }
-            });
-            runtime.shutdown_timeout(SHUTDOWN_GRACE);
-            code
+            })
         }
-        Command::Serve(args) => serve(&manifest, tools, args),
-    }
+        Command::Serve(args) => serve(&runtime, &manifest, &stores, tools, args),
+        Command::Audit(args) => audit_command(&stores, args),
+    };
+    // Whatever the trail still buffers is written before the process ends.
+    stores.flush();
+    runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    code
 }
 
 fn registry(
     manifest: &Manifest,
+    stores: &Stores,
     audit: Option<Arc<dyn AuditSink>>,
     tools: Box<ToolsFn<'_>>,
 ) -> Result<ToolRegistry, CliError> {
-    build_registry(manifest, audit, tools).map_err(|e| CliError::usage(e.to_string()))
+    build_registry(manifest, stores, audit, tools).map_err(|e| CliError::usage(e.to_string()))
+}
+
+/// `sink`, and the store's trail too when the store keeps one.
+fn with_store_trail(sink: Arc<dyn AuditSink>, stores: &Stores) -> Arc<dyn AuditSink> {
+    match &stores.audit_sink {
+        Some(trail) => Arc::new(BothSinks(sink, Arc::clone(trail))),
+        None => sink,
+    }
+}
+
+/// Hands every record to two sinks (a file or the log, and the store's trail).
+struct BothSinks(Arc<dyn AuditSink>, Arc<dyn AuditSink>);
+
+impl AuditSink for BothSinks {
+    fn record(&self, record: &AuditRecord<'_>) {
+        self.0.record(record);
+        self.1.record(record);
+    }
+
+    fn flush(&self) {
+        self.0.flush();
+        self.1.flush();
+    }
 }
 
 fn runtime(multi_thread: bool) -> Result<tokio::runtime::Runtime, CliError> {
@@ -138,7 +178,7 @@ fn tools_command(registry: &ToolRegistry, args: ToolsArgs) -> Result<u8, CliErro
 
 /// The tools as a table: name, flags, scopes, description (its first line).
 pub(crate) fn tool_table(registry: &ToolRegistry) -> String {
-    let rows: Vec<[String; 4]> = registry
+    let rows: Vec<Vec<String>> = registry
         .definitions()
         .map(|d| {
             let mut flags = Vec::new();
@@ -148,8 +188,7 @@ pub(crate) fn tool_table(registry: &ToolRegistry) -> String {
             if d.requires_confirmation() {
                 flags.push("confirm");
             }
-            let or_dash = |s: String| if s.is_empty() { "-".to_owned() } else { s };
-            [
+            vec![
                 d.name().to_owned(),
                 or_dash(flags.join(",")),
                 or_dash(d.scopes().join(",")),
@@ -157,25 +196,35 @@ pub(crate) fn tool_table(registry: &ToolRegistry) -> String {
             ]
         })
         .collect();
-    let header = ["NAME", "FLAGS", "SCOPES", "DESCRIPTION"].map(String::from);
-    let mut widths = [0usize; 3];
-    for row in std::iter::once(&header).chain(&rows) {
+    table(&["NAME", "FLAGS", "SCOPES", "DESCRIPTION"], &rows)
+}
+
+fn or_dash(text: String) -> String {
+    if text.is_empty() { "-".to_owned() } else { text }
+}
+
+/// Columns padded to their widest cell (the last one is not padded), two spaces apart.
+fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let header: Vec<String> = header.iter().map(|h| (*h).to_owned()).collect();
+    let mut widths = vec![0usize; header.len()];
+    for row in std::iter::once(&header).chain(rows) {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
     }
     let mut out = String::new();
-    for row in std::iter::once(&header).chain(&rows) {
-        let line = format!(
-            "{:w0$}  {:w1$}  {:w2$}  {}",
-            row[0],
-            row[1],
-            row[2],
-            row[3],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2]
-        );
+    for row in std::iter::once(&header).chain(rows) {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            line.push_str(cell);
+            if i + 1 < row.len() {
+                let pad = widths[i].saturating_sub(cell.chars().count());
+                line.extend(std::iter::repeat_n(' ', pad));
+            }
+        }
         out.push_str(line.trim_end());
         out.push('\n');
     }
@@ -228,7 +277,7 @@ fn exit_code(result: &ToolResult) -> u8 {
     }
 }
 
-async fn call(registry: &ToolRegistry, args: CallArgs) -> Result<u8, CliError> {
+async fn call(registry: &ToolRegistry, stores: &Stores, args: CallArgs) -> Result<u8, CliError> {
     let mut arguments = call_arguments(args.args.as_deref())?;
     if let (Some(token), Value::Object(map)) = (&args.confirm_token, &mut arguments) {
         map.insert("confirm_token".into(), Value::String(token.clone()));
@@ -245,10 +294,13 @@ async fn call(registry: &ToolRegistry, args: CallArgs) -> Result<u8, CliError> {
     };
     if !std::io::stdin().is_terminal() {
         show(&result, &ctx, args.json)?;
-        eprintln!(
-            "milpa: confirm by repeating the call with --confirm-token {token} (with --store memory \
-             the token lives only in this process; run interactively to be asked instead)"
-        );
+        let lifetime = if *stores.url() == StoreUrl::Memory {
+            " (with --store memory the token lives only in this process; run interactively to be \
+             asked instead)"
+        } else {
+            ""
+        };
+        eprintln!("milpa: confirm by repeating the call with --confirm-token {token}{lifetime}");
         return Ok(exit_code(&result));
     }
     if args.json {
@@ -282,25 +334,21 @@ fn ask(question: &str) -> bool {
     matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
 }
 
-fn serve(manifest: &Manifest, tools: Box<ToolsFn<'_>>, args: ServeArgs) -> Result<u8, CliError> {
-    let audit: Option<Arc<dyn AuditSink>> = match &args.audit {
-        Some(path) => {
-            let file = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|e| {
-                    CliError::usage(format!("--audit {}: cannot open: {e}", path.display()))
-                })?;
-            init_tracing("warn");
-            Some(Arc::new(JsonLinesAuditSink::new(file)))
-        }
-        None => {
-            init_tracing("warn,milpa::audit=info");
-            None
-        }
+fn serve(
+    runtime: &tokio::runtime::Runtime,
+    manifest: &Manifest,
+    stores: &Stores,
+    tools: Box<ToolsFn<'_>>,
+    args: ServeArgs,
+) -> Result<u8, CliError> {
+    let log_or_file: Arc<dyn AuditSink> = match &args.audit {
+        Some(path) => Arc::new(JsonLinesAuditSink::append_to(path).map_err(|e| {
+            CliError::usage(format!("--audit {}: cannot open: {e}", path.display()))
+        })?),
+        None => Arc::new(TracingAuditSink),
     };
-    let registry = Arc::new(registry(manifest, audit, tools)?);
+    let audit = with_store_trail(log_or_file, stores);
+    let registry = Arc::new(registry(manifest, stores, Some(audit), tools)?);
     let options = server_options(manifest);
     if let Some(addr) = args.http {
         if !addr.ip().is_loopback() {
@@ -310,7 +358,6 @@ fn serve(manifest: &Manifest, tools: Box<ToolsFn<'_>>, args: ServeArgs) -> Resul
             )));
         }
     }
-    let runtime = runtime(true)?;
     let served = runtime.block_on(async move {
         let serving = async move {
             match args.http {
@@ -324,10 +371,134 @@ fn serve(manifest: &Manifest, tools: Box<ToolsFn<'_>>, args: ServeArgs) -> Resul
             () = shutdown_signal() => Ok(()),
         }
     });
-    runtime.shutdown_timeout(SHUTDOWN_GRACE);
     served
         .map(|()| EXIT_OK)
         .map_err(|e| CliError::failed(format!("serve: {e}")))
+}
+
+/// How many records `milpa audit` shows when `--limit` is not given.
+const DEFAULT_AUDIT_LIMIT: usize = 50;
+
+fn audit_command(stores: &Stores, args: AuditArgs) -> Result<u8, CliError> {
+    if let Some(AuditCommand::Verify(verify)) = &args.command {
+        if let Some(file) = &verify.file {
+            return verify_file(file);
+        }
+    }
+    let Some(trail) = &stores.audit_trail else {
+        return Err(CliError::usage(match stores.url() {
+            StoreUrl::Memory => "the memory store keeps nothing after the process ends, so it has \
+                 no audit trail: use a SQLite store (the default, or --store sqlite:PATH), or \
+                 `milpa audit verify FILE` on a `serve --audit FILE` file"
+                .to_owned(),
+            other => format!(
+                "the store {other} keeps no audit trail: use a SQLite store, or \
+                 `milpa audit verify FILE` on a `serve --audit FILE` file"
+            ),
+        }));
+    };
+    if args.command.is_some() {
+        let verdict = trail
+            .verify()
+            .map_err(|e| CliError::failed(format!("audit verify: {}", store::chain(&e))))?;
+        return Ok(report_chain(&format!("the trail of {}", stores.url()), verdict));
+    }
+    let mut query = AuditQuery::default().with_limit(args.limit.unwrap_or(DEFAULT_AUDIT_LIMIT));
+    if let Some(tool) = args.tool {
+        query = query.with_tool(tool);
+    }
+    if let Some(actor) = args.actor {
+        query = query.with_principal(actor);
+    }
+    if let Some(outcome) = args.outcome {
+        query = query.with_outcome(outcome);
+    }
+    if let Some(since) = args.since {
+        let now = milpa::confirm::unix_millis(std::time::SystemTime::now());
+        query = query.with_since_ms(now.saturating_sub(since.as_millis() as u64));
+    }
+    let lines = trail
+        .query(&query)
+        .map_err(|e| CliError::failed(format!("audit: {}", store::chain(&e))))?;
+    let records: Vec<Value> = lines
+        .iter()
+        .map(|line| serde_json::from_str(line).unwrap_or(Value::Null))
+        .collect();
+    if args.json {
+        print_json(&records)?;
+    } else {
+        emit(&audit_table(&records));
+    }
+    Ok(EXIT_OK)
+}
+
+/// The records as a table, newest first as given.
+fn audit_table(records: &[Value]) -> String {
+    let text = |v: &Value, key: &str| match &v[key] {
+        // A tool name or principal holding control characters cannot move the terminal.
+        Value::String(s) => s
+            .chars()
+            .flat_map(|c| {
+                let escaped: Vec<char> = if c.is_control() {
+                    c.escape_default().collect()
+                } else {
+                    vec![c]
+                };
+                escaped
+            })
+            .collect(),
+        Value::Null => "-".to_owned(),
+        other => other.to_string(),
+    };
+    let rows: Vec<Vec<String>> = records
+        .iter()
+        .map(|r| {
+            vec![
+                text(r, "seq"),
+                text(r, "ts"),
+                text(r, "tool"),
+                text(r, "principal"),
+                text(r, "channel"),
+                text(r, "outcome"),
+                text(r, "code"),
+                text(r, "took_ms"),
+            ]
+        })
+        .collect();
+    table(
+        &["SEQ", "TIME", "TOOL", "ACTOR", "CHANNEL", "OUTCOME", "CODE", "MS"],
+        &rows,
+    )
+}
+
+/// `milpa audit verify FILE`.
+fn verify_file(path: &Path) -> Result<u8, CliError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::usage(format!("audit verify {}: {e}", path.display())))?;
+    Ok(report_chain(
+        &path.display().to_string(),
+        verify_lines(text.lines()),
+    ))
+}
+
+/// Prints what a chain check found; the exit code.
+fn report_chain(
+    what: &str,
+    verdict: Result<milpa::audit::chain::ChainSummary, milpa::audit::chain::ChainBreak>,
+) -> u8 {
+    match verdict {
+        Ok(summary) => {
+            emit(&format!(
+                "{what}: intact, {} records, last seq {}, head {}\n",
+                summary.records, summary.head.seq, summary.head.hash
+            ));
+            EXIT_OK
+        }
+        Err(broken) => {
+            eprintln!("milpa: {what}: broken: {broken}");
+            EXIT_CALL_FAILED
+        }
+    }
 }
 
 async fn serve_http(

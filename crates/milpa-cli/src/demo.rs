@@ -1,5 +1,168 @@
 //! The built-in demo toolset, served when there is no manifest: `echo`, `add`, a small notes
 //! service and the two verification tools. Written with `#[tools]`, like a user's tools.
+//!
+//! The notes live where the store does: in a table `demo_notes` of the SQLite file when the
+//! store is SQLite (so `notes_add` in one `milpa call` shows in the next `notes_list`), in
+//! the process's memory otherwise.
+
+use std::sync::{Arc, Mutex};
+
+use milpa::verification::{HumanVerifier, VerificationTools};
+use milpa::{ErrorCode, RegistryError, ToolError, ToolRegistry, tools};
+use milpa_sqlite::rusqlite;
+use serde_json::{Value, json};
+
+use crate::store::Stores;
+
+/// The scope `resolve_verification` needs in the demo toolset.
+pub const RESOLVE_SCOPE: &str = "verification:resolve";
+
+/// The demo tools and their notes.
+#[derive(Debug)]
+pub struct DemoTools {
+    notes: NoteBook,
+}
+
+impl Default for DemoTools {
+    fn default() -> Self {
+        DemoTools {
+            notes: NoteBook::Memory(Mutex::default()),
+        }
+    }
+}
+
+/// Where the notes are kept.
+#[derive(Debug)]
+enum NoteBook {
+    Memory(Mutex<Notes>),
+    Sqlite(Mutex<rusqlite::Connection>),
+    /// The SQLite table could not be opened: every notes call says why (the other tools
+    /// keep working).
+    Unavailable(String),
+}
+
+#[derive(Debug, Default)]
+struct Notes {
+    next_id: u64,
+    items: Vec<(u64, String)>,
+}
+
+/// A note as the tools return it.
+fn note(id: u64, text: &str) -> Value {
+    json!({"id": id, "text": text})
+}
+
+/// A database failure, as the tools report it.
+fn unavailable(error: impl std::fmt::Display) -> ToolError {
+    ToolError::with_code(
+        ErrorCode::Unavailable,
+        format!("The notes are unavailable: {error}"),
+    )
+}
+
+impl NoteBook {
+    fn on_sqlite(connection: rusqlite::Connection) -> rusqlite::Result<NoteBook> {
+        connection.execute_batch(
+            "CREATE TABLE IF NOT EXISTS demo_notes (
+                 id INTEGER PRIMARY KEY AUTOINCREMENT,
+                 text TEXT NOT NULL
+             )",
+        )?;
+        Ok(NoteBook::Sqlite(Mutex::new(connection)))
+    }
+
+    fn add(&self, text: &str) -> Result<Value, ToolError> {
+        match self {
+            NoteBook::Memory(notes) => {
+                let mut notes = notes.lock().unwrap_or_else(|p| p.into_inner());
+                notes.next_id += 1;
+                let id = notes.next_id;
+                notes.items.push((id, text.to_owned()));
+                Ok(note(id, text))
+            }
+            NoteBook::Sqlite(db) => {
+                let db = db.lock().unwrap_or_else(|p| p.into_inner());
+                let id: u64 = db
+                    .query_row(
+                        "INSERT INTO demo_notes (text) VALUES (?1) RETURNING id",
+                        [text],
+                        |row| row.get(0),
+                    )
+                    .map_err(unavailable)?;
+                Ok(note(id, text))
+            }
+            NoteBook::Unavailable(why) => Err(unavailable(why)),
+        }
+    }
+
+    fn list(&self) -> Result<Value, ToolError> {
+        match self {
+            NoteBook::Memory(notes) => {
+                let notes = notes.lock().unwrap_or_else(|p| p.into_inner());
+                Ok(notes.items.iter().map(|(id, text)| note(*id, text)).collect())
+            }
+            NoteBook::Sqlite(db) => {
+                let db = db.lock().unwrap_or_else(|p| p.into_inner());
+                let mut statement = db
+                    .prepare_cached("SELECT id, text FROM demo_notes ORDER BY id")
+                    .map_err(unavailable)?;
+                let rows = statement
+                    .query_map([], |row| Ok(note(row.get(0)?, &row.get::<_, String>(1)?)))
+                    .map_err(unavailable)?;
+                rows.collect::<Result<Value, _>>().map_err(unavailable)
+            }
+            NoteBook::Unavailable(why) => Err(unavailable(why)),
+        }
+    }
+
+    fn delete(&self, id: u64) -> Result<Option<String>, ToolError> {
+        match self {
+            NoteBook::Memory(notes) => {
+                let mut notes = notes.lock().unwrap_or_else(|p| p.into_inner());
+                Ok(notes
+                    .items
+                    .iter()
+                    .position(|(i, _)| *i == id)
+                    .map(|at| notes.items.remove(at).1))
+            }
+            NoteBook::Sqlite(db) => {
+                let db = db.lock().unwrap_or_else(|p| p.into_inner());
+                let text = db.query_row(
+                    "DELETE FROM demo_notes WHERE id = ?1 RETURNING text",
+                    [id],
+                    |row| row.get(0),
+                );
+                match text {
+                    Ok(text) => Ok(Some(text)),
+                    Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
+                    Err(error) => Err(unavailable(error)),
+                }
+            }
+            NoteBook::Unavailable(why) => Err(unavailable(why)),
+        }
+    }
+}
+
+impl DemoTools {
+    /// The demo tools with their notes where `stores` keeps state: the SQLite file when the
+    /// store is SQLite, else memory.
+    pub fn new(stores: &Stores) -> DemoTools {
+        let notes = match stores.sqlite() {
+            Some(sqlite) => sqlite
+                .open_connection()
+                .map_err(|e| e.to_string())
+                .and_then(|db| NoteBook::on_sqlite(db).map_err(|e| e.to_string()))
+                .unwrap_or_else(|why| {
+                    tracing::warn!(%why, "the demo notes table could not be opened");
+                    NoteBook::Unavailable(why)
+                }),
+            None => NoteBook::Memory(Mutex::default()),
+        };
+        DemoTools { notes }
+    }
+}
+
+#[tools]`, like a user's tools.
 
 use std::sync::{Arc, Mutex};
 
@@ -47,25 +210,14 @@ impl DemoTools {
         &self,
         #[param(description = "What the note says", min_length = 1, max_length = 2000)]
         text: String,
-    ) -> Value {
-        let mut notes = self.notes.lock().unwrap_or_else(|p| p.into_inner());
-        notes.next_id += 1;
-        let id = notes.next_id;
-        notes.items.push((id, text.clone()));
-        json!({"id": id, "text": text})
+    ) -> Result<Value, ToolError> {
+        self.notes.add(&text)
     }
 
     /// Lists the notes, oldest first.
     #[tool]
-    fn notes_list(&self) -> Value {
-        let notes = self.notes.lock().unwrap_or_else(|p| p.into_inner());
-        Value::Array(
-            notes
-                .items
-                .iter()
-                .map(|(id, text)| json!({"id": id, "text": text}))
-                .collect(),
-        )
+    fn notes_list(&self) -> Result<Value, ToolError> {
+        self.notes.list()
     }
 
     /// Deletes a note (asks for confirmation first).
@@ -74,12 +226,8 @@ impl DemoTools {
         &self,
         #[param(description = "The note's id", minimum = 1)] id: u64,
     ) -> Result<Value, ToolError> {
-        let mut notes = self.notes.lock().unwrap_or_else(|p| p.into_inner());
-        match notes.items.iter().position(|(i, _)| *i == id) {
-            Some(at) => {
-                let (id, text) = notes.items.remove(at);
-                Ok(json!({"deleted": id, "text": text}))
-            }
+        match self.notes.delete(id)? {
+            Some(text) => Ok(json!({"deleted": id, "text": text})),
             None => Err(ToolError::with_code(
                 ErrorCode::NotFound,
                 format!("No note with id {id}"),
@@ -88,9 +236,9 @@ impl DemoTools {
     }
 }
 
-/// Registers the demo toolset: `echo`, `add`, `notes_add`, `notes_list`, `notes_delete`,
-/// `request_verification` and `resolve_verification` (which needs
-/// [`RESOLVE_SCOPE`]).
+/// Registers the demo toolset with everything in memory: `echo`, `add`, `notes_add`,
+/// `notes_list`, `notes_delete`, `request_verification` and `resolve_verification` (which
+/// needs [`RESOLVE_SCOPE`]).
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -104,8 +252,13 @@ impl DemoTools {
 /// # });
 /// ```
 pub fn register(registry: &mut ToolRegistry) -> Result<(), RegistryError> {
-    registry.register_provider(Arc::new(DemoTools::default()))?;
-    VerificationTools::new(HumanVerifier::in_memory())
+    register_on(registry, &Stores::memory())
+}
+
+/// Registers the demo toolset on `stores`: notes and verification requests live there.
+pub fn register_on(registry: &mut ToolRegistry, stores: &Stores) -> Result<(), RegistryError> {
+    registry.register_provider(Arc::new(DemoTools::new(stores)))?;
+    VerificationTools::new(HumanVerifier::new(Arc::clone(&stores.verifications)))
         .resolve_scopes([RESOLVE_SCOPE])
         .register(registry)
 }

@@ -9,8 +9,14 @@
 //! milpa call TOOL [ARGS_JSON] [--channel C] [--actor P] [--scope S]... [--plan]
 //!            [--confirm-token T] [--json]
 //! milpa serve [--stdio | --http ADDR] [--audit FILE]
-//! global: --manifest FILE, --store URL
+//! milpa audit [--tool T] [--actor P] [--outcome O] [--since DURATION] [--limit N] [--json]
+//! milpa audit verify [FILE]
+//! global: --manifest FILE, --store URL (memory | sqlite:PATH | redis://HOST:PORT[/DB])
 //! ```
+//!
+//! State (confirmation tokens, verification requests, rate budgets, the audit trail) lives
+//! in the store: by default a SQLite file in the user's state folder (see [`store`]), so a
+//! token minted by one `milpa call` is redeemed by the next.
 //!
 //! Exit codes: 0 success, 1 a refused or failed call, 2 a usage or manifest error.
 //!
@@ -21,9 +27,9 @@
 //! use std::sync::Arc;
 //!
 //! fn main() -> std::process::ExitCode {
-//!     milpa_cli::main_with(|registry, _manifest| {
+//!     milpa_cli::main_with(|registry, setup| {
 //!         // e.g. registry.register_provider(Arc::new(MyTools::default()))?;
-//!         milpa_cli::demo::register(registry)
+//!         milpa_cli::demo::register_on(registry, setup.stores)
 //!     })
 //! }
 //! ```
@@ -35,6 +41,7 @@ pub mod demo;
 pub mod manifest;
 pub mod process_tree;
 pub mod setup;
+pub mod store;
 pub mod template;
 
 use std::ffi::OsString;
@@ -47,6 +54,7 @@ use milpa::{RegistryError, ToolRegistry};
 
 use crate::cli::Cli;
 use crate::manifest::Manifest;
+use crate::setup::Setup;
 
 /// Exit code of a successful run.
 pub const EXIT_OK: u8 = 0;
@@ -99,13 +107,13 @@ pub fn main() -> ExitCode {
     main_with(demo_unless_manifest)
 }
 
-/// Registers the demo toolset when no manifest file was read.
+/// Registers the demo toolset (on the chosen store) when no manifest file was read.
 pub fn demo_unless_manifest(
     registry: &mut ToolRegistry,
-    manifest: &Manifest,
+    setup: &Setup<'_>,
 ) -> Result<(), RegistryError> {
-    if manifest.source().is_none() {
-        demo::register(registry)
+    if setup.manifest.source().is_none() {
+        demo::register_on(registry, setup.stores)
     } else {
         Ok(())
     }
@@ -115,7 +123,7 @@ pub fn demo_unless_manifest(
 /// registers (besides the manifest's command tools and verification tools).
 pub fn main_with<F>(tools: F) -> ExitCode
 where
-    F: FnOnce(&mut ToolRegistry, &Manifest) -> Result<(), RegistryError>,
+    F: FnOnce(&mut ToolRegistry, &Setup<'_>) -> Result<(), RegistryError>,
 {
     run_with(std::env::args_os(), tools)
 }
@@ -125,7 +133,7 @@ pub fn run_with<I, T, F>(args: I, tools: F) -> ExitCode
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
-    F: FnOnce(&mut ToolRegistry, &Manifest) -> Result<(), RegistryError>,
+    F: FnOnce(&mut ToolRegistry, &Setup<'_>) -> Result<(), RegistryError>,
 {
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
@@ -158,31 +166,4 @@ pub fn load_manifest(explicit: Option<&Path>) -> Result<Manifest, CliError> {
         }
     };
     Manifest::load(path).map_err(|e| CliError::usage(e.to_string()))
-}
-
-/// What `--store` selects.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Store {
-    /// In this process's memory (confirmation tokens do not outlive it).
-    Memory,
-}
-
-/// Parses `--store`: `memory` now; `sqlite:PATH` and `redis://HOST:PORT` are refused as not
-/// available yet.
-pub fn parse_store(url: &str) -> Result<Store, CliError> {
-    if url == "memory" {
-        Ok(Store::Memory)
-    } else if url.starts_with("sqlite:") {
-        Err(CliError::usage(format!(
-            "--store {url}: the SQLite store is not available yet; use --store memory"
-        )))
-    } else if url.starts_with("redis://") || url.starts_with("rediss://") {
-        Err(CliError::usage(format!(
-            "--store {url}: the Redis store is not available yet; use --store memory"
-        )))
-    } else {
-        Err(CliError::usage(format!(
-            "--store {url}: unknown store; expected memory, sqlite:PATH or redis://HOST:PORT"
-        )))
-    }
 }

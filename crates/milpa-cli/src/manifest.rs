@@ -109,6 +109,9 @@ pub struct Manifest {
     /// `[verification]`: the two verification tools; off when absent.
     #[serde(default)]
     pub verification: Option<VerificationSection>,
+    /// `[store]`: where state lives (below `--store` and `MILPA_STORE`).
+    #[serde(default)]
+    pub store: StoreSection,
     /// `[[tools]]`: tools that run programs.
     #[serde(default)]
     pub tools: Vec<CommandToolSpec>,
@@ -132,6 +135,18 @@ pub struct ServerSection {
     pub title: Option<String>,
     /// `instructions` sent to MCP clients on `initialize`.
     pub instructions: Option<String>,
+}
+
+/// `[store]`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreSection {
+    /// `memory`, `sqlite:PATH` (a relative path is relative to the manifest's folder) or
+    /// `redis://HOST:PORT[/DB]`.
+    pub url: Option<Spanned<String>>,
+    /// Prefix of every Redis key (default `milpa:`), so several deployments can share one
+    /// Redis.
+    pub redis_prefix: Option<String>,
 }
 
 /// `[rate_limit]`: a GCRA budget per `channel:principal:tool`.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use milpa::audit::AuditSink;
 use milpa::policy::StaticRuleProvider;
-use milpa::rate_limit::{InMemoryRateLimiter, Quota};
+use milpa::rate_limit::Quota;
 use milpa::verification::{HumanVerifier, VerificationTools};
 use milpa::{RegistryError, ToolRegistry};
 use milpa_mcp::ServerOptions;
@@ -13,9 +13,21 @@ use milpa_mcp::auth::StaticTokens;
 
 use crate::command_tool::CommandTool;
 use crate::manifest::{Manifest, ManifestError};
+use crate::store::Stores;
 
 /// Adds a program's own tools to the registry the manifest configured.
-pub type ToolsFn<'a> = dyn FnOnce(&mut ToolRegistry, &Manifest) -> Result<(), RegistryError> + 'a;
+pub type ToolsFn<'a> = dyn FnOnce(&mut ToolRegistry, &Setup<'_>) -> Result<(), RegistryError> + 'a;
+
+/// What a program's own tools may need when they are registered.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Setup<'a> {
+    /// The manifest (the built-in defaults when no file was read).
+    pub manifest: &'a Manifest,
+    /// Where state lives: a tool that keeps data can keep it there too (the demo's notes
+    /// live in the SQLite file when the store is SQLite).
+    pub stores: &'a Stores,
+}
 
 /// Why a registry could not be built.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,17 +50,22 @@ impl std::fmt::Display for SetupError {
 impl std::error::Error for SetupError {}
 
 /// The registry the manifest describes: its policy (channel overrides, static rules), rate
-/// limiter, confirmation lifetime and audit sink (`None`: `tracing`); then the tools
-/// `tools` adds, the verification tools when `[verification]` is on, and the command tools.
+/// limiter, confirmation lifetime and audit sink (`None`: `tracing`), with state in
+/// `stores`; then the tools `tools` adds, the verification tools when `[verification]` is
+/// on, and the command tools.
 pub fn build_registry(
     manifest: &Manifest,
+    stores: &Stores,
     audit: Option<Arc<dyn AuditSink>>,
     tools: Box<ToolsFn<'_>>,
 ) -> Result<ToolRegistry, SetupError> {
     let mut builder = ToolRegistry::builder();
+    if let Some(confirmations) = &stores.confirmations {
+        builder = builder.confirmation_store(Arc::clone(confirmations));
+    }
     if let Some(limit) = &manifest.rate_limit {
         builder = builder
-            .rate_limiter(Arc::new(InMemoryRateLimiter::new()))
+            .rate_limiter(Arc::clone(&stores.rate_limiter))
             .default_quota(Quota::new(
                 *limit.max_tokens.get_ref(),
                 Duration::from_secs(*limit.window_seconds.get_ref()),
@@ -71,9 +88,9 @@ pub fn build_registry(
             .policy_gate_mut()
             .set_channel_policy(channel.clone(), change.apply(base));
     }
-    tools(&mut registry, manifest).map_err(SetupError::Tools)?;
+    tools(&mut registry, &Setup { manifest, stores }).map_err(SetupError::Tools)?;
     if let Some(verification) = manifest.verification.as_ref().filter(|v| v.enabled) {
-        VerificationTools::new(HumanVerifier::in_memory())
+        VerificationTools::new(HumanVerifier::new(Arc::clone(&stores.verifications)))
             .resolve_scopes(verification.resolve_scopes.iter().cloned())
             .register(&mut registry)
             .map_err(|e| SetupError::Manifest(manifest.error_at(None, e.to_string())))?;

@@ -202,9 +202,14 @@ fn plan_mode_runs_nothing() {
 #[test]
 fn confirmation_without_a_terminal_prints_the_token() {
     let sb = Sandbox::new();
-    let r = run(sb
-        .milpa()
-        .args(["call", "notes_delete", r#"{"id":1}"#, "--json"]));
+    let r = run(sb.milpa().args([
+        "--store",
+        "memory",
+        "call",
+        "notes_delete",
+        r#"{"id":1}"#,
+        "--json",
+    ]));
     assert_eq!(r.code, 0);
     let result = r.json();
     assert_eq!(result["meta"]["requires_confirmation"], true);
@@ -215,8 +220,11 @@ fn confirmation_without_a_terminal_prints_the_token() {
         "{}",
         r.stderr
     );
+    assert!(r.stderr.contains("lives only in this process"), "{}", r.stderr);
     // A token from another process is unknown to this one (memory store).
     let r = run(sb.milpa().args([
+        "--store",
+        "memory",
         "call",
         "notes_delete",
         r#"{"id":1}"#,
@@ -312,25 +320,30 @@ fn usage_errors_exit_2_and_help_exits_0() {
 }
 
 #[test]
-fn stores_other_than_memory_are_not_available_yet() {
+fn store_urls_are_checked_and_an_unreachable_redis_is_named() {
     let sb = Sandbox::new();
     let r = run(sb.milpa().args(["--store", "memory", "tools"]));
     assert_eq!(r.code, 0);
     let r = run(sb.milpa().args(["--store", "sqlite:state.db", "tools"]));
-    assert_eq!(r.code, 2);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(sb.path().join("state.db").exists());
+    // Nothing listens on port 1.
+    let r = run(sb
+        .milpa()
+        .args(["call", "add", "--store", "redis://:pw@127.0.0.1:1"]));
+    assert_eq!(r.code, 1);
     assert!(
-        r.stderr.contains("SQLite store is not available yet"),
+        r.stderr.contains("store redis://:***@127.0.0.1:1: cannot connect"),
         "{}",
         r.stderr
     );
-    let r = run(sb
-        .milpa()
-        .args(["call", "add", "--store", "redis://127.0.0.1:6379"]));
-    assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("Redis store is not available yet"));
+    assert!(!r.stderr.contains("pw@"), "{}", r.stderr);
     let r = run(sb.milpa().args(["--store", "postgres://x", "tools"]));
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("unknown store"));
+    let r = run(sb.milpa().env("MILPA_STORE", "nope").arg("tools"));
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("MILPA_STORE=nope: unknown store"), "{}", r.stderr);
 }
 
 #[test]

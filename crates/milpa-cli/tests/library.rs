@@ -4,10 +4,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use milpa::{ToolDefinition, ToolRegistry};
-use milpa_cli::manifest::Manifest;
+use milpa_cli::setup::Setup;
 use serde_json::json;
 
-fn twice(registry: &mut ToolRegistry, _manifest: &Manifest) -> Result<(), milpa::RegistryError> {
+fn twice(registry: &mut ToolRegistry, _setup: &Setup<'_>) -> Result<(), milpa::RegistryError> {
     registry.register(
         ToolDefinition::builder("twice")
             .description("Doubles n")
@@ -20,7 +20,8 @@ fn run(manifest: &str, args: &[&str]) -> ExitCode {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("m.toml");
     std::fs::write(&path, manifest).unwrap();
-    let mut argv = vec!["milpa", "--manifest", path.to_str().unwrap()];
+    // In process, so no environment of its own: the store is named.
+    let mut argv = vec!["milpa", "--store", "memory", "--manifest", path.to_str().unwrap()];
     argv.extend_from_slice(args);
     milpa_cli::run_with(argv, twice)
 }
@@ -66,6 +67,8 @@ fn the_demo_toolset_registers_through_the_same_seam() {
     let code = milpa_cli::run_with(
         [
             "milpa",
+            "--store",
+            "memory",
             "--manifest",
             path.to_str().unwrap(),
             "call",

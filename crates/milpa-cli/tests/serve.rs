@@ -9,183 +9,21 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::Sandbox;
+use common::http::{
+    Response, Server, call, initialize_expecting, milpa_command, post, spawn_http,
+};
 use milpa_mcp::auth::sha256_hex;
 use serde_json::{Value, json};
 
-/// Kills the server when the test ends, however it ends.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn milpa_command(sb: &Sandbox) -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("milpa"));
-    cmd.current_dir(sb.path())
-        .env("NO_COLOR", "1")
-        .env_remove("RUST_LOG");
-    cmd
-}
-
-/// Starts `milpa serve --http 127.0.0.1:0 …`; returns the server and the bound address.
+/// Starts `milpa --manifest m.toml serve --http 127.0.0.1:0 …`.
 fn start_http(sb: &Sandbox, extra: &[&str]) -> (Server, SocketAddr) {
-    let mut child = milpa_command(sb)
-        .args(["--manifest", "m.toml", "serve", "--http", "127.0.0.1:0"])
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let server = Server(child);
-    let mut lines = BufReader::new(stderr).lines();
-    let addr = loop {
-        let line = lines
-            .next()
-            .expect("the server said where it listens")
-            .unwrap();
-        if let Some(rest) = line.strip_prefix("milpa: serving MCP on http://") {
-            break rest.trim_end_matches("/mcp").parse().unwrap();
-        }
-    };
-    // Keep draining stderr so the server never blocks on it.
-    std::thread::spawn(move || for _ in lines {});
-    (server, addr)
+    let mut args = vec!["--manifest", "m.toml", "serve", "--http", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    spawn_http(sb, &args)
 }
 
-struct Response {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: String,
-}
-
-impl Response {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// The JSON-RPC message: the body itself, or the last `data:` of an SSE stream.
-    fn message(&self) -> Value {
-        let is_sse = self
-            .header("content-type")
-            .is_some_and(|c| c.starts_with("text/event-stream"));
-        if is_sse {
-            let last = self
-                .body
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .rfind(|d| !d.trim().is_empty())
-                .expect("an SSE data line");
-            serde_json::from_str(last.trim()).unwrap()
-        } else {
-            serde_json::from_str(&self.body)
-                .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", self.body))
-        }
-    }
-}
-
-/// One POST /mcp on a fresh connection (HTTP/1.1, `Connection: close`).
-fn post(addr: SocketAddr, headers: &[(&str, &str)], body: &Value) -> Response {
-    let body = body.to_string();
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    let mut head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).unwrap();
-    stream.write_all(body.as_bytes()).unwrap();
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw).unwrap();
-    parse(&raw)
-}
-
-fn parse(raw: &[u8]) -> Response {
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("a header end");
-    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
-    let mut lines = head.split("\r\n");
-    let status = lines
-        .next()
-        .unwrap()
-        .split(' ')
-        .nth(1)
-        .unwrap()
-        .parse()
-        .unwrap();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-        .collect();
-    let mut body = raw[split + 4..].to_vec();
-    let chunked = headers
-        .iter()
-        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
-    if chunked {
-        let mut out = Vec::new();
-        let mut data = &body[..];
-        while let Some(end) = data.windows(2).position(|w| w == b"\r\n") {
-            let size = usize::from_str_radix(String::from_utf8_lossy(&data[..end]).trim(), 16)
-                .unwrap_or(0);
-            if size == 0 {
-                break;
-            }
-            let start = end + 2;
-            out.extend_from_slice(&data[start..(start + size).min(data.len())]);
-            data = &data[(start + size + 2).min(data.len())..];
-        }
-        body = out;
-    }
-    Response {
-        status,
-        headers,
-        body: String::from_utf8_lossy(&body).into_owned(),
-    }
-}
-
-/// `initialize` (with `auth` headers); returns the session id.
 fn initialize(addr: SocketAddr, auth: &[(&str, &str)]) -> String {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "milpa-cli-test", "version": "1"}
-    }});
-    let r = post(addr, auth, &body);
-    assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(r.message()["result"]["serverInfo"]["name"], "ops-test");
-    let session = r.header("mcp-session-id").expect("a session").to_owned();
-    let mut headers = auth.to_vec();
-    headers.push(("Mcp-Session-Id", &session));
-    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    assert_eq!(post(addr, &headers, &note).status, 202);
-    session
-}
-
-/// `tools/call` in `session`; returns the JSON-RPC result.
-fn call(addr: SocketAddr, session: &str, auth: &[(&str, &str)], tool: &str, args: Value) -> Value {
-    let mut headers = auth.to_vec();
-    headers.push(("Mcp-Session-Id", session));
-    headers.push(("MCP-Protocol-Version", "2025-11-25"));
-    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-        "params": {"name": tool, "arguments": args}});
-    let r = post(addr, &headers, &body);
-    assert_eq!(r.status, 200, "{}", r.body);
-    r.message()["result"].clone()
+    initialize_expecting(addr, auth, Some("ops-test"))
 }
 
 fn manifest() -> String {

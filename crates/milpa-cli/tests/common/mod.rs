@@ -2,10 +2,18 @@
 
 #![allow(dead_code)]
 
+pub mod http;
+pub mod redis;
+
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 use serde_json::Value;
+
+/// milpa's state folder variable: each sandbox is its own.
+pub const HOME_ENV: &str = "MILPA_HOME";
+/// The store variable, removed so the developer's own setting cannot leak in.
+pub const STORE_ENV: &str = "MILPA_STORE";
 
 /// A temporary folder to run `milpa` in (so no stray `./milpa.toml` is picked up).
 pub struct Sandbox {
@@ -46,6 +54,9 @@ impl Sandbox {
         let mut cmd = Command::cargo_bin("milpa").expect("the milpa binary");
         cmd.current_dir(self.dir.path())
             .env("NO_COLOR", "1")
+            // State (the default SQLite store) stays in the sandbox.
+            .env(HOME_ENV, self.dir.path())
+            .env_remove(STORE_ENV)
             .env_remove("RUST_LOG")
             .timeout(std::time::Duration::from_secs(60));
         cmd

@@ -1,0 +1,163 @@
+//! Two `milpa serve --http` replicas on one real Redis: one rate budget, one-time tokens,
+//! and a Redis outage that refuses calls (`UNAVAILABLE`) until Redis is back, with no
+//! restart of milpa.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use common::Sandbox;
+use common::http::{Server, call, initialize, spawn_http};
+use common::redis::RedisServer;
+use milpa_mcp::auth::sha256_hex;
+use serde_json::{Value, json};
+
+const ALICE: (&str, &str) = ("Authorization", "Bearer alice-token");
+
+fn manifest(max_tokens: u32) -> String {
+    format!(
+        r#"
+[rate_limit]
+max_tokens = {max_tokens}
+window_seconds = 3600
+
+[[auth.tokens]]
+sha256 = "{alice}"
+principal = "alice"
+scopes = ["ops:write"]
+
+[[tools]]
+name = "ping"
+description = "Does nothing"
+command = ["true"]
+scopes = ["ops:write"]
+
+[[tools]]
+name = "wipe"
+description = "Appends a line to wiped.log"
+command = ["sh", "-c", "echo wiped >> wiped.log"]
+mutating = true
+confirm = true
+scopes = ["ops:write"]
+"#,
+        alice = sha256_hex("alice-token"),
+    )
+}
+
+/// Two replicas of `milpa serve --http` on `redis`.
+fn replicas(sb: &Sandbox, redis: &RedisServer) -> [(Server, SocketAddr); 2] {
+    let url = redis.url();
+    let args = [
+        "--manifest",
+        "m.toml",
+        "--store",
+        url.as_str(),
+        "serve",
+        "--http",
+        "127.0.0.1:0",
+    ];
+    [spawn_http(sb, &args), spawn_http(sb, &args)]
+}
+
+fn code(result: &Value) -> &str {
+    result["_meta"]["milpa"]["code"].as_str().unwrap_or("")
+}
+
+#[test]
+fn two_replicas_share_one_budget() {
+    let redis = RedisServer::start();
+    let sb = Sandbox::new();
+    sb.write("m.toml", &manifest(20));
+    let [(_a, a), (_b, b)] = replicas(&sb, &redis);
+    let sessions = [initialize(a, &[ALICE]), initialize(b, &[ALICE])];
+    let addrs = [a, b];
+
+    // 200 calls of one principal, 20 at a time, alternating between the replicas.
+    let results: Vec<Value> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..20)
+            .map(|worker| {
+                let sessions = &sessions;
+                scope.spawn(move || {
+                    (0..10)
+                        .map(|i| {
+                            let r = (worker + i) % 2;
+                            call(addrs[r], &sessions[r], &[ALICE], "ping", json!({}))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    assert_eq!(results.len(), 200);
+    let allowed = results.iter().filter(|r| r["isError"] == false).count();
+    let limited = results.iter().filter(|r| code(r) == "RATE_LIMITED").count();
+    assert_eq!(allowed, 20, "the budget is 20 across both replicas");
+    assert_eq!(limited, 180);
+}
+
+#[test]
+fn a_token_runs_once_across_replicas_and_an_outage_is_refused_then_survived() {
+    let mut redis = RedisServer::start();
+    let sb = Sandbox::new();
+    sb.write("m.toml", &manifest(1000));
+    let [(_a, a), (_b, b)] = replicas(&sb, &redis);
+    let sessions = [initialize(a, &[ALICE]), initialize(b, &[ALICE])];
+    let addrs = [a, b];
+
+    let asked = call(a, &sessions[0], &[ALICE], "wipe", json!({}));
+    let token = asked["structuredContent"]["confirm_token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a token: {asked}"))
+        .to_owned();
+    // Presented 8 times at once, 4 on each replica.
+    let answers: Vec<Value> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..8)
+            .map(|i| {
+                let (sessions, token) = (&sessions, &token);
+                scope.spawn(move || {
+                    let r = i % 2;
+                    call(addrs[r], &sessions[r], &[ALICE], "wipe", json!({"confirm_token": token}))
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(
+        answers.iter().filter(|r| r["isError"] == false).count(),
+        1,
+        "{answers:#?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.path().join("wiped.log")).unwrap(),
+        "wiped\n"
+    );
+
+    // Redis goes away: calls that need it are refused, the servers keep serving.
+    let port = redis.port;
+    redis.stop();
+    for (r, addr) in addrs.iter().enumerate() {
+        let refused = call(*addr, &sessions[r], &[ALICE], "ping", json!({}));
+        assert_eq!(refused["isError"], true, "{refused}");
+        assert_eq!(code(&refused), "UNAVAILABLE", "{refused}");
+    }
+
+    // Redis comes back on the same port: both replicas recover by themselves.
+    let _redis = RedisServer::start_on(port);
+    for (r, addr) in addrs.iter().enumerate() {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let result = call(*addr, &sessions[r], &[ALICE], "ping", json!({}));
+            if result["isError"] == false {
+                break;
+            }
+            assert_eq!(code(&result), "UNAVAILABLE", "{result}");
+            assert!(Instant::now() < deadline, "replica {r} did not recover");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
