@@ -98,6 +98,25 @@ impl RedisServer {
         }
     }
 
+    /// Freezes it (SIGSTOP): the socket stays open, replies stop coming, like a stalled host.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Thaws it (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let child = self.child.as_ref().expect("a running redis-server");
+        let status = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill {signal} failed");
+    }
+
     /// Starts a fresh server (empty, no scripts loaded) on the same port.
     pub fn restart(&mut self) {
         self.kill();
