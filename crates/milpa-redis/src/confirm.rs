@@ -9,8 +9,7 @@ use redis::Script;
 use crate::store::Shared;
 
 /// The binding-checked redemption script (`scripts/redeem.lua`).
-static REDEEM: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/redeem.lua")));
+static REDEEM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/redeem.lua")));
 
 /// Pending confirmations shared by every process using the same Redis (and prefix): a
 /// token minted by one replica can be redeemed on another, exactly once.

@@ -84,7 +84,9 @@ impl RedisRateLimiter {
             })
             .await?;
         let amount = u64::try_from(amount).map_err(|_| {
-            StoreError::corrupt(format!("the GCRA script answered a negative amount ({amount})"))
+            StoreError::corrupt(format!(
+                "the GCRA script answered a negative amount ({amount})"
+            ))
         })?;
         Ok(match allowed {
             1 => RateDecision::Allowed {
@@ -110,10 +112,7 @@ impl RateLimiter for RedisRateLimiter {
     fn reset<'a>(&'a self, key: RateKey<'a>) -> Deferred<'a, Result<(), StoreError>> {
         let redis_key = self.shared.keys.rate(key);
         Deferred::pending(self.shared.link.run(|mut conn| async move {
-            redis::cmd("DEL")
-                .arg(redis_key)
-                .exec_async(&mut conn)
-                .await
+            redis::cmd("DEL").arg(redis_key).exec_async(&mut conn).await
         }))
     }
 }

@@ -43,7 +43,10 @@ impl RedisVerificationStore {
         (self.shared.verification_retention.as_millis() as u64).max(1)
     }
 
-    async fn create_record(&self, record: VerificationRecord) -> Result<(), VerificationStoreError> {
+    async fn create_record(
+        &self,
+        record: VerificationRecord,
+    ) -> Result<(), VerificationStoreError> {
         let body = serde_json::to_string(&record).map_err(StoreError::backend)?;
         let key = self.shared.keys.verification(&record.id);
         let retention = self.retention_ms();

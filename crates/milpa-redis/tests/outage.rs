@@ -78,12 +78,20 @@ async fn every_method_is_unavailable(store: &RedisStore) {
     let started = Instant::now();
     let result = store.rate_limiter().consume(KEY, 1, quota).await;
     unavailable(result.expect_err("consume while down"), "consume");
-    assert!(started.elapsed() < BOUND, "consume took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < BOUND,
+        "consume took {:?}",
+        started.elapsed()
+    );
 
     let started = Instant::now();
     let result = store.rate_limiter().reset(KEY).await;
     unavailable(result.expect_err("reset while down"), "reset");
-    assert!(started.elapsed() < BOUND, "reset took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < BOUND,
+        "reset took {:?}",
+        started.elapsed()
+    );
 
     let started = Instant::now();
     let result = store
@@ -91,7 +99,11 @@ async fn every_method_is_unavailable(store: &RedisStore) {
         .insert("t-down".to_owned(), pending())
         .await;
     unavailable(result.expect_err("insert while down"), "insert");
-    assert!(started.elapsed() < BOUND, "insert took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < BOUND,
+        "insert took {:?}",
+        started.elapsed()
+    );
 
     let started = Instant::now();
     let result = store
@@ -99,17 +111,29 @@ async fn every_method_is_unavailable(store: &RedisStore) {
         .consume("t-down", &binding(), now)
         .await;
     unavailable(result.expect_err("redeem while down"), "redeem");
-    assert!(started.elapsed() < BOUND, "redeem took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < BOUND,
+        "redeem took {:?}",
+        started.elapsed()
+    );
 
     let started = Instant::now();
     let result = store.verifications().create(record("v-down")).await;
     verification_unavailable(result.expect_err("create while down"), "create");
-    assert!(started.elapsed() < BOUND, "create took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < BOUND,
+        "create took {:?}",
+        started.elapsed()
+    );
 
     let started = Instant::now();
     let result = store.verifications().get("v-down").await;
     verification_unavailable(result.expect_err("get while down"), "get");
-    assert!(started.elapsed() < BOUND, "get took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < BOUND,
+        "get took {:?}",
+        started.elapsed()
+    );
 
     let started = Instant::now();
     let result = store
@@ -117,7 +141,11 @@ async fn every_method_is_unavailable(store: &RedisStore) {
         .compare_and_set(0, record("v-down"))
         .await;
     verification_unavailable(result.expect_err("cas while down"), "compare_and_set");
-    assert!(started.elapsed() < BOUND, "cas took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < BOUND,
+        "cas took {:?}",
+        started.elapsed()
+    );
 }
 
 /// Every store method works (and the scripts are loaded again on a fresh server).
@@ -203,7 +231,10 @@ fn a_frozen_redis_times_out_instead_of_holding_calls() {
     rt.block_on(async {
         let deadline = Instant::now() + Duration::from_secs(5);
         while store.verifications().get("probe").await.is_err() {
-            assert!(Instant::now() < deadline, "Redis thawed, store still failing");
+            assert!(
+                Instant::now() < deadline,
+                "Redis thawed, store still failing"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     });
@@ -229,7 +260,10 @@ fn connecting_where_no_redis_listens_fails_clearly() {
             message.contains(&format!("could not connect to Redis at 127.0.0.1:{port}")),
             "{message}"
         );
-        assert!(!message.contains("s3cret"), "the password leaked: {message}");
+        assert!(
+            !message.contains("s3cret"),
+            "the password leaked: {message}"
+        );
 
         let error = RedisStore::connect("http://example.com", RedisOptions::default())
             .await

@@ -112,10 +112,7 @@ fn keys_are_separate_per_channel_principal_and_tool() {
                 principal: "bob",
                 ..KEY
             },
-            RateKey {
-                tool: "add",
-                ..KEY
-            },
+            RateKey { tool: "add", ..KEY },
         ];
         for key in keys {
             assert_eq!(

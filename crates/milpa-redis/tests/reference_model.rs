@@ -98,8 +98,11 @@ fn op() -> impl Strategy<Value = Op> {
         (0..TOKENS.len(), 0..4usize).prop_map(|(token, binding)| Op::Redeem { token, binding }),
         // Up to 4 s, in nanoseconds, so times fall between milliseconds and seconds.
         (0..4_000_000_000u64).prop_map(|ns| Op::Advance { ns }),
-        (0..RATE_KEYS.len(), 1..7u32, 0..3usize)
-            .prop_map(|(key, cost, quota)| Op::Consume { key, cost, quota }),
+        (0..RATE_KEYS.len(), 1..7u32, 0..3usize).prop_map(|(key, cost, quota)| Op::Consume {
+            key,
+            cost,
+            quota
+        }),
     ]
 }
 

@@ -77,7 +77,9 @@ fn with_redis_down_a_rate_limited_call_is_refused_unavailable_audited_and_served
     let registry = registry(&store, Arc::clone(&audit), Arc::clone(&runs));
 
     rt.block_on(async {
-        let ok = registry.call("echo", json!({"text": "a"}), &ctx("r1")).await;
+        let ok = registry
+            .call("echo", json!({"text": "a"}), &ctx("r1"))
+            .await;
         assert!(ok.success, "{ok:?}");
     });
     assert_eq!(runs.load(Ordering::SeqCst), 1);
@@ -85,7 +87,9 @@ fn with_redis_down_a_rate_limited_call_is_refused_unavailable_audited_and_served
     server.kill();
     rt.block_on(async {
         let started = Instant::now();
-        let refused = registry.call("echo", json!({"text": "b"}), &ctx("r2")).await;
+        let refused = registry
+            .call("echo", json!({"text": "b"}), &ctx("r2"))
+            .await;
         assert!(started.elapsed() < Duration::from_millis(1_750));
         assert!(!refused.success);
         assert_eq!(refused.code(), Some(&ErrorCode::Unavailable));
@@ -95,7 +99,11 @@ fn with_redis_down_a_rate_limited_call_is_refused_unavailable_audited_and_served
             "{message}"
         );
     });
-    assert_eq!(runs.load(Ordering::SeqCst), 1, "nothing ran while Redis was down");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        1,
+        "nothing ran while Redis was down"
+    );
     let records = audit.records();
     let last = records.last().expect("the refusal is audited");
     assert_eq!(last.request_id, "r2");
@@ -106,13 +114,18 @@ fn with_redis_down_a_rate_limited_call_is_refused_unavailable_audited_and_served
     rt.block_on(async {
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
-            let result = registry.call("echo", json!({"text": "c"}), &ctx("r3")).await;
+            let result = registry
+                .call("echo", json!({"text": "c"}), &ctx("r3"))
+                .await;
             if result.success {
                 assert_eq!(result.data, json!({"echo": "c"}));
                 break;
             }
             assert_eq!(result.code(), Some(&ErrorCode::Unavailable));
-            assert!(Instant::now() < deadline, "Redis is back, calls still refused");
+            assert!(
+                Instant::now() < deadline,
+                "Redis is back, calls still refused"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     });
@@ -153,7 +166,11 @@ fn a_token_minted_on_one_replica_runs_once_when_presented_on_both() {
                 tokio::spawn(async move {
                     let ctx = ctx(&format!("redeem-{n}"));
                     registry
-                        .call("delete_note", json!({"id": 7, "confirm_token": token}), &ctx)
+                        .call(
+                            "delete_note",
+                            json!({"id": 7, "confirm_token": token}),
+                            &ctx,
+                        )
                         .await
                 })
             })
@@ -165,7 +182,11 @@ fn a_token_minted_on_one_replica_runs_once_when_presented_on_both() {
                 assert_eq!(result.data, json!({"deleted": 7}));
                 succeeded += 1;
             } else {
-                assert_eq!(result.code(), Some(&ErrorCode::ValidationError), "{result:?}");
+                assert_eq!(
+                    result.code(),
+                    Some(&ErrorCode::ValidationError),
+                    "{result:?}"
+                );
             }
         }
         assert_eq!(succeeded, 1);

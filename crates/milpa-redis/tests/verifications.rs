@@ -6,8 +6,7 @@ mod support;
 use std::sync::Arc;
 
 use milpa::verification::{
-    ApprovalPolicy, VerificationRecord, VerificationStatus,
-    VerificationStoreError,
+    ApprovalPolicy, VerificationRecord, VerificationStatus, VerificationStoreError,
 };
 use serde_json::json;
 use support::{RedisServer, runtime, unique_prefix};
@@ -94,7 +93,12 @@ fn of_concurrent_compare_and_sets_on_one_revision_exactly_one_wins() {
         // A stale revision changes nothing; the current one does.
         let mut resolved = stored.clone();
         resolved.status = VerificationStatus::Failed;
-        assert!(!verifications.compare_and_set(0, resolved.clone()).await.unwrap());
+        assert!(
+            !verifications
+                .compare_and_set(0, resolved.clone())
+                .await
+                .unwrap()
+        );
         assert!(verifications.compare_and_set(1, resolved).await.unwrap());
         let stored = verifications.get("req-2").await.unwrap().unwrap();
         assert_eq!(
@@ -177,7 +181,12 @@ fn a_dual_request_needs_two_distinct_approvers_across_two_stores() {
         assert!(resolver.grant("req-dual", "alice", None).await.is_err());
         let after_two = opener.grant("req-dual", "bob", None).await.unwrap();
         assert_eq!(after_two.record.status, VerificationStatus::Passed);
-        let seen = second.verifications().get("req-dual").await.unwrap().unwrap();
+        let seen = second
+            .verifications()
+            .get("req-dual")
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(seen.approvals(), vec!["alice", "bob"]);
     });
 }

@@ -77,7 +77,9 @@ impl RedisServer {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        Err(format!("redis-server on port {port} did not answer PING within 10 s"))
+        Err(format!(
+            "redis-server on port {port} did not answer PING within 10 s"
+        ))
     }
 
     /// Its port.
@@ -129,7 +131,10 @@ impl RedisServer {
                 }
                 // The old socket may linger for a moment.
                 Err(error) if Instant::now() > deadline => {
-                    panic!("could not restart redis-server on port {}: {error}", self.port)
+                    panic!(
+                        "could not restart redis-server on port {}: {error}",
+                        self.port
+                    )
                 }
                 Err(_) => std::thread::sleep(Duration::from_millis(100)),
             }
