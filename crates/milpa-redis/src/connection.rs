@@ -15,13 +15,13 @@ use redis::{ErrorKind, RedisError, ServerErrorKind};
 
 use crate::options::RedisOptions;
 
-/// Reconnection attempts per broken connection before the calls waiting on it fail. One:
-/// with a dead Redis, the waiting calls fail at once and the next call tries again, instead
-/// of every call waiting out an exponential backoff.
-const RECONNECT_RETRIES: usize = 1;
-
-/// Longest pause between two reconnection attempts.
-const RECONNECT_MAX_DELAY: Duration = Duration::from_millis(100);
+/// Reconnection retries per broken connection before the calls waiting on it fail. None:
+/// the calls waiting on a reconnection share its one attempt, and the next call after a
+/// failed one starts another, so a dead Redis refuses each call in about a millisecond
+/// (connection refused) instead of making it wait out a backoff. Measured with
+/// `tests/outage.rs`, seven calls against a dead Redis: 1.05 s with one retry (100 ms
+/// backoff each), 6.5 s with the crate's default of six, a few ms with none.
+const RECONNECT_RETRIES: usize = 0;
 
 /// The shared connection.
 #[derive(Clone)]
@@ -52,8 +52,7 @@ impl Link {
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(options.connect_timeout))
             .set_response_timeout(Some(options.response_timeout))
-            .set_number_of_retries(RECONNECT_RETRIES)
-            .set_max_delay(RECONNECT_MAX_DELAY);
+            .set_number_of_retries(RECONNECT_RETRIES);
         let deadline = options.connect_timeout + options.response_timeout;
         let connecting = ConnectionManager::new_with_config(client, config);
         let manager = match tokio::time::timeout(deadline, connecting).await {
