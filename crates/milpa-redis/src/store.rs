@@ -1,0 +1,100 @@
+//! [`RedisStore`]: one connection to Redis and the stores built on it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use milpa::StoreError;
+use milpa::confirm::ConfirmationStore;
+use milpa::rate_limit::RateLimiter;
+use milpa::verification::VerificationStore;
+
+use crate::confirm::RedisConfirmationStore;
+use crate::connection::Link;
+use crate::keys::KeySpace;
+use crate::options::RedisOptions;
+use crate::rate_limit::RedisRateLimiter;
+use crate::verification::RedisVerificationStore;
+
+/// What every store of one [`RedisStore`] shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) link: Link,
+    pub(crate) keys: KeySpace,
+    pub(crate) verification_retention: Duration,
+}
+
+/// The confirmation, verification and rate-limit stores on one Redis.
+///
+/// Cheap to clone: every clone, and every store it hands out, shares one multiplexed
+/// connection that reconnects by itself. While Redis is unreachable each store call fails
+/// with [`StoreError::unavailable`] within `connect_timeout + response_timeout`, and the
+/// pipeline refuses the call with `UNAVAILABLE`; once Redis is back the same store works
+/// again, nothing to rebuild.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), milpa::StoreError> {
+/// use milpa::ToolRegistry;
+/// use milpa_redis::{RedisOptions, RedisStore};
+///
+/// let store = RedisStore::connect("redis://127.0.0.1:6379", RedisOptions::default()).await?;
+/// let registry = ToolRegistry::builder()
+///     .rate_limiter(store.rate_limiter())
+///     .confirmation_store(store.confirmations())
+///     .build();
+/// # drop(registry);
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct RedisStore {
+    shared: Arc<Shared>,
+}
+
+impl RedisStore {
+    /// Connects to the Redis at `url` (`redis://[:password@]host:port[/db]`).
+    ///
+    /// Fails with [`StoreError::unavailable`] naming the server's address when nothing
+    /// answers there within the timeouts, and with a backend error when `url` is not a
+    /// Redis URL, so a misconfigured deployment stops at start rather than at its first call.
+    pub async fn connect(url: &str, options: RedisOptions) -> Result<RedisStore, StoreError> {
+        let link = Link::connect(url, &options).await?;
+        Ok(RedisStore {
+            shared: Arc::new(Shared {
+                link,
+                keys: KeySpace::new(&options.prefix),
+                verification_retention: options.verification_retention,
+            }),
+        })
+    }
+
+    /// Pending confirmations, shared between replicas.
+    pub fn confirmations(&self) -> Arc<dyn ConfirmationStore> {
+        Arc::new(self.confirmation_store())
+    }
+
+    /// Verification requests, shared between replicas.
+    pub fn verifications(&self) -> Arc<dyn VerificationStore> {
+        Arc::new(self.verification_store())
+    }
+
+    /// Rate budgets, shared between replicas.
+    pub fn rate_limiter(&self) -> Arc<dyn RateLimiter> {
+        Arc::new(self.redis_rate_limiter())
+    }
+
+    /// [`confirmations`](Self::confirmations) as its concrete type.
+    pub fn confirmation_store(&self) -> RedisConfirmationStore {
+        RedisConfirmationStore::new(self.shared.clone())
+    }
+
+    /// [`verifications`](Self::verifications) as its concrete type.
+    pub fn verification_store(&self) -> RedisVerificationStore {
+        RedisVerificationStore::new(self.shared.clone())
+    }
+
+    /// [`rate_limiter`](Self::rate_limiter) as its concrete type (which can also charge at
+    /// a given time, see [`RedisRateLimiter::consume_at`]).
+    pub fn redis_rate_limiter(&self) -> RedisRateLimiter {
+        RedisRateLimiter::new(self.shared.clone())
+    }
+}
