@@ -5,6 +5,7 @@ mod support;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
+use milpa::audit::chain::{ChainHead, GENESIS_HASH, seal, verify_lines};
 use milpa::audit::{AuditOutcome, JsonLinesAuditSink, Redactor};
 use milpa::events::Dispatcher;
 use milpa::{ToolContext, ToolRegistry};
@@ -170,6 +171,92 @@ async fn the_json_lines_sink_writes_one_redacted_line_per_call() {
     assert_eq!(lines[1]["outcome"], "not_found");
     assert_eq!(lines[1]["code"], "TOOL_NOT_FOUND");
     assert!(!text.contains("\"s\""));
+    // Each line is sealed into one chain: seq, prev_hash, hash come last.
+    assert_eq!(
+        (lines[0]["seq"].as_u64(), lines[1]["seq"].as_u64()),
+        (Some(1), Some(2))
+    );
+    assert_eq!(lines[0]["prev_hash"], GENESIS_HASH);
+    assert_eq!(lines[1]["prev_hash"], lines[0]["hash"]);
+    let keys: Vec<&String> = lines[0].as_object().unwrap().keys().collect();
+    assert_eq!(keys[keys.len() - 3..], ["seq", "prev_hash", "hash"]);
+    let summary = verify_lines(text.lines()).unwrap();
+    assert_eq!(summary.records, 2);
+}
+
+/// Three records through one sink, then two through a sink reopened on the same file.
+#[tokio::test]
+async fn append_to_continues_the_chain_of_the_file_across_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let ctx = ToolContext::cli();
+    for calls in [3, 2] {
+        let runs = Runs::default();
+        let mut registry = ToolRegistry::builder()
+            .audit_sink(Arc::new(JsonLinesAuditSink::append_to(&path).unwrap()))
+            .build();
+        registry
+            .register(echoing(echo_args("echo"), &runs))
+            .unwrap();
+        for n in 0..calls {
+            registry.call("echo", json!({"n": n}), &ctx).await;
+        }
+    }
+    let text = std::fs::read_to_string(&path).unwrap();
+    let summary = verify_lines(text.lines()).unwrap();
+    assert_eq!(summary.records, 5);
+    let seqs: Vec<u64> = text
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["seq"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(seqs, [1, 2, 3, 4, 5]);
+    assert_eq!(summary.head.seq, 5);
+}
+
+#[test]
+fn append_to_refuses_a_file_whose_last_line_is_not_sealed_and_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.jsonl");
+    std::fs::write(&path, "{\"tool\":\"echo\",\"outcome\":\"executed\"}\n").unwrap();
+    let error = JsonLinesAuditSink::append_to(&path).unwrap_err();
+    assert_eq!(error.kind(), std::io::ErrorKind::InvalidData);
+    assert!(
+        error.to_string().contains(&path.display().to_string()),
+        "{error}"
+    );
+    // Nothing was written to it.
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        "{\"tool\":\"echo\",\"outcome\":\"executed\"}\n"
+    );
+}
+
+#[test]
+fn append_to_finds_the_last_record_of_a_file_larger_than_its_read_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.jsonl");
+    let mut head = ChainHead::genesis();
+    let mut text = String::new();
+    // Records of ~5 KB, so the last one straddles the 8 KB blocks read from the end.
+    for i in 0..6 {
+        let record = format!("{{\"n\":{i},\"pad\":\"{}\"}}", "x".repeat(5000));
+        let mut line = Vec::new();
+        head = seal(record.as_bytes(), &head, &mut line);
+        text.push_str(std::str::from_utf8(&line).unwrap());
+        text.push_str("\n\n");
+    }
+    std::fs::write(&path, &text).unwrap();
+    let sink = JsonLinesAuditSink::append_to(&path).unwrap();
+    assert_eq!(sink.head(), head);
+    let empty = dir.path().join("empty.jsonl");
+    assert_eq!(
+        JsonLinesAuditSink::append_to(&empty).unwrap().head(),
+        ChainHead::genesis()
+    );
 }
 
 #[tokio::test]

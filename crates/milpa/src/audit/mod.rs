@@ -5,10 +5,12 @@
 //! silent). Here every path produces a record, so an audit trail can answer "what did this
 //! principal try", not only "what ran".
 
+pub mod chain;
 mod limits;
 mod record;
 mod redact;
 mod sink;
+pub mod trail;
 
 pub use limits::{AuditLimits, MAX_TOOL_NAME_BYTES, clip};
 pub use record::{AuditOutcome, AuditRecord};

@@ -1,13 +1,16 @@
 //! Where audit records go: [`TracingAuditSink`] (default), [`JsonLinesAuditSink`] (a file),
 //! [`MemoryAuditSink`] (tests).
 
-use std::io::Write;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::Path;
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tracing::Level;
 
+use crate::audit::chain::{ChainHead, seal};
 use crate::audit::record::{AuditOutcome, AuditRecord};
 use crate::escape::EscapeControl;
 use crate::result::ErrorCode;
@@ -17,6 +20,11 @@ use crate::result::ErrorCode;
 pub trait AuditSink: Send + Sync + 'static {
     /// Records one call.
     fn record(&self, record: &AuditRecord<'_>);
+
+    /// Writes out whatever the sink has buffered, returning once it is stored (a durable
+    /// sink: committed). Hosts call it before exiting; sinks that write as they go keep
+    /// the default, which does nothing.
+    fn flush(&self) {}
 }
 
 /// Emits each record as a `tracing` event with target `milpa::audit` (INFO for outcomes
@@ -65,29 +73,140 @@ impl AuditSink for TracingAuditSink {
     }
 }
 
-/// Writes each record as one JSON line and flushes it, so a crash loses nothing written.
+/// Writes each record as one sealed JSON line (see [`chain`](crate::audit::chain)) and
+/// flushes it, so a crash loses nothing written and any later edit, removal or reordering
+/// of a line shows in `verify_lines`.
 #[derive(Debug)]
 pub struct JsonLinesAuditSink<W: Write + Send + 'static> {
-    out: Mutex<W>,
+    state: Mutex<ChainedWriter<W>>,
+}
+
+/// The writer and the chain it continues, locked together: a record's `prev_hash` is the
+/// hash of the line written just before it.
+#[derive(Debug)]
+struct ChainedWriter<W> {
+    out: W,
+    head: ChainHead,
+    /// The sealed line being written, reused from record to record.
+    line: Vec<u8>,
 }
 
 impl<W: Write + Send + 'static> JsonLinesAuditSink<W> {
-    /// A sink writing to `out` (a file opened for append, say).
+    /// A sink writing to `out`, starting a new chain (its first record has seq 1). To
+    /// continue a file's chain, use [`append_to`](JsonLinesAuditSink::append_to).
     pub fn new(out: W) -> Self {
+        Self::continuing(out, ChainHead::genesis())
+    }
+
+    /// A sink writing to `out` whose first record follows `head` (the last record already
+    /// written there).
+    pub fn continuing(out: W, head: ChainHead) -> Self {
         JsonLinesAuditSink {
-            out: Mutex::new(out),
+            state: Mutex::new(ChainedWriter {
+                out,
+                head,
+                line: Vec::with_capacity(512),
+            }),
         }
     }
+
+    /// The last record written (genesis before the first).
+    pub fn head(&self) -> ChainHead {
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .head
+            .clone()
+    }
+}
+
+impl JsonLinesAuditSink<File> {
+    /// Opens `path` for appending (creating it when missing) and continues the chain of its
+    /// last record. Refuses, with an error naming the file, when that last line is not a
+    /// sealed record (a file written before records were chained, a torn last line, an
+    /// edited last record): appending there would start a chain nobody can verify.
+    pub fn append_to(path: &Path) -> io::Result<JsonLinesAuditSink<File>> {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(path)?;
+        let head = match last_line(&mut file)? {
+            None => ChainHead::genesis(),
+            Some(line) => ChainHead::of_sealed_line(&line).ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "cannot continue the audit chain of {}: its last line is not a sealed \
+                         audit record (check it with `milpa audit verify {}`)",
+                        path.display(),
+                        path.display()
+                    ),
+                )
+            })?,
+        };
+        Ok(JsonLinesAuditSink::continuing(file, head))
+    }
+}
+
+/// The last non-blank line of `file`, read backwards from its end in blocks (an audit file
+/// may be large; its last record is all that is needed).
+fn last_line(file: &mut File) -> io::Result<Option<String>> {
+    const BLOCK: u64 = 8 * 1024;
+    let mut end = file.seek(SeekFrom::End(0))?;
+    let mut tail: Vec<u8> = Vec::new();
+    loop {
+        // Drop trailing blank space, then look for the newline before the last line.
+        while tail.last().is_some_and(u8::is_ascii_whitespace) {
+            tail.pop();
+        }
+        if !tail.is_empty()
+            && let Some(newline) = tail.iter().rposition(|&b| b == b'\n')
+        {
+            tail.drain(..=newline);
+            break;
+        }
+        if end == 0 {
+            break;
+        }
+        let start = end.saturating_sub(BLOCK);
+        let mut block = vec![0u8; (end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut block)?;
+        block.extend_from_slice(&tail);
+        tail = block;
+        end = start;
+    }
+    if tail.is_empty() {
+        return Ok(None);
+    }
+    String::from_utf8(tail)
+        .map(Some)
+        .map_err(|error| io::Error::new(io::ErrorKind::InvalidData, error))
 }
 
 impl<W: Write + Send + 'static> AuditSink for JsonLinesAuditSink<W> {
     fn record(&self, record: &AuditRecord<'_>) {
-        let mut line = Vec::with_capacity(256);
-        record.write_json(&mut line);
+        // Serialized outside the lock; only the seal (one SHA-256) and the write are inside.
+        let mut json = Vec::with_capacity(256);
+        record.write_json(&mut json);
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let ChainedWriter { out, head, line } = &mut *state;
+        line.clear();
+        let next = seal(&json, head, line);
         line.push(b'\n');
-        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
-        if let Err(error) = out.write_all(&line).and_then(|()| out.flush()) {
-            tracing::error!(target: "milpa::audit", %error, "could not write an audit record");
+        match out.write_all(line).and_then(|()| out.flush()) {
+            Ok(()) => *head = next,
+            Err(error) => {
+                tracing::error!(target: "milpa::audit", %error, "could not write an audit record")
+            }
+        }
+    }
+
+    fn flush(&self) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(error) = state.out.flush() {
+            tracing::error!(target: "milpa::audit", %error, "could not flush the audit file");
         }
     }
 }
