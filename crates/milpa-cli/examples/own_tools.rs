@@ -25,7 +25,5 @@ impl Text {
 }
 
 fn main() -> std::process::ExitCode {
-    milpa_cli::main_with(|registry, _setup| {
-        registry.register_provider(Arc::new(Text)).map(|_| ())
-    })
+    milpa_cli::main_with(|registry, _setup| registry.register_provider(Arc::new(Text)).map(|_| ()))
 }

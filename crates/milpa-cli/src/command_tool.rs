@@ -33,7 +33,7 @@ use serde_json::{Map, Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::manifest::CommandToolSpec;
-use crate::process_tree::{self, ProcessTree};
+use crate::process_tree;
 use crate::template::ArgTemplate;
 
 /// How much of standard error a failure message quotes (its end).
@@ -187,14 +187,12 @@ impl CommandTool {
             }
             command.current_dir(cwd);
         }
-        process_tree::adopt_orphans();
-        let mut child = command.spawn().map_err(|error| {
+        let (mut child, mut tree) = process_tree::spawn(&mut command).map_err(|error| {
             ToolError::new(format!(
                 "Could not start `{}`: {error}",
                 self.program.display()
             ))
         })?;
-        let mut tree = ProcessTree::new(child.id());
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
         let waited = async move {

@@ -1,6 +1,5 @@
 //! The subcommands.
 
-use std::fs::OpenOptions;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::sync::Arc;
@@ -13,8 +12,7 @@ use milpa::{ToolContext, ToolRegistry, ToolResult, channel};
 use serde_json::Value;
 
 use crate::cli::{
-    AuditArgs, AuditCommand, CallArgs, CallerArgs, Cli, Command, ServeArgs, ToolsArgs,
-    ToolsCommand,
+    AuditArgs, AuditCommand, CallArgs, CallerArgs, Cli, Command, ServeArgs, ToolsArgs, ToolsCommand,
 };
 use crate::manifest::Manifest;
 use crate::setup::{ToolsFn, authenticator, build_registry, server_options};
@@ -24,7 +22,11 @@ use crate::{CliError, EXIT_CALL_FAILED, EXIT_OK, load_manifest};
 /// Runs a parsed command line; returns the exit code.
 pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
     let manifest = load_manifest(cli.manifest.as_deref())?;
-    let url = store::choose(cli.store.as_deref(), &|name| std::env::var_os(name), &manifest)?;
+    let url = store::choose(
+        cli.store.as_deref(),
+        &|name| std::env::var_os(name),
+        &manifest,
+    )?;
     let serving = matches!(cli.command, Command::Serve(_));
     match &cli.command {
         Command::Serve(ServeArgs { audit: None, .. }) => init_tracing("warn,milpa::audit=info"),
@@ -200,7 +202,11 @@ pub(crate) fn tool_table(registry: &ToolRegistry) -> String {
 }
 
 fn or_dash(text: String) -> String {
-    if text.is_empty() { "-".to_owned() } else { text }
+    if text.is_empty() {
+        "-".to_owned()
+    } else {
+        text
+    }
 }
 
 /// Columns padded to their widest cell (the last one is not padded), two spaces apart.
@@ -401,7 +407,10 @@ fn audit_command(stores: &Stores, args: AuditArgs) -> Result<u8, CliError> {
         let verdict = trail
             .verify()
             .map_err(|e| CliError::failed(format!("audit verify: {}", store::chain(&e))))?;
-        return Ok(report_chain(&format!("the trail of {}", stores.url()), verdict));
+        return Ok(report_chain(
+            &format!("the trail of {}", stores.url()),
+            verdict,
+        ));
     }
     let mut query = AuditQuery::default().with_limit(args.limit.unwrap_or(DEFAULT_AUDIT_LIMIT));
     if let Some(tool) = args.tool {
@@ -466,7 +475,9 @@ fn audit_table(records: &[Value]) -> String {
         })
         .collect();
     table(
-        &["SEQ", "TIME", "TOOL", "ACTOR", "CHANNEL", "OUTCOME", "CODE", "MS"],
+        &[
+            "SEQ", "TIME", "TOOL", "ACTOR", "CHANNEL", "OUTCOME", "CODE", "MS",
+        ],
         &rows,
     )
 }

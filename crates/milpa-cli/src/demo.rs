@@ -99,7 +99,11 @@ impl NoteBook {
         match self {
             NoteBook::Memory(notes) => {
                 let notes = notes.lock().unwrap_or_else(|p| p.into_inner());
-                Ok(notes.items.iter().map(|(id, text)| note(*id, text)).collect())
+                Ok(notes
+                    .items
+                    .iter()
+                    .map(|(id, text)| note(*id, text))
+                    .collect())
             }
             NoteBook::Sqlite(db) => {
                 let db = db.lock().unwrap_or_else(|p| p.into_inner());
@@ -160,29 +164,6 @@ impl DemoTools {
         };
         DemoTools { notes }
     }
-}
-
-#[tools]`, like a user's tools.
-
-use std::sync::{Arc, Mutex};
-
-use milpa::verification::{HumanVerifier, VerificationTools};
-use milpa::{ErrorCode, RegistryError, ToolError, ToolRegistry, tools};
-use serde_json::{Value, json};
-
-/// The scope `resolve_verification` needs in the demo toolset.
-pub const RESOLVE_SCOPE: &str = "verification:resolve";
-
-/// The demo tools and their (in-memory, per-process) notes.
-#[derive(Debug, Default)]
-pub struct DemoTools {
-    notes: Mutex<Notes>,
-}
-
-#[derive(Debug, Default)]
-struct Notes {
-    next_id: u64,
-    items: Vec<(u64, String)>,
 }
 
 #[tools]

@@ -25,8 +25,33 @@
 //! **Other systems** get the process group kill only: a descendant that left the group
 //! survives the call.
 
+use std::sync::{Mutex, MutexGuard};
+
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+
+/// Held while a program is started and registered, and while the process table is read to
+/// decide what is an orphan. Without it a program another call has just started, but not
+/// yet registered, looks like nobody's orphan: it was killed, or its exit status reaped
+/// from under tokio, whose wait then failed with `ECHILD` ("Could not wait: No child
+/// processes"; seen with 200 concurrent calls of a command tool through `milpa serve`).
+static PROCESS_TABLE: Mutex<()> = Mutex::new(());
+
+fn process_table() -> MutexGuard<'static, ()> {
+    PROCESS_TABLE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Starts `command` (a program in a process group of its own) and registers it, as one
+/// step that no orphan scan can fall between.
+pub(crate) fn spawn(
+    command: &mut tokio::process::Command,
+) -> std::io::Result<(tokio::process::Child, ProcessTree)> {
+    adopt_orphans();
+    let _table = process_table();
+    let child = command.spawn()?;
+    let tree = ProcessTree::new(child.id());
+    Ok((child, tree))
+}
 
 /// Makes this process adopt orphaned descendants (Linux); once per process.
 pub(crate) fn adopt_orphans() {
@@ -167,6 +192,8 @@ mod linux {
     /// Kills every descendant of `root` (started at `start`) and the orphans no running call
     /// could own, then reaps, on a thread of its own, what this process adopted.
     pub(super) fn kill_descendants(root: Pid, start: Option<u64>) {
+        // No program starts while the table is read (see `PROCESS_TABLE`).
+        let table_lock = super::process_table();
         {
             let mut running = running();
             if let Some(i) = running.iter().position(|(pid, _)| *pid == root) {
@@ -224,6 +251,7 @@ mod linux {
         // The program is tokio's to reap; the rest, once adopted, is ours.
         killed.retain(|(pid, _)| *pid != root);
         let strays = stray_zombies(me, my_group, root);
+        drop(table_lock);
         if killed.is_empty() && strays.is_empty() {
             return;
         }

@@ -7,7 +7,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use milpa::audit::{AuditSink, AuditTrail};
+use milpa::audit::AuditSink;
+use milpa::audit::trail::AuditTrail;
 use milpa::confirm::ConfirmationStore;
 use milpa::rate_limit::{InMemoryRateLimiter, RateLimiter};
 use milpa::verification::{InMemoryVerificationStore, VerificationStore};
@@ -55,7 +56,9 @@ impl StoreUrl {
         if let Some(path) = url.strip_prefix("sqlite:") {
             let path = path.strip_prefix("//").unwrap_or(path);
             if path.is_empty() {
-                return Err(format!("{url}: sqlite: needs a file path, e.g. sqlite:state.db"));
+                return Err(format!(
+                    "{url}: sqlite: needs a file path, e.g. sqlite:state.db"
+                ));
             }
             let path = Path::new(path);
             return Ok(StoreUrl::Sqlite(match base {
@@ -113,8 +116,9 @@ pub fn choose(
             .map_err(|e| CliError::usage(format!("{STORE_ENV}={e}")));
     }
     if let Some(url) = &manifest.store.url {
-        return StoreUrl::parse(url.get_ref(), manifest.base_dir())
-            .map_err(|e| CliError::usage(manifest.error_at(Some(url.span().start), e).to_string()));
+        return StoreUrl::parse(url.get_ref(), manifest.base_dir()).map_err(|e| {
+            CliError::usage(manifest.error_at(Some(url.span().start), e).to_string())
+        });
     }
     default_sqlite_path(env).map(StoreUrl::Sqlite).ok_or_else(|| {
         CliError::usage(format!(
@@ -172,7 +176,9 @@ pub struct Stores {
 
 impl fmt::Debug for Stores {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Stores").field("url", &self.url).finish_non_exhaustive()
+        f.debug_struct("Stores")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
     }
 }
 
@@ -279,10 +285,16 @@ mod tests {
 
     #[test]
     fn the_flag_beats_the_environment_which_beats_the_manifest_which_beats_the_default() {
-        let manifest =
-            Manifest::parse("/srv/m.toml", "[store]\nurl = \"sqlite:from-manifest.db\"\n").unwrap();
+        let manifest = Manifest::parse(
+            "/srv/m.toml",
+            "[store]\nurl = \"sqlite:from-manifest.db\"\n",
+        )
+        .unwrap();
         let env = env_of(&[(STORE_ENV, "sqlite:/env.db"), ("HOME", "/home/ana")]);
-        assert_eq!(choose(Some("memory"), &env, &manifest).unwrap(), StoreUrl::Memory);
+        assert_eq!(
+            choose(Some("memory"), &env, &manifest).unwrap(),
+            StoreUrl::Memory
+        );
         assert_eq!(
             choose(None, &env, &manifest).unwrap(),
             StoreUrl::Sqlite("/env.db".into())
@@ -300,11 +312,7 @@ mod tests {
 
     #[test]
     fn the_default_file_follows_milpa_home_then_xdg_state_home_then_home() {
-        let all = env_of(&[
-            (HOME_ENV, "/m"),
-            ("XDG_STATE_HOME", "/x"),
-            ("HOME", "/h"),
-        ]);
+        let all = env_of(&[(HOME_ENV, "/m"), ("XDG_STATE_HOME", "/x"), ("HOME", "/h")]);
         assert_eq!(default_sqlite_path(&all), Some("/m/state.db".into()));
         let xdg = env_of(&[("XDG_STATE_HOME", "/x"), ("HOME", "/h")]);
         assert_eq!(default_sqlite_path(&xdg), Some("/x/milpa/state.db".into()));
@@ -323,12 +331,24 @@ mod tests {
         let env = env_of(&[(STORE_ENV, "mysql://x")]);
         let error = choose(None, &env, &Manifest::default()).unwrap_err();
         assert_eq!(error.code, 2);
-        assert!(error.message.starts_with("MILPA_STORE=mysql://x: unknown store"));
+        assert!(
+            error
+                .message
+                .starts_with("MILPA_STORE=mysql://x: unknown store")
+        );
         let error = choose(Some("sqlite:"), &env, &Manifest::default()).unwrap_err();
-        assert!(error.message.starts_with("--store sqlite:: sqlite: needs a file path"));
+        assert!(
+            error
+                .message
+                .starts_with("--store sqlite:: sqlite: needs a file path")
+        );
         let manifest = Manifest::parse("m.toml", "\n[store]\nurl = \"nope\"\n").unwrap();
         let error = choose(None, &env_of(&[]), &manifest).unwrap_err();
-        assert!(error.message.starts_with("m.toml:3: nope: unknown store"), "{}", error.message);
+        assert!(
+            error.message.starts_with("m.toml:3: nope: unknown store"),
+            "{}",
+            error.message
+        );
     }
 
     #[test]

@@ -220,7 +220,11 @@ fn confirmation_without_a_terminal_prints_the_token() {
         "{}",
         r.stderr
     );
-    assert!(r.stderr.contains("lives only in this process"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("lives only in this process"),
+        "{}",
+        r.stderr
+    );
     // A token from another process is unknown to this one (memory store).
     let r = run(sb.milpa().args([
         "--store",
@@ -333,7 +337,8 @@ fn store_urls_are_checked_and_an_unreachable_redis_is_named() {
         .args(["call", "add", "--store", "redis://:pw@127.0.0.1:1"]));
     assert_eq!(r.code, 1);
     assert!(
-        r.stderr.contains("store redis://:***@127.0.0.1:1: cannot connect"),
+        r.stderr
+            .contains("store redis://:***@127.0.0.1:1: cannot connect"),
         "{}",
         r.stderr
     );
@@ -343,7 +348,11 @@ fn store_urls_are_checked_and_an_unreachable_redis_is_named() {
     assert!(r.stderr.contains("unknown store"));
     let r = run(sb.milpa().env("MILPA_STORE", "nope").arg("tools"));
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("MILPA_STORE=nope: unknown store"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("MILPA_STORE=nope: unknown store"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]

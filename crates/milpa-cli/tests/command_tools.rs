@@ -720,3 +720,48 @@ fn a_long_running_server_reaps_the_descendants_it_killed() {
     let _ = server.wait();
     assert!(!marker.exists());
 }
+
+/// Many quick commands at once (in one process, as `milpa serve` runs them): each call's
+/// orphan scan used to take another call's just-started program for an orphan and reap it
+/// from under tokio ("Could not wait: No child processes").
+#[test]
+fn concurrent_quick_commands_all_finish() {
+    use std::sync::Arc;
+
+    use milpa::ToolContext;
+    use milpa_cli::manifest::Manifest;
+    use milpa_cli::setup::build_registry;
+    use milpa_cli::store::Stores;
+
+    let manifest = Manifest::parse(
+        "m.toml",
+        "[[tools]]\nname = \"quick\"\ncommand = [\"true\"]\n",
+    )
+    .unwrap();
+    let registry = Arc::new(
+        build_registry(&manifest, &Stores::memory(), None, Box::new(|_, _| Ok(()))).unwrap(),
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        for _ in 0..5 {
+            let calls: Vec<_> = (0..48)
+                .map(|_| {
+                    let registry = registry.clone();
+                    tokio::spawn(async move {
+                        registry
+                            .call("quick", json!({}), &ToolContext::cli())
+                            .await
+                    })
+                })
+                .collect();
+            for call in calls {
+                let result = call.await.unwrap();
+                assert!(result.success, "{:?}", result.error);
+            }
+        }
+    });
+}

@@ -21,7 +21,13 @@ fn run(manifest: &str, args: &[&str]) -> ExitCode {
     let path = dir.path().join("m.toml");
     std::fs::write(&path, manifest).unwrap();
     // In process, so no environment of its own: the store is named.
-    let mut argv = vec!["milpa", "--store", "memory", "--manifest", path.to_str().unwrap()];
+    let mut argv = vec![
+        "milpa",
+        "--store",
+        "memory",
+        "--manifest",
+        path.to_str().unwrap(),
+    ];
     argv.extend_from_slice(args);
     milpa_cli::run_with(argv, twice)
 }

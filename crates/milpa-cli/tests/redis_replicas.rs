@@ -96,6 +96,11 @@ fn two_replicas_share_one_budget() {
     assert_eq!(results.len(), 200);
     let allowed = results.iter().filter(|r| r["isError"] == false).count();
     let limited = results.iter().filter(|r| code(r) == "RATE_LIMITED").count();
+    let others: Vec<&Value> = results
+        .iter()
+        .filter(|r| r["isError"] != false && code(r) != "RATE_LIMITED")
+        .collect();
+    assert!(others.is_empty(), "{others:#?}");
     assert_eq!(allowed, 20, "the budget is 20 across both replicas");
     assert_eq!(limited, 180);
 }
@@ -121,7 +126,13 @@ fn a_token_runs_once_across_replicas_and_an_outage_is_refused_then_survived() {
                 let (sessions, token) = (&sessions, &token);
                 scope.spawn(move || {
                     let r = i % 2;
-                    call(addrs[r], &sessions[r], &[ALICE], "wipe", json!({"confirm_token": token}))
+                    call(
+                        addrs[r],
+                        &sessions[r],
+                        &[ALICE],
+                        "wipe",
+                        json!({"confirm_token": token}),
+                    )
                 })
             })
             .collect();

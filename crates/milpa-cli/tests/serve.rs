@@ -4,14 +4,12 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::Sandbox;
-use common::http::{
-    Response, Server, call, initialize_expecting, milpa_command, post, spawn_http,
-};
+use common::http::{Server, call, initialize_expecting, milpa_command, post, spawn_http};
 use milpa_mcp::auth::sha256_hex;
 use serde_json::{Value, json};
 

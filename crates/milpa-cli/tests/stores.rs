@@ -44,11 +44,20 @@ fn notes_and_tokens_outlive_the_process_in_the_default_store() {
     // Another process redeems it; it runs the first call's arguments, once.
     let redeemed = call_json(&sb, "notes_delete", "{}", &["--confirm-token", &token]);
     assert_eq!(redeemed.code, 0, "{}", redeemed.stderr);
-    assert_eq!(redeemed.json()["data"], json!({"deleted": 1, "text": "milk"}));
+    assert_eq!(
+        redeemed.json()["data"],
+        json!({"deleted": 1, "text": "milk"})
+    );
     let again = call_json(&sb, "notes_delete", "{}", &["--confirm-token", &token]);
     assert_eq!(again.code, 1);
-    assert_eq!(again.json()["error"], "Invalid or expired confirmation token");
-    assert_eq!(call_json(&sb, "notes_list", "{}", &[]).json()["data"], json!([]));
+    assert_eq!(
+        again.json()["error"],
+        "Invalid or expired confirmation token"
+    );
+    assert_eq!(
+        call_json(&sb, "notes_list", "{}", &[]).json()["data"],
+        json!([])
+    );
 }
 
 #[test]
@@ -63,13 +72,28 @@ fn a_token_presented_by_someone_else_stays_its_owners() {
         &sb,
         "notes_delete",
         "{}",
-        &["--confirm-token", &token, "--actor", "mallory", "--scope", "notes:write"],
+        &[
+            "--confirm-token",
+            &token,
+            "--actor",
+            "mallory",
+            "--scope",
+            "notes:write",
+        ],
     );
     assert_eq!(foreign.code, 1);
-    assert_eq!(foreign.json()["error"], "Invalid or expired confirmation token");
+    assert_eq!(
+        foreign.json()["error"],
+        "Invalid or expired confirmation token"
+    );
     // The owner's redemption still works (the note does not exist: NOT_FOUND, but it ran).
     let owner = call_json(&sb, "notes_delete", "{}", &["--confirm-token", &token]);
-    assert_eq!(owner.json()["error"], "No note with id 7", "{}", owner.stdout);
+    assert_eq!(
+        owner.json()["error"],
+        "No note with id 7",
+        "{}",
+        owner.stdout
+    );
 }
 
 #[test]
@@ -161,7 +185,13 @@ fn a_killed_server_loses_no_token_and_no_verification_request() {
             .map(|_| {
                 let (session, token) = (&session, &token);
                 scope.spawn(move || {
-                    call(addr, session, &[ALICE], "wipe", json!({"confirm_token": token}))
+                    call(
+                        addr,
+                        session,
+                        &[ALICE],
+                        "wipe",
+                        json!({"confirm_token": token}),
+                    )
                 })
             })
             .collect();
@@ -187,8 +217,7 @@ fn a_killed_server_loses_no_token_and_no_verification_request() {
             "sqlite:state.db",
             "call",
             "resolve_verification",
-            &json!({"request_id": request_id, "decision": "grant", "principal": "bob"})
-                .to_string(),
+            &json!({"request_id": request_id, "decision": "grant", "principal": "bob"}).to_string(),
             "--actor",
             "bob",
             "--scope",
@@ -198,7 +227,12 @@ fn a_killed_server_loses_no_token_and_no_verification_request() {
     };
     let granted = resolve(&sb);
     assert_eq!(granted.code, 0, "{}\n{}", granted.stdout, granted.stderr);
-    assert_eq!(granted.json()["data"]["status"], "approved", "{}", granted.stdout);
+    assert_eq!(
+        granted.json()["data"]["status"],
+        "approved",
+        "{}",
+        granted.stdout
+    );
     let twice = resolve(&sb);
     assert_eq!(twice.code, 1, "{}", twice.stdout);
 }
@@ -224,8 +258,10 @@ fn audit_file_of_three_calls(sb: &Sandbox) -> std::path::PathBuf {
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
     ];
     for (id, text) in ["one", "two", "three"].iter().enumerate() {
-        lines.push(json!({"jsonrpc": "2.0", "id": id + 1, "method": "tools/call",
-            "params": {"name": "echo", "arguments": {"text": text}}}));
+        lines.push(
+            json!({"jsonrpc": "2.0", "id": id + 1, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": text}}}),
+        );
     }
     for line in lines {
         writeln!(input, "{line}").unwrap();
@@ -242,15 +278,23 @@ fn audit_verify_names_the_first_record_that_breaks_the_chain() {
     let verify = |sb: &Sandbox| run(sb.milpa().args(["audit", "verify", "audit.jsonl"]));
     let intact = verify(&sb);
     assert_eq!(intact.code, 0, "{}", intact.stderr);
-    assert!(intact.stdout.contains("intact, 3 records"), "{}", intact.stdout);
+    assert!(
+        intact.stdout.contains("intact, 3 records"),
+        "{}",
+        intact.stdout
+    );
 
     let original = std::fs::read_to_string(&path).unwrap();
     let lines: Vec<&str> = original.lines().collect();
     assert_eq!(lines.len(), 3);
 
     // Edited: the second record says another tool ran.
-    std::fs::write(&path, original.replacen("\"tool\":\"echo\"", "\"tool\":\"ecko\"", 2)
-        .replacen("\"tool\":\"ecko\"", "\"tool\":\"echo\"", 1))
+    std::fs::write(
+        &path,
+        original
+            .replacen("\"tool\":\"echo\"", "\"tool\":\"ecko\"", 2)
+            .replacen("\"tool\":\"ecko\"", "\"tool\":\"echo\"", 1),
+    )
     .unwrap();
     let edited = verify(&sb);
     assert_eq!(edited.code, 1);
@@ -274,7 +318,11 @@ fn audit_verify_names_the_first_record_that_breaks_the_chain() {
     audit_file_of_three_calls(&sb);
     let longer = verify(&sb);
     assert_eq!(longer.code, 0, "{}", longer.stderr);
-    assert!(longer.stdout.contains("intact, 6 records"), "{}", longer.stdout);
+    assert!(
+        longer.stdout.contains("intact, 6 records"),
+        "{}",
+        longer.stdout
+    );
 }
 
 #[test]
@@ -303,7 +351,10 @@ fn milpa_audit_lists_the_stores_trail_newest_first_with_filters() {
     assert_eq!(only_add.as_array().unwrap().len(), 1);
     let by_eve = run(sb.milpa().args(["audit", "--actor", "eve", "--json"])).json();
     assert_eq!(by_eve.as_array().unwrap().len(), 1);
-    let successes = run(sb.milpa().args(["audit", "--outcome", "executed", "--limit", "1", "--json"]))
+    let successes =
+        run(sb
+            .milpa()
+            .args(["audit", "--outcome", "executed", "--limit", "1", "--json"]))
         .json();
     assert_eq!(successes.as_array().unwrap().len(), 1);
     assert_eq!(successes[0]["tool"], "echo");
@@ -316,5 +367,9 @@ fn milpa_audit_lists_the_stores_trail_newest_first_with_filters() {
 
     let verified = run(sb.milpa().args(["audit", "verify"]));
     assert_eq!(verified.code, 0, "{}", verified.stderr);
-    assert!(verified.stdout.contains("intact, 3 records"), "{}", verified.stdout);
+    assert!(
+        verified.stdout.contains("intact, 3 records"),
+        "{}",
+        verified.stdout
+    );
 }

@@ -396,10 +396,10 @@ impl Conn {
                 match self.session.handle(message, &self.caller, &self.route) {
                     None => {}
                     Some(Dispatch::Reply(reply)) => push_line(out, &reply),
-                    Some(Dispatch::Call(call)) if !jobs.is_empty() => {
+                    Some(Dispatch::Call(call, _)) if !jobs.is_empty() => {
                         jobs.push_back(Job::Single(call))
                     }
-                    Some(Dispatch::Call(mut call)) => {
+                    Some(Dispatch::Call(mut call, _)) => {
                         // Most calls (sync tools, quick async ones) finish at their first poll:
                         // answer them inline, spawn only those that must wait.
                         if let Some(done) = (&mut call).now_or_never() {
@@ -418,7 +418,7 @@ impl Conn {
                 for item in items {
                     match self.session.handle(item, &self.caller, &self.route) {
                         Some(Dispatch::Reply(reply)) => replies.push(reply),
-                        Some(Dispatch::Call(call)) => calls.push(call),
+                        Some(Dispatch::Call(call, _)) => calls.push(call),
                         None => {}
                     }
                 }

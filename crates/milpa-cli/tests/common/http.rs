@@ -6,6 +6,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -84,7 +85,9 @@ impl Response {
                 .lines()
                 .filter_map(|l| l.strip_prefix("data:"))
                 .rfind(|d| !d.trim().is_empty())
-                .expect("an SSE data line");
+                .unwrap_or_else(|| {
+                    panic!("an SSE data line in {:?} {:?}", self.headers, self.body)
+                });
             serde_json::from_str(last.trim()).unwrap()
         } else {
             serde_json::from_str(&self.body)
@@ -186,14 +189,23 @@ pub fn initialize_expecting(addr: SocketAddr, auth: &[(&str, &str)], name: Optio
 }
 
 /// `tools/call` in `session`; returns the JSON-RPC result.
-pub fn call(addr: SocketAddr, session: &str, auth: &[(&str, &str)], tool: &str, args: Value) -> Value {
+pub fn call(
+    addr: SocketAddr,
+    session: &str,
+    auth: &[(&str, &str)],
+    tool: &str,
+    args: Value,
+) -> Value {
     let mut headers = auth.to_vec();
     headers.push(("Mcp-Session-Id", session));
     headers.push(("MCP-Protocol-Version", "2025-11-25"));
-    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+    // Ids are unique among the requests in flight, as JSON-RPC asks (tests call from
+    // several threads at once).
+    static NEXT_ID: AtomicU64 = AtomicU64::new(2);
+    let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
         "params": {"name": tool, "arguments": args}});
     let r = post(addr, &headers, &body);
     assert_eq!(r.status, 200, "{}", r.body);
     r.message()["result"].clone()
 }
-

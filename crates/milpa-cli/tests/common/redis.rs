@@ -41,7 +41,10 @@ impl RedisServer {
         };
         let deadline = Instant::now() + Duration::from_secs(10);
         while !server.answers_ping() {
-            assert!(Instant::now() < deadline, "redis-server did not answer PING");
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not answer PING"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         server

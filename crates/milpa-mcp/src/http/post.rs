@@ -19,7 +19,7 @@ use super::stream::{CancelOnDrop, sse};
 use super::{HttpState, SESSION_HEADER, session_id};
 use crate::jsonrpc::{self, ErrorObject, Incoming, METHOD_NOT_FOUND, Parsed, RequestId};
 use crate::protocol::KNOWN_METHODS;
-use crate::session::{Caller, Dispatch, Out, Route, Session};
+use crate::session::{CallCancel, CallFuture, Caller, Dispatch, Out, Route, Session};
 
 /// Reads a body of at most `limit` bytes within `timeout`. The limit is enforced while
 /// reading (a declared length over it is refused before reading anything), so no more
@@ -57,23 +57,19 @@ fn accepts_event_stream(headers: &HeaderMap) -> bool {
     super::accepts(headers, "text/event-stream")
 }
 
-/// What a session hands over to run a `tools/call`.
-type CallFuture = std::pin::Pin<Box<dyn Future<Output = Option<String>> + Send + 'static>>;
-
 /// A call waiting for a slot. The session registered it when it was dispatched, and a
 /// call future unregisters itself only once it has run; so when the wait is abandoned (the
 /// client went away), the call is cancelled and polled once on its own, which ends it at
 /// once without running the tool and makes the session forget it.
 struct Queued {
     call: Option<CallFuture>,
-    session: Arc<Session>,
-    id: RequestId,
+    cancel: CallCancel,
 }
 
 impl Drop for Queued {
     fn drop(&mut self) {
         if let Some(call) = self.call.take() {
-            self.session.cancel(&self.id);
+            self.cancel.cancel();
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                 runtime.spawn(call);
             }
@@ -86,15 +82,14 @@ impl Drop for Queued {
 fn in_slots(
     state: &HttpState,
     session: &HttpSession,
-    id: RequestId,
+    cancel: CallCancel,
     call: CallFuture,
 ) -> impl Future<Output = Option<String>> + Send + 'static {
     let session_slots = session.call_slots.clone();
     let server_slots = state.call_slots.clone();
     let mut queued = Queued {
         call: Some(call),
-        session: session.core.clone(),
-        id,
+        cancel,
     };
     async move {
         // Session first: a session waiting for its own slot holds none of the server's.
@@ -157,10 +152,12 @@ pub(crate) async fn post(
                         .dispatch(id.clone(), &method, params, &caller, Route::Standalone);
                 Ok(match dispatch {
                     Dispatch::Reply(reply) => json_body(StatusCode::OK, reply),
-                    Dispatch::Call(call) => match in_slots(&state, &session, id, call).await {
-                        Some(reply) => json_body(StatusCode::OK, reply),
-                        None => StatusCode::ACCEPTED.into_response(),
-                    },
+                    Dispatch::Call(call, cancel) => {
+                        match in_slots(&state, &session, cancel, call).await {
+                            Some(reply) => json_body(StatusCode::OK, reply),
+                            None => StatusCode::ACCEPTED.into_response(),
+                        }
+                    }
                 })
             }
         }
@@ -195,11 +192,11 @@ pub(crate) async fn post(
                 };
                 match (session.core.handle(item, &caller, &Route::Standalone), id) {
                     (Some(Dispatch::Reply(reply)), _) => replies.push(reply),
-                    (Some(Dispatch::Call(call)), Some(id)) => {
-                        calls.push(in_slots(&state, &session, id, call));
+                    (Some(Dispatch::Call(call, cancel)), Some(_)) => {
+                        calls.push(in_slots(&state, &session, cancel, call));
                     }
                     // Only requests start calls.
-                    (Some(Dispatch::Call(_)), None) | (None, _) => {}
+                    (Some(Dispatch::Call(..)), None) | (None, _) => {}
                 }
             }
             replies.extend(
@@ -236,21 +233,15 @@ fn streamed_call(
     );
     match dispatch {
         Dispatch::Reply(reply) => json_body(StatusCode::OK, reply),
-        Dispatch::Call(call) => {
-            let call = in_slots(state, session, id.clone(), call);
+        Dispatch::Call(call, cancel) => {
+            let call = in_slots(state, session, cancel.clone(), call);
             tokio::spawn(async move {
                 if let Some(reply) = call.await {
                     let _ = tx.send(Out::Msg(reply));
                 }
                 let _ = tx.send(Out::Close);
             });
-            sse(
-                rx,
-                Some(CancelOnDrop {
-                    session: session.core.clone(),
-                    id,
-                }),
-            )
+            sse(rx, Some(CancelOnDrop(cancel)))
         }
     }
 }
@@ -266,7 +257,7 @@ fn initialize(
     let core = Session::new(state.shared.clone(), Some(session_id.clone()));
     let reply = match core.dispatch(id.clone(), "initialize", params, caller, Route::Standalone) {
         Dispatch::Reply(reply) => reply,
-        Dispatch::Call(_) => jsonrpc::error_response(
+        Dispatch::Call(..) => jsonrpc::error_response(
             Some(&id),
             &ErrorObject::new(jsonrpc::INTERNAL_ERROR, "initialize did not reply"),
         ),

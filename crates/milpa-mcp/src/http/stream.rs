@@ -2,27 +2,22 @@
 //! response) and a session's standalone `GET` stream.
 
 use std::convert::Infallible;
-use std::sync::Arc;
 
 use axum::http::{HeaderValue, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use tokio::sync::mpsc;
 
-use crate::jsonrpc::RequestId;
-use crate::session::{Out, Session};
+use crate::session::{CallCancel, Out};
 
-/// Cancels a call whose response stream went away before the response.
-pub(crate) struct CancelOnDrop {
-    /// The call's session.
-    pub session: Arc<Session>,
-    /// The call's request id.
-    pub id: RequestId,
-}
+/// Cancels a call whose response stream went away before the response. It holds the
+/// call's own cancel handle, not its request id: the stream also ends after the response,
+/// when a new request may already run under the same id (it used to cancel that one).
+pub(crate) struct CancelOnDrop(pub CallCancel);
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        self.session.cancel(&self.id);
+        self.0.cancel();
     }
 }
 

@@ -48,6 +48,17 @@ impl CallControl {
     }
 }
 
+/// Cancels one call: the one it was made for, even after its request id was reused.
+#[derive(Debug, Clone)]
+pub(crate) struct CallCancel(Arc<CallControl>);
+
+impl CallCancel {
+    /// Cancels the call (nothing happens once it has ended).
+    pub fn cancel(&self) {
+        self.0.cancel();
+    }
+}
+
 /// The calls running on one session, by request id.
 #[derive(Debug, Default)]
 pub(crate) struct InFlight {
@@ -143,7 +154,8 @@ impl Session {
         let session = self.clone();
         let caller = caller.clone();
         let grace = self.shared.options.cancel_grace;
-        Dispatch::Call(Box::pin(async move {
+        let cancel = CallCancel(control.clone());
+        let call = Box::pin(async move {
             let guard = CallGuard {
                 table: &session.calls,
                 id: &id,
@@ -166,7 +178,8 @@ impl Session {
             value.map(|(name, result)| {
                 jsonrpc::call_response(&id, &mapping::CallResult::new(&name, &result))
             })
-        }))
+        });
+        Dispatch::Call(call, cancel)
     }
 
     async fn run_call(

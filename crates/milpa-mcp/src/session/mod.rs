@@ -28,7 +28,7 @@ use milpa::ToolRegistry;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-pub(crate) use call::CallControl;
+pub(crate) use call::{CallCancel, CallControl};
 pub(crate) use client::{ClientLink, Out, Route};
 
 use crate::jsonrpc::{self, Incoming, Params, Rejected, RequestId};
@@ -72,9 +72,14 @@ pub(crate) enum Dispatch {
     /// Send this response now.
     Reply(String),
     /// Run this tool call; it yields the response, or `None` when it was cancelled (no
-    /// response is sent for a cancelled request).
-    Call(Pin<Box<dyn Future<Output = Option<String>> + Send + 'static>>),
+    /// response is sent for a cancelled request). The [`CallCancel`] cancels this call and
+    /// no other: a transport that gives up on the call (its response stream went away)
+    /// uses it, never the request id, which a later request may reuse once this one ended.
+    Call(CallFuture, CallCancel),
 }
+
+/// A tool call's work: the response, or `None` when it was cancelled.
+pub(crate) type CallFuture = Pin<Box<dyn Future<Output = Option<String>> + Send + 'static>>;
 
 /// One connection's protocol state.
 pub(crate) struct Session {
@@ -212,13 +217,60 @@ mod tests {
     }
 
     fn initialized() -> Arc<Session> {
-        let shared = Shared::new(Arc::new(ToolRegistry::new()), ServerOptions::default());
+        initialized_with(ToolRegistry::new())
+    }
+
+    fn initialized_with(registry: ToolRegistry) -> Arc<Session> {
+        let shared = Shared::new(Arc::new(registry), ServerOptions::default());
         let session = Session::new(shared, None);
         reply(
             &session,
             r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#,
         );
         session
+    }
+
+    /// Starts a `tools/call` of `tool` under request id 7.
+    fn start(session: &Arc<Session>, tool: &str) -> (CallFuture, CallCancel) {
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"{tool}","arguments":{{}}}}}}"#
+        );
+        let jsonrpc::Parsed::Single(message) = jsonrpc::parse(line.as_bytes()) else {
+            panic!("not a single message");
+        };
+        match session.handle(message, &Caller::local_process(), &Route::Standalone) {
+            Some(Dispatch::Call(call, cancel)) => (call, cancel),
+            _ => panic!("not a call"),
+        }
+    }
+
+    /// A transport cancels a call through its own handle when the call's response stream
+    /// ends, which is also after the response: a later request reusing the id must not be
+    /// cancelled by it (it was, through the id, under load with the Redis limiter).
+    #[tokio::test]
+    async fn an_ended_calls_cancel_handle_spares_a_later_call_with_its_id() {
+        let mut registry = ToolRegistry::new();
+        registry
+            .register(
+                milpa::ToolDefinition::builder("nap")
+                    .input_schema(json!({"type": "object"}))
+                    .asynchronous(|_, _| async {
+                        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                        json!("rested")
+                    }),
+            )
+            .unwrap();
+        let session = initialized_with(registry);
+        let (first, first_cancel) = start(&session, "nap");
+        assert!(first.await.is_some());
+        let (second, _second_cancel) = start(&session, "nap");
+        first_cancel.cancel();
+        let answer: Value = serde_json::from_str(&second.await.expect("a response")).unwrap();
+        assert_eq!(answer["result"]["structuredContent"]["result"], "rested");
+        // Its own handle still cancels it.
+        let (third, third_cancel) = start(&session, "nap");
+        third_cancel.cancel();
+        assert!(third.await.is_none());
     }
 
     /// The list the HTTP transport consults is the one the dispatcher routes: a known
