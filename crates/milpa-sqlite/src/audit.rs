@@ -13,7 +13,7 @@ use rusqlite::types::Value as SqlValue;
 
 use crate::error::store_error;
 use crate::store::Shared;
-use crate::writer::{AuditEntry, Batch};
+use crate::writer::AuditEntry;
 
 /// Appends every record, sealed onto the file's hash chain, through the store's writer.
 ///
@@ -37,21 +37,8 @@ impl SqliteAuditSink {
 
 impl AuditSink for SqliteAuditSink {
     fn record(&self, record: &AuditRecord<'_>) {
-        let mut json = Vec::with_capacity(256);
-        record.write_json(&mut json);
-        let entry = AuditEntry {
-            json,
-            ts_ms: unix_millis(SystemTime::now()),
-            tool: record.tool.to_owned(),
-            principal: record.principal.map(str::to_owned),
-            outcome: record.outcome.as_str(),
-        };
-        let queued = self
-            .shared
-            .writer
-            .enqueue(Box::new(move |batch: &mut Batch<'_>| {
-                batch.append_audit(entry)
-            }));
+        let entry = AuditEntry::new(record, unix_millis(SystemTime::now()));
+        let queued = self.shared.writer.append_audit(entry);
         if !queued {
             tracing::error!(target: "milpa::audit", "an audit record could not be stored: the SQLite writer has stopped");
         }
