@@ -194,14 +194,47 @@ impl std::error::Error for ChainBreak {}
 pub fn verify_lines<'a>(
     lines: impl IntoIterator<Item = &'a str>,
 ) -> Result<ChainSummary, ChainBreak> {
-    let mut head = ChainHead::genesis();
-    let mut records = 0u64;
-    for (index, line) in lines.into_iter().enumerate() {
+    let mut verifier = ChainVerifier::new();
+    for line in lines {
+        verifier.push(line)?;
+    }
+    Ok(verifier.finish())
+}
+
+/// [`verify_lines`] one line at a time, for a chain read from somewhere that lends each
+/// line only briefly (a database cursor, a buffered file reader).
+///
+/// ```
+/// use milpa::audit::chain::{ChainHead, ChainVerifier, seal};
+///
+/// let mut line = Vec::new();
+/// seal(br#"{"tool":"a"}"#, &ChainHead::genesis(), &mut line);
+/// let mut verifier = ChainVerifier::new();
+/// verifier.push(std::str::from_utf8(&line).unwrap()).unwrap();
+/// assert_eq!(verifier.finish().records, 1);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct ChainVerifier {
+    head: ChainHead,
+    records: u64,
+    lines: usize,
+}
+
+impl ChainVerifier {
+    /// A verifier expecting the first record of a chain.
+    pub fn new() -> ChainVerifier {
+        ChainVerifier::default()
+    }
+
+    /// Checks the next line (an empty or all-blank one is skipped but counted). Once it
+    /// has answered an error the chain is broken: pushing more lines proves nothing.
+    pub fn push(&mut self, line: &str) -> Result<(), ChainBreak> {
+        self.lines += 1;
         let line = line.trim_end_matches(['\r', '\n']);
         if line.trim().is_empty() {
-            continue;
+            return Ok(());
         }
-        let line_no = index + 1;
+        let line_no = self.lines;
         let broken = |seq, kind| ChainBreak {
             line: line_no,
             seq,
@@ -233,24 +266,28 @@ pub fn verify_lines<'a>(
         if sha256_hex(parts.canonical_prefix) != parts.hash {
             return Err(broken(seq, ChainBreakKind::Edited));
         }
-        if parts.seq != head.seq + 1 {
-            return Err(broken(
-                seq,
-                ChainBreakKind::OutOfSequence {
-                    expected: head.seq + 1,
-                },
-            ));
+        let expected = self.head.seq + 1;
+        if parts.seq != expected {
+            return Err(broken(seq, ChainBreakKind::OutOfSequence { expected }));
         }
-        if parts.prev_hash != head.hash {
+        if parts.prev_hash != self.head.hash {
             return Err(broken(seq, ChainBreakKind::Unlinked));
         }
-        records += 1;
-        head = ChainHead {
+        self.records += 1;
+        self.head = ChainHead {
             seq: parts.seq,
             hash: parts.hash.to_owned(),
         };
+        Ok(())
     }
-    Ok(ChainSummary { records, head })
+
+    /// What the lines pushed so far hold.
+    pub fn finish(self) -> ChainSummary {
+        ChainSummary {
+            records: self.records,
+            head: self.head,
+        }
+    }
 }
 
 /// Why a line could not be split into its chain fields.

@@ -48,12 +48,30 @@ impl Gcra {
             let retry_after = Duration::from_nanos(allow_at - now);
             return (RateDecision::Denied { retry_after }, None);
         }
-        let remaining = (now + self.window - new_tat) / self.interval;
-        let remaining = remaining.min(u64::from(u32::MAX)) as u32;
         (
-            RateDecision::Allowed { remaining },
+            RateDecision::Allowed {
+                remaining: self.remaining(new_tat, now),
+            },
             Some(GcraState { tat: new_tat }),
         )
+    }
+
+    /// Nanoseconds one token costs (`window / max_tokens`, at least 1).
+    pub fn interval_nanos(&self) -> u64 {
+        self.interval
+    }
+
+    /// The window in nanoseconds: how far a key may run ahead of the clock.
+    pub fn window_nanos(&self) -> u64 {
+        self.window
+    }
+
+    /// Whole tokens left at `now` for a key whose state is `tat` (what an allowed
+    /// [`charge`](Self::charge) reports). Stores that charge in their own query language
+    /// use it to answer exactly as this arithmetic does.
+    pub fn remaining(&self, tat: u64, now: u64) -> u32 {
+        let remaining = now.saturating_add(self.window).saturating_sub(tat) / self.interval;
+        remaining.min(u64::from(u32::MAX)) as u32
     }
 
     /// Whether a stored state is fully refilled at `now` (and may be forgotten).

@@ -49,8 +49,14 @@ impl InMemoryRateLimiter {
 
     /// Charges synchronously (what [`RateLimiter::consume`] does).
     pub fn charge(&self, key: RateKey<'_>, cost: u32, quota: Quota) -> RateDecision {
+        self.charge_at(key, cost, quota, self.now())
+    }
+
+    /// Charges at `now`, in nanoseconds on a clock the caller keeps (every call to one
+    /// limiter must use the same clock). For tests and for comparing other limiters with
+    /// this one at the same instants; [`charge`](Self::charge) uses the limiter's clock.
+    pub fn charge_at(&self, key: RateKey<'_>, cost: u32, quota: Quota, now: u64) -> RateDecision {
         let gcra = Gcra::new(quota);
-        let now = self.now();
         KEY_BUF.with(|buf| {
             let mut buf = buf.borrow_mut();
             buf.clear();

@@ -1,0 +1,170 @@
+//! [`SqliteStore`]: one SQLite file holding every store, and the handles onto it.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use milpa::StoreError;
+use milpa::audit::AuditSink;
+use milpa::audit::trail::AuditTrail;
+use milpa::confirm::ConfirmationStore;
+use milpa::rate_limit::RateLimiter;
+use milpa::verification::VerificationStore;
+use rusqlite::Connection;
+
+use crate::audit::{SqliteAuditSink, SqliteAuditTrail};
+use crate::confirmations::SqliteConfirmationStore;
+use crate::connection;
+use crate::migrations::{MIGRATIONS, migrate};
+use crate::rate_limit::SqliteRateLimiter;
+use crate::verifications::SqliteVerificationStore;
+use crate::writer::Writer;
+
+/// What every handle of one open store shares. Dropped with the last handle: the writer
+/// commits what is queued and its thread is joined.
+pub(crate) struct Shared {
+    pub(crate) path: PathBuf,
+    pub(crate) writer: Writer,
+    /// For reads that need no transaction with writes (a verification request, the
+    /// audit trail): WAL lets them run beside the writer.
+    reader: Mutex<Connection>,
+}
+
+impl Shared {
+    /// Runs `read` on the read connection.
+    pub(crate) fn read<T>(
+        &self,
+        read: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let conn = self.reader.lock().unwrap_or_else(|p| p.into_inner());
+        read(&conn)
+    }
+}
+
+/// Confirmations, verifications, rate budgets and the audit trail in one SQLite file.
+///
+/// Cheap to clone (an `Arc` inside). Every process that opens the same file shares the
+/// same state: a token minted by one is redeemed by another, and their audit records
+/// form one hash chain. All writes go through one writer thread per open store, committed
+/// in groups; the async runtime never waits on SQLite. Dropping the last handle (the
+/// store and every handle its methods returned) commits whatever is queued and stops the
+/// thread.
+///
+/// ```
+/// use milpa::audit::trail::AuditQuery;
+/// use milpa::{ToolContext, ToolDefinition, ToolRegistry};
+/// use milpa_sqlite::SqliteStore;
+/// use serde_json::json;
+///
+/// # let dir = tempfile::tempdir().unwrap();
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let store = SqliteStore::open(dir.path().join("state.db"))?;
+/// let mut registry = ToolRegistry::builder()
+///     .confirmation_store(store.confirmations())
+///     .rate_limiter(store.rate_limiter())
+///     .audit_sink(store.audit_sink())
+///     .build();
+/// registry.register(ToolDefinition::builder("echo").sync(|args, _ctx| args.clone()))?;
+/// registry.call("echo", json!({"text": "hi"}), &ToolContext::cli()).await;
+///
+/// store.audit_sink().flush();
+/// let lines = store.audit_trail().query(&AuditQuery::default().with_tool("echo"))?;
+/// assert_eq!(lines.len(), 1);
+/// assert!(store.audit_trail().verify()?.is_ok());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct SqliteStore {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.shared.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating it, and its parent folders, when missing) the store at `path`: WAL
+    /// mode, a busy timeout, and the schema migrated to this build's version. Refuses a
+    /// file written by a newer version, changing nothing.
+    pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        if let Some(parent) = path.parent()
+            && !parent.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(parent).map_err(|error| {
+                StoreError::unavailable(format!(
+                    "cannot create the folder of {}: {error}",
+                    path.display()
+                ))
+            })?;
+        }
+        let mut writer = connection::open(&path)?;
+        migrate(&mut writer, MIGRATIONS, &path)?;
+        let reader = connection::open(&path)?;
+        Ok(SqliteStore {
+            shared: Arc::new(Shared {
+                path,
+                writer: Writer::start(writer)?,
+                reader: Mutex::new(reader),
+            }),
+        })
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.shared.path
+    }
+
+    /// Pending confirmation tokens.
+    pub fn confirmations(&self) -> Arc<dyn ConfirmationStore> {
+        Arc::new(self.confirmation_store())
+    }
+
+    /// Verification requests.
+    pub fn verifications(&self) -> Arc<dyn VerificationStore> {
+        Arc::new(self.verification_store())
+    }
+
+    /// Rate budgets.
+    pub fn rate_limiter(&self) -> Arc<dyn RateLimiter> {
+        Arc::new(self.sqlite_rate_limiter())
+    }
+
+    /// The audit sink: records are sealed onto the trail's chain and group-committed;
+    /// `flush()` (and the last handle's drop) returns once all are written.
+    pub fn audit_sink(&self) -> Arc<dyn AuditSink> {
+        Arc::new(SqliteAuditSink::new(Arc::clone(&self.shared)))
+    }
+
+    /// The audit trail, read back.
+    pub fn audit_trail(&self) -> Arc<dyn AuditTrail> {
+        Arc::new(SqliteAuditTrail::new(Arc::clone(&self.shared)))
+    }
+
+    /// The confirmation store as its concrete type.
+    pub fn confirmation_store(&self) -> SqliteConfirmationStore {
+        SqliteConfirmationStore::new(Arc::clone(&self.shared))
+    }
+
+    /// The verification store as its concrete type.
+    pub fn verification_store(&self) -> SqliteVerificationStore {
+        SqliteVerificationStore::new(Arc::clone(&self.shared))
+    }
+
+    /// The rate limiter as its concrete type (it can charge at a given instant).
+    pub fn sqlite_rate_limiter(&self) -> SqliteRateLimiter {
+        SqliteRateLimiter::new(Arc::clone(&self.shared))
+    }
+
+    /// A new connection to the same file with the same pragmas (WAL, busy timeout), for an
+    /// application's own tables. Name them without the `milpa_` prefix, which the store's
+    /// tables use. Its writes do not go through the store's writer: keep its transactions
+    /// short, since they hold the file's write lock.
+    pub fn open_connection(&self) -> Result<Connection, StoreError> {
+        connection::open(&self.shared.path)
+    }
+}
