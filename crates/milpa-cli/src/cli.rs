@@ -20,7 +20,7 @@ pub struct Cli {
 
     /// Where confirmations, verifications, budgets and the audit trail live: memory |
     /// sqlite:PATH | redis://HOST:PORT[/DB] [default: $MILPA_STORE, else the manifest's
-    /// [store] url, else sqlite:$MILPA_HOME/state.db, $XDG_STATE_HOME/milpa/state.db or
+    /// `[store] url`, else sqlite:$MILPA_HOME/state.db, $XDG_STATE_HOME/milpa/state.db or
     /// ~/.local/state/milpa/state.db]
     #[arg(long, global = true, value_name = "URL")]
     pub store: Option<String>,

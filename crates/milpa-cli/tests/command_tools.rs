@@ -752,9 +752,7 @@ fn concurrent_quick_commands_all_finish() {
                 .map(|_| {
                     let registry = registry.clone();
                     tokio::spawn(async move {
-                        registry
-                            .call("quick", json!({}), &ToolContext::cli())
-                            .await
+                        registry.call("quick", json!({}), &ToolContext::cli()).await
                     })
                 })
                 .collect();

@@ -229,7 +229,7 @@ fn a_killed_server_loses_no_token_and_no_verification_request() {
     assert_eq!(granted.code, 0, "{}\n{}", granted.stdout, granted.stderr);
     assert_eq!(
         granted.json()["data"]["status"],
-        "approved",
+        "passed",
         "{}",
         granted.stdout
     );
