@@ -8,6 +8,7 @@ use libfuzzer_sys::fuzz_target;
 use milpa_cli::command_tool::CommandTool;
 use milpa_cli::manifest::Manifest;
 use milpa_cli::setup;
+use milpa_cli::store::{StoreUrl, Stores};
 use serde_json::json;
 
 fuzz_target!(|data: &[u8]| {
@@ -22,7 +23,11 @@ fuzz_target!(|data: &[u8]| {
             return;
         }
     };
-    let _ = setup::build_registry(&manifest, None, Box::new(|_, _| Ok(())));
+    // The store a manifest names parses or is refused; the registry is built on memory.
+    if let Some(url) = &manifest.store.url {
+        let _ = StoreUrl::parse(url.get_ref(), manifest.base_dir());
+    }
+    let _ = setup::build_registry(&manifest, &Stores::memory(), None, Box::new(|_, _| Ok(())));
     let _ = setup::authenticator(&manifest);
     let _ = setup::server_options(&manifest);
     for spec in &manifest.tools {
