@@ -378,6 +378,7 @@ fn in_terminal(sb: &Sandbox, command: &str, answer: &str) -> Option<common::Run>
     let mut cmd = assert_cmd::Command::new("script");
     cmd.current_dir(sb.path())
         .env("NO_COLOR", "1")
+        .env("MILPA_HOME", sb.path())
         .args(["-qec", &line, "/dev/null"])
         .write_stdin(answer.to_owned())
         .timeout(std::time::Duration::from_secs(30));

@@ -546,6 +546,7 @@ fn ctrl_c_during_a_call_kills_the_command_too() {
     let args = json!({"pidfile": pidfile.to_str().unwrap()}).to_string();
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("milpa"))
         .current_dir(sb.path())
+        .env("MILPA_HOME", sb.path())
         .args(["--manifest", "m.toml", "call", "hang", &args])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -669,6 +670,7 @@ fn a_long_running_server_reaps_the_descendants_it_killed() {
     let marker = sb.path().join("MARKER");
     let mut server = Command::new(assert_cmd::cargo::cargo_bin("milpa"))
         .current_dir(sb.path())
+        .env("MILPA_HOME", sb.path())
         .args(["--manifest", "m.toml", "serve", "--stdio"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
