@@ -74,8 +74,8 @@ fn registry(
 
 /// `sink`, and the store's trail too when the store keeps one.
 fn with_store_trail(sink: Arc<dyn AuditSink>, stores: &Stores) -> Arc<dyn AuditSink> {
-    match &stores.audit_sink {
-        Some(trail) => Arc::new(BothSinks(sink, Arc::clone(trail))),
+    match stores.audit_sink() {
+        Some(trail) => Arc::new(BothSinks(sink, trail)),
         None => sink,
     }
 }
@@ -391,7 +391,7 @@ fn audit_command(stores: &Stores, args: AuditArgs) -> Result<u8, CliError> {
             return verify_file(file);
         }
     }
-    let Some(trail) = &stores.audit_trail else {
+    let Some(trail) = stores.audit_trail() else {
         return Err(CliError::usage(match stores.url() {
             StoreUrl::Memory => "the memory store keeps nothing after the process ends, so it has \
                  no audit trail: use a SQLite store (the default, or --store sqlite:PATH), or \
@@ -445,17 +445,17 @@ fn audit_command(stores: &Stores, args: AuditArgs) -> Result<u8, CliError> {
 fn audit_table(records: &[Value]) -> String {
     let text = |v: &Value, key: &str| match &v[key] {
         // A tool name or principal holding control characters cannot move the terminal.
-        Value::String(s) => s
-            .chars()
-            .flat_map(|c| {
-                let escaped: Vec<char> = if c.is_control() {
-                    c.escape_default().collect()
+        Value::String(s) => {
+            let mut shown = String::with_capacity(s.len());
+            for c in s.chars() {
+                if c.is_control() {
+                    shown.extend(c.escape_default());
                 } else {
-                    vec![c]
-                };
-                escaped
-            })
-            .collect(),
+                    shown.push(c);
+                }
+            }
+            shown
+        }
         Value::Null => "-".to_owned(),
         other => other.to_string(),
     };

@@ -54,7 +54,7 @@ pub(crate) fn spawn(
 }
 
 /// Makes this process adopt orphaned descendants (Linux); once per process.
-pub(crate) fn adopt_orphans() {
+fn adopt_orphans() {
     #[cfg(target_os = "linux")]
     linux::adopt_orphans();
 }
@@ -70,7 +70,7 @@ pub(crate) struct ProcessTree {
 
 impl ProcessTree {
     /// The tree of a program just started with `pid` as its own process group leader.
-    pub(crate) fn new(pid: Option<u32>) -> ProcessTree {
+    fn new(pid: Option<u32>) -> ProcessTree {
         let root = pid.and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);
         #[cfg(target_os = "linux")]
         let start = root.map(linux::register);

@@ -166,11 +166,7 @@ pub struct Stores {
     pub verifications: Arc<dyn VerificationStore>,
     /// Rate budgets.
     pub rate_limiter: Arc<dyn RateLimiter>,
-    /// The store's audit trail, fed by [`Stores::audit_sink`]; `None` when the store keeps
-    /// none.
-    pub audit_trail: Option<Arc<dyn AuditTrail>>,
-    /// Appends to the trail.
-    pub audit_sink: Option<Arc<dyn AuditSink>>,
+    /// The SQLite store, which also keeps the audit trail and the demo's notes.
     sqlite: Option<milpa_sqlite::SqliteStore>,
 }
 
@@ -190,8 +186,6 @@ impl Stores {
             confirmations: None,
             verifications: Arc::new(InMemoryVerificationStore::new()),
             rate_limiter: Arc::new(InMemoryRateLimiter::new()),
-            audit_trail: None,
-            audit_sink: None,
             sqlite: None,
         }
     }
@@ -210,8 +204,6 @@ impl Stores {
                     confirmations: Some(store.confirmations()),
                     verifications: store.verifications(),
                     rate_limiter: store.rate_limiter(),
-                    audit_trail: Some(store.audit_trail()),
-                    audit_sink: Some(store.audit_sink()),
                     sqlite: Some(store),
                 })
             }
@@ -230,8 +222,6 @@ impl Stores {
                     confirmations: Some(store.confirmations()),
                     verifications: store.verifications(),
                     rate_limiter: store.rate_limiter(),
-                    audit_trail: None,
-                    audit_sink: None,
                     sqlite: None,
                 })
             }
@@ -248,9 +238,24 @@ impl Stores {
         self.sqlite.as_ref()
     }
 
+    /// Appends to the store's audit trail; `None` when the store keeps none (only SQLite
+    /// does).
+    pub fn audit_sink(&self) -> Option<Arc<dyn AuditSink>> {
+        self.sqlite
+            .as_ref()
+            .map(milpa_sqlite::SqliteStore::audit_sink)
+    }
+
+    /// The store's audit trail, read back; `None` when the store keeps none.
+    pub fn audit_trail(&self) -> Option<Arc<dyn AuditTrail>> {
+        self.sqlite
+            .as_ref()
+            .map(milpa_sqlite::SqliteStore::audit_trail)
+    }
+
     /// Writes whatever the audit trail still buffers; called before the process ends.
     pub fn flush(&self) {
-        if let Some(sink) = &self.audit_sink {
+        if let Some(sink) = self.audit_sink() {
             sink.flush();
         }
     }
