@@ -6,9 +6,9 @@ mod common;
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-use common::http::{call, initialize, spawn_http};
+use common::http::{call, initialize, milpa_command, spawn_http};
 use common::{Run, Sandbox, run};
 use milpa_mcp::auth::sha256_hex;
 use serde_json::{Value, json};
@@ -240,9 +240,7 @@ fn a_killed_server_loses_no_token_and_no_verification_request() {
 /// Runs `milpa serve --stdio --audit FILE` on the demo toolset for a few calls.
 fn audit_file_of_three_calls(sb: &Sandbox) -> std::path::PathBuf {
     let path = sb.path().join("audit.jsonl");
-    let mut child = Command::new(assert_cmd::cargo::cargo_bin("milpa"))
-        .current_dir(sb.path())
-        .env("MILPA_HOME", sb.path())
+    let mut child = milpa_command(sb)
         .args(["--store", "memory", "serve", "--stdio", "--audit"])
         .arg(&path)
         .stdin(Stdio::piped())
