@@ -58,6 +58,22 @@ pub trait VerificationStore: Send + Sync + 'static {
         expected_revision: u64,
         record: VerificationRecord,
     ) -> Deferred<'a, Result<bool, VerificationStoreError>>;
+
+    /// Up to `limit` requests whose status is `pending`, oldest first (by `created_at_ms`,
+    /// then id). This is the approval queue people read (`milpa approvals`, the
+    /// `/approvals` page); expired parked calls are still listed here, the
+    /// [`ApprovalQueue`](crate::approval::ApprovalQueue) filters them.
+    fn list_pending<'a>(
+        &'a self,
+        limit: usize,
+    ) -> Deferred<'a, Result<Vec<VerificationRecord>, VerificationStoreError>>;
+
+    /// Up to `limit` requests whose status is final, most recently resolved first (by
+    /// `resolved_at_ms`, then id): the "last decisions" people review.
+    fn list_resolved<'a>(
+        &'a self,
+        limit: usize,
+    ) -> Deferred<'a, Result<Vec<VerificationRecord>, VerificationStoreError>>;
 }
 
 /// A [`VerificationStore`] in process memory: requests are lost on restart, and not shared
@@ -123,5 +139,120 @@ impl VerificationStore for InMemoryVerificationStore {
             _ => false,
         };
         Deferred::ready(Ok(swapped))
+    }
+
+    fn list_pending<'a>(
+        &'a self,
+        limit: usize,
+    ) -> Deferred<'a, Result<Vec<VerificationRecord>, VerificationStoreError>> {
+        let mut pending: Vec<VerificationRecord> = self
+            .records
+            .iter()
+            .filter(|r| !r.status.is_final())
+            .map(|r| r.value().clone())
+            .collect();
+        pending.sort_by(|a, b| (a.created_at_ms, &a.id).cmp(&(b.created_at_ms, &b.id)));
+        pending.truncate(limit);
+        Deferred::ready(Ok(pending))
+    }
+
+    fn list_resolved<'a>(
+        &'a self,
+        limit: usize,
+    ) -> Deferred<'a, Result<Vec<VerificationRecord>, VerificationStoreError>> {
+        let mut resolved: Vec<VerificationRecord> = self
+            .records
+            .iter()
+            .filter(|r| r.status.is_final())
+            .map(|r| r.value().clone())
+            .collect();
+        resolved.sort_by(|a, b| {
+            (b.resolved_at_ms.unwrap_or(0), &b.id).cmp(&(a.resolved_at_ms.unwrap_or(0), &a.id))
+        });
+        resolved.truncate(limit);
+        Deferred::ready(Ok(resolved))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verification::ApprovalPolicy;
+    use serde_json::json;
+
+    fn record(
+        id: &str,
+        created: u64,
+        status: VerificationStatus,
+        resolved: Option<u64>,
+    ) -> VerificationRecord {
+        VerificationRecord {
+            id: id.into(),
+            subject: "s".into(),
+            policy: ApprovalPolicy::Single,
+            required_grants: 1,
+            requested_by: None,
+            payload: json!({}),
+            status,
+            grants: Vec::new(),
+            rejection: None,
+            created_at_ms: created,
+            resolved_at_ms: resolved,
+            revision: 0,
+        }
+    }
+
+    #[test]
+    fn lists_pending_oldest_first_and_resolved_newest_first() {
+        let store = InMemoryVerificationStore::new();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            store
+                .create(record("b", 20, VerificationStatus::Pending, None))
+                .await
+                .unwrap();
+            store
+                .create(record("a", 30, VerificationStatus::Pending, None))
+                .await
+                .unwrap();
+            store
+                .create(record("c", 10, VerificationStatus::Pending, None))
+                .await
+                .unwrap();
+            store
+                .create(record("x", 1, VerificationStatus::Passed, Some(100)))
+                .await
+                .unwrap();
+            store
+                .create(record("y", 2, VerificationStatus::Failed, Some(200)))
+                .await
+                .unwrap();
+            let pending: Vec<String> = store
+                .list_pending(10)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|r| r.id)
+                .collect();
+            assert_eq!(pending, ["c", "b", "a"]);
+            let first: Vec<String> = store
+                .list_pending(2)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|r| r.id)
+                .collect();
+            assert_eq!(first, ["c", "b"]);
+            let resolved: Vec<String> = store
+                .list_resolved(10)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|r| r.id)
+                .collect();
+            assert_eq!(resolved, ["y", "x"]);
+        });
     }
 }
