@@ -54,7 +54,7 @@ pub struct ToolArgs {
     pub description: Option<LitStr>,
     pub scopes: Vec<LitStr>,
     pub mutating: bool,
-    pub confirm: bool,
+    pub confirm: ConfirmArg,
     pub timeout: Option<Seconds>,
     pub hard_timeout: Option<Seconds>,
     pub clamps: Vec<ClampArg>,
@@ -91,7 +91,7 @@ impl ToolArgs {
             "description" => self.description = Some(meta.value()?.parse()?),
             "version" => self.version = Some(meta.value()?.parse()?),
             "mutating" => self.mutating = flag(&meta)?,
-            "confirm" => self.confirm = flag(&meta)?,
+            "confirm" => self.confirm = confirm(&meta)?,
             "scopes" => self.scopes = string_list(meta.value()?, "scopes")?,
             "timeout" => self.timeout = Some(seconds(meta.value()?, "timeout")?),
             "hard_timeout" => self.hard_timeout = Some(seconds(meta.value()?, "hard_timeout")?),
@@ -250,6 +250,46 @@ fn path_key(meta: &ParseNestedMeta<'_>) -> syn::Result<String> {
 }
 
 /// A flag: bare `key`, or `key = true|false`.
+/// Who confirms a call: `confirm` / `confirm = true` (the caller, with a token),
+/// `confirm = "human"` (a person, through the approval queue), `confirm = false` (nobody).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConfirmArg {
+    #[default]
+    None,
+    Caller,
+    Human,
+}
+
+fn confirm(meta: &ParseNestedMeta<'_>) -> syn::Result<ConfirmArg> {
+    if !meta.input.peek(Token![=]) {
+        return Ok(ConfirmArg::Caller);
+    }
+    let value = meta.value()?;
+    if value.peek(LitStr) {
+        let text: LitStr = value.parse()?;
+        return match text.value().as_str() {
+            "human" => Ok(ConfirmArg::Human),
+            other => Err(syn::Error::new(
+                text.span(),
+                format!(
+                    "`confirm = \"{other}\"` is not a confirmation mode; write `confirm` (the caller confirms), `confirm = \"human\"` (a person approves) or `confirm = false`"
+                ),
+            )),
+        };
+    }
+    let lit: LitBool = value.parse().map_err(|e| {
+        syn::Error::new(
+            e.span(),
+            "write `confirm`, `confirm = true|false` or `confirm = \"human\"`",
+        )
+    })?;
+    Ok(if lit.value {
+        ConfirmArg::Caller
+    } else {
+        ConfirmArg::None
+    })
+}
+
 fn flag(meta: &ParseNestedMeta<'_>) -> syn::Result<bool> {
     if meta.input.peek(Token![=]) {
         let lit: LitBool = meta.value()?.parse()?;

@@ -4,7 +4,7 @@ use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::{Attribute, Expr, ExprLit, Ident, Lit, LitStr, Meta, Type};
 
-use crate::attrs::{OutputSchemaArg, Seconds, ToolArgs, combine};
+use crate::attrs::{ConfirmArg, OutputSchemaArg, Seconds, ToolArgs, combine};
 use crate::signature::{Param, Receiver, ToolFn, unraw};
 
 /// Where the tool function lives.
@@ -348,8 +348,12 @@ fn options(f: &ToolFn, args: &ToolArgs) -> syn::Result<TokenStream> {
     if args.mutating {
         sets.push(quote!(__milpa_options.mutating = true;));
     }
-    if args.confirm {
-        sets.push(quote!(__milpa_options.requires_confirmation = true;));
+    match args.confirm {
+        ConfirmArg::None => {}
+        ConfirmArg::Caller => sets.push(quote!(__milpa_options.requires_confirmation = true;)),
+        ConfirmArg::Human => {
+            sets.push(quote!(__milpa_options.requires_human_approval = true;));
+        }
     }
     if let Some(timeout) = &args.timeout {
         let d = duration(timeout);

@@ -74,7 +74,8 @@
 //! | `description = "…"` | what it does (default: the doc comment; one of the two is required) |
 //! | `scopes = ["a", "b"]` | scopes of which the caller needs one |
 //! | `mutating` | the tool changes state |
-//! | `confirm` | every call needs a confirmation token first |
+//! | `confirm` | every call needs a confirmation token first (the caller confirms) |
+//! | `confirm = "human"` | every call is parked until a person other than the caller approves it (see `milpa::approval`) |
 //! | `timeout = 10` | soft timeout in seconds (default 30) |
 //! | `hard_timeout = 2.5` | hard timeout in seconds: the call is cancelled with `TIMEOUT` |
 //! | `clamps(n = [0, 100], …)` | move an argument into `[lo, hi]` after validation |

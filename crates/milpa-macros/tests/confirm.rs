@@ -62,3 +62,44 @@ async fn confirmation_dance() {
     );
     assert_eq!(bank.transfers.load(Ordering::SeqCst), 1);
 }
+
+struct Deployer;
+
+#[tools]
+impl Deployer {
+    /// Deploys to an environment; a person approves every deploy.
+    #[tool(mutating, confirm = "human", scopes = ["ops:deploy"])]
+    fn deploy(&self, env: String) -> String {
+        format!("deployed {env}")
+    }
+}
+
+#[tokio::test]
+async fn a_human_gate_declared_with_the_macro_parks_the_call_until_a_person_grants_it() {
+    let mut registry = ToolRegistry::new();
+    registry.register_provider(Arc::new(Deployer)).unwrap();
+    let definition = registry.get("deploy").unwrap();
+    assert!(definition.requires_human_approval());
+    assert!(!definition.requires_confirmation());
+
+    let agent = ToolContext::mcp("r1", Some("agent".into()), ["ops:deploy"]);
+    let parked = registry
+        .call("deploy", json!({"env": "prod"}), &agent)
+        .await;
+    assert_eq!(
+        parked.code(),
+        Some(&ErrorCode::ApprovalPending),
+        "{parked:?}"
+    );
+    let id = parked.data["approval_id"].as_str().unwrap().to_owned();
+
+    let person = ToolContext::web("alice", ["approvals:grant"]);
+    registry
+        .decide_approval(&id, milpa::approval::Verdict::Grant, None, &person)
+        .await
+        .unwrap();
+    let ran = registry
+        .call("deploy", json!({"confirm_token": id}), &agent)
+        .await;
+    assert_eq!(ran.data, json!("deployed prod"), "{ran:?}");
+}

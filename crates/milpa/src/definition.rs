@@ -247,8 +247,12 @@ pub struct ToolOptions {
     /// Whether the tool changes state (costs 5 rate-limit tokens; channels may block or
     /// confirm it).
     pub mutating: bool,
-    /// Whether every call needs a confirmation token first.
+    /// Whether every call needs a confirmation token first (the caller confirms).
     pub requires_confirmation: bool,
+    /// Whether every call is parked until a person other than the caller approves it
+    /// (`confirm = "human"`; see [`approval`](crate::approval)). Wins over
+    /// `requires_confirmation`.
+    pub requires_human_approval: bool,
     /// Soft timeout: a call that runs longer is flagged in meta, not stopped.
     pub timeout: Duration,
     /// Hard timeout: a call that runs longer is cancelled with `TIMEOUT`.
@@ -267,6 +271,7 @@ impl Default for ToolOptions {
             scopes: Vec::new(),
             mutating: false,
             requires_confirmation: false,
+            requires_human_approval: false,
             timeout: DEFAULT_TIMEOUT,
             hard_timeout: None,
             clamps: Vec::new(),
@@ -373,6 +378,11 @@ impl ToolDefinition {
         self.options.requires_confirmation
     }
 
+    /// Whether every call waits for a person's approval.
+    pub fn requires_human_approval(&self) -> bool {
+        self.options.requires_human_approval
+    }
+
     /// The code that runs.
     #[inline]
     pub fn tool(&self) -> &Arc<dyn Tool> {
@@ -435,6 +445,13 @@ impl ToolDefinitionBuilder {
     /// Makes every call ask for a confirmation token first.
     pub fn requires_confirmation(mut self, confirm: bool) -> Self {
         self.options.requires_confirmation = confirm;
+        self
+    }
+
+    /// Parks every call until a person other than the caller approves it
+    /// (`confirm = "human"`).
+    pub fn requires_human_approval(mut self, human: bool) -> Self {
+        self.options.requires_human_approval = human;
         self
     }
 

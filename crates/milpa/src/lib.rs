@@ -39,6 +39,7 @@
 // Lets `#[tool]` and `#[tools]`, which refer to `::milpa`, be used inside this crate too.
 extern crate self as milpa;
 
+pub mod approval;
 pub mod audit;
 mod bind;
 pub mod budget;

@@ -8,11 +8,13 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::approval::{Approval, ApprovalError, ApprovalQueue, Verdict};
 use crate::audit::{AuditLimits, AuditSink, Redactor, TracingAuditSink};
 use crate::confirm::{ConfirmationStore, DEFAULT_TTL, InMemoryConfirmationStore};
 use crate::context::ToolContext;
 use crate::definition::{ToolDefinition, ToolProvider};
 use crate::events::Dispatcher;
+use crate::pipeline::approval_decision;
 use crate::pipeline::clock::PipelineClock;
 use crate::pipeline::refusal::{self, ConfirmationRefusal};
 use crate::pipeline::{StageTrace, execute_call};
@@ -163,6 +165,7 @@ impl ToolRegistry {
             tool_quotas: HashMap::new(),
             confirmations: None,
             confirmation_ttl: DEFAULT_TTL,
+            approvals: None,
             dispatcher: None,
             audit: None,
             redactor: Redactor::default(),
@@ -391,6 +394,26 @@ impl ToolRegistry {
         self.wiring.confirmation_ttl
     }
 
+    /// The approval queue where `confirm = "human"` calls wait.
+    pub fn approvals(&self) -> &Arc<ApprovalQueue> {
+        &self.wiring.approvals
+    }
+
+    /// Records `approver`'s decision on approval `id` (see [`ApprovalQueue::decide`]) and
+    /// audits it: outcome `approval_granted` / `approval_rejected` under the approver's
+    /// principal and channel, or `approval_refused` with the reason, with the tool the
+    /// parked call named (`resolve_verification` for a verification request) and the
+    /// arguments `{approval_id, decision, reason}`.
+    pub fn decide_approval<'a>(
+        &'a self,
+        id: &'a str,
+        verdict: Verdict,
+        reason: Option<&'a str>,
+        approver: &'a ToolContext,
+    ) -> impl Future<Output = Result<Approval, ApprovalError>> + Send + 'a {
+        approval_decision::decide(self, id, verdict, reason, approver)
+    }
+
     /// The audit sink.
     pub fn audit_sink(&self) -> &Arc<dyn AuditSink> {
         &self.wiring.audit
@@ -433,6 +456,7 @@ pub struct ToolRegistryBuilder {
     tool_quotas: HashMap<String, Quota>,
     confirmations: Option<Arc<dyn ConfirmationStore>>,
     confirmation_ttl: Duration,
+    approvals: Option<Arc<ApprovalQueue>>,
     dispatcher: Option<Arc<Dispatcher>>,
     audit: Option<Arc<dyn AuditSink>>,
     redactor: Redactor,
@@ -475,6 +499,14 @@ impl ToolRegistryBuilder {
     /// How long confirmation tokens live (default 60 s).
     pub fn confirmation_ttl(mut self, ttl: Duration) -> Self {
         self.confirmation_ttl = ttl;
+        self
+    }
+
+    /// Where calls of `confirm = "human"` tools wait for a person (default: an in-memory
+    /// queue, one hour TTL). Share its verifier with
+    /// [`VerificationTools`](crate::verification::VerificationTools) for one queue.
+    pub fn approvals(mut self, queue: Arc<ApprovalQueue>) -> Self {
+        self.approvals = Some(queue);
         self
     }
 
@@ -535,6 +567,9 @@ impl ToolRegistryBuilder {
                     .confirmations
                     .unwrap_or_else(|| Arc::new(InMemoryConfirmationStore::new())),
                 confirmation_ttl: self.confirmation_ttl,
+                approvals: self
+                    .approvals
+                    .unwrap_or_else(|| Arc::new(ApprovalQueue::in_memory())),
                 dispatcher: self.dispatcher,
                 audit: self.audit.unwrap_or_else(|| Arc::new(TracingAuditSink)),
                 redactor: self.redactor,

@@ -45,6 +45,9 @@ pub enum ErrorCode {
     /// `UNAVAILABLE`: a collaborator the call needs (a rate limiter, a store) failed, so the
     /// call was refused rather than let through unchecked.
     Unavailable,
+    /// `APPROVAL_PENDING`: the call is parked until a person approves it; nothing ran.
+    /// Replay it with `confirm_token = <approval_id>` once approved.
+    ApprovalPending,
     /// Any other code a tool chose.
     Other(Box<str>),
 }
@@ -66,6 +69,7 @@ impl ErrorCode {
             ErrorCode::ConfirmationDeclined => "CONFIRMATION_DECLINED",
             ErrorCode::ResultTooLarge => "RESULT_TOO_LARGE",
             ErrorCode::Unavailable => "UNAVAILABLE",
+            ErrorCode::ApprovalPending => "APPROVAL_PENDING",
             ErrorCode::Other(code) => code,
         }
     }
@@ -86,6 +90,7 @@ impl ErrorCode {
             "CONFIRMATION_DECLINED" => ErrorCode::ConfirmationDeclined,
             "RESULT_TOO_LARGE" => ErrorCode::ResultTooLarge,
             "UNAVAILABLE" => ErrorCode::Unavailable,
+            "APPROVAL_PENDING" => ErrorCode::ApprovalPending,
             other => ErrorCode::Other(other.into()),
         }
     }

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::approval::ApprovalQueue;
 use crate::audit::{AuditLimits, AuditSink, Redactor};
 use crate::confirm::ConfirmationStore;
 use crate::events::Dispatcher;
@@ -23,6 +24,7 @@ pub(crate) struct Wiring {
     pub rate_limiter: Option<Arc<dyn RateLimiter>>,
     pub confirmations: Arc<dyn ConfirmationStore>,
     pub confirmation_ttl: Duration,
+    pub approvals: Arc<ApprovalQueue>,
     pub dispatcher: Option<Arc<Dispatcher>>,
     pub audit: Arc<dyn AuditSink>,
     pub redactor: Redactor,

@@ -41,16 +41,29 @@ use listing::ToolListing;
 pub(crate) struct Shared {
     pub registry: Arc<ToolRegistry>,
     pub options: ServerOptions,
+    /// The approvals page (`http://host:port/approvals`) when the server serves one: an
+    /// `APPROVAL_PENDING` result then carries `approve_url = <page>/<approval_id>`, and a
+    /// client that declared URL-mode elicitation is sent there.
+    pub approval_page: Option<String>,
     listing: ToolListing,
 }
 
 impl Shared {
     pub fn new(registry: Arc<ToolRegistry>, options: ServerOptions) -> Arc<Shared> {
+        Self::with_approval_page(registry, options, None)
+    }
+
+    pub fn with_approval_page(
+        registry: Arc<ToolRegistry>,
+        options: ServerOptions,
+        approval_page: Option<String>,
+    ) -> Arc<Shared> {
         let tools = registry.definitions().map(mapping::tool_entry).collect();
         let listing = ToolListing::new(tools, options.page_size);
         Arc::new(Shared {
             registry,
             options,
+            approval_page,
             listing,
         })
     }

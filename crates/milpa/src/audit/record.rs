@@ -52,6 +52,17 @@ pub enum AuditOutcome {
     /// A collaborator the call needs (the rate limiter, the confirmation store) failed; the
     /// call was refused rather than let through unchecked.
     Unavailable,
+    /// The call was parked for a person's approval, or replayed while still waiting;
+    /// nothing ran.
+    ApprovalPending,
+    /// A person granted a parked call or a verification request (the record's principal is
+    /// the approver, its arguments name the approval).
+    ApprovalGranted,
+    /// A person rejected one.
+    ApprovalRejected,
+    /// A decision on an approval was refused (self-approval, missing scope, unknown,
+    /// expired or already decided id); nothing was recorded but this.
+    ApprovalRefused,
 }
 
 impl AuditOutcome {
@@ -74,6 +85,10 @@ impl AuditOutcome {
             AuditOutcome::ConfirmationDeclined => "confirmation_declined",
             AuditOutcome::InvalidRequest => "invalid_request",
             AuditOutcome::Unavailable => "unavailable",
+            AuditOutcome::ApprovalPending => "approval_pending",
+            AuditOutcome::ApprovalGranted => "approval_granted",
+            AuditOutcome::ApprovalRejected => "approval_rejected",
+            AuditOutcome::ApprovalRefused => "approval_refused",
         }
     }
 
@@ -85,6 +100,9 @@ impl AuditOutcome {
                 | AuditOutcome::ConfirmationRequested
                 | AuditOutcome::CacheServed
                 | AuditOutcome::Executed
+                | AuditOutcome::ApprovalPending
+                | AuditOutcome::ApprovalGranted
+                | AuditOutcome::ApprovalRejected
         )
     }
 }

@@ -24,6 +24,7 @@ pub(crate) struct StageFacts<'a> {
     pub executing_listeners: usize,
     pub rule_provider: bool,
     pub confirmation_ttl: Duration,
+    pub approval_ttl: Duration,
     // Private: the only way to get facts is `new`, from a registered tool.
     registered: &'a RegisteredTool,
 }
@@ -45,6 +46,7 @@ impl<'a> StageFacts<'a> {
                 .map_or(0, |d| d.subscriber_count(TOOL_EXECUTING)),
             rule_provider: wiring.gate.has_rule_provider(),
             confirmation_ttl: wiring.confirmation_ttl,
+            approval_ttl: wiring.approvals.ttl(),
             registered: tool,
         }
     }

@@ -4,6 +4,10 @@
 //! Beyond the original, a token is bound to the tool, the principal and the channel that
 //! asked for it, so nobody else can redeem it; any refused token (unknown, expired, reused,
 //! foreign, not a string) gets the same `VALIDATION_ERROR`.
+//!
+//! A tool (or channel) that asks for a *person's* approval goes through the human gate
+//! instead (`approval_gate`): the same stage, the same token argument, but the call waits in
+//! the approval queue until someone other than the caller decides.
 
 use std::time::{Duration, SystemTime};
 
@@ -15,17 +19,19 @@ use crate::confirm::{
 };
 use crate::inspect::StageFacts;
 use crate::inspect::{InvocationStep, StepPresence, StepRole};
-use crate::pipeline::{Call, Flow, TokenArg};
+use crate::pipeline::{Call, Flow, TokenArg, approval_gate};
 use crate::pipeline::{StepKind, step, unreachable_in_plan_mode};
+use crate::policy::Confirmation;
 use crate::result::ToolResult;
 use crate::store_error::StoreError;
 
 pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
-    if !call.requires_confirmation() {
-        return Flow::Continue;
+    match call.confirmation() {
+        Confirmation::None => Flow::Continue,
+        // Boxed: only confirmed tools pay for this state in the call's future.
+        Confirmation::Caller => Box::pin(confirm(call)).await,
+        Confirmation::Human => Box::pin(approval_gate::run(call)).await,
     }
-    // Boxed: only confirmed tools pay for this state in the call's future.
-    Box::pin(confirm(call)).await
 }
 
 async fn confirm(call: &mut Call<'_>) -> Flow {
@@ -149,6 +155,9 @@ pub(crate) fn iso_seconds(time: SystemTime) -> String {
 
 pub(crate) fn describe(facts: &StageFacts<'_>) -> InvocationStep {
     if let Some(step) = unreachable_in_plan_mode(facts, StepKind::Confirm, StepRole::Branch) {
+        return step;
+    }
+    if let Some(step) = approval_gate::describe(facts) {
         return step;
     }
     let channel = facts.ctx.channel();

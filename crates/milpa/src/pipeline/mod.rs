@@ -11,6 +11,8 @@
 //! Nothing before `authorize` can answer a call with anything but a refusal, and the only
 //! place a listener can answer is `emit_executing`, after every gate.
 
+pub(crate) mod approval_decision;
+pub(crate) mod approval_gate;
 pub(crate) mod audit;
 pub(crate) mod authorize;
 pub(crate) mod clamp;
@@ -36,7 +38,7 @@ use crate::context::ToolContext;
 use crate::definition::{ToolError, ToolOutput};
 use crate::inspect::StageFacts;
 use crate::inspect::{InvocationStep, StepPresence, StepRole};
-use crate::policy::ChannelPolicy;
+use crate::policy::{ChannelPolicy, Confirmation};
 use crate::registry::{RegisteredTool, ToolRegistry};
 use crate::result::ToolResult;
 use crate::wiring::Wiring;
@@ -310,6 +312,15 @@ impl<'r> Call<'r> {
         self.wiring
             .gate
             .requires_confirmation_under(&policy, &self.tool().definition)
+    }
+
+    /// Who must confirm this call: nobody, its caller or a person.
+    #[inline]
+    pub fn confirmation(&mut self) -> Confirmation {
+        let policy = self.policy();
+        self.wiring
+            .gate
+            .confirmation_under(&policy, &self.tool().definition)
     }
 
     /// Ends the call with `result`.

@@ -7,6 +7,7 @@ use crate::inspect::StageFacts;
 use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::pipeline::{Call, Flow};
 use crate::pipeline::{StepKind, step};
+use crate::policy::Confirmation;
 use crate::result::ToolResult;
 
 // The check is inlined into the pipeline; the plan is built out of line.
@@ -19,7 +20,7 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
 }
 
 fn plan(call: &mut Call<'_>) -> Flow {
-    let requires_confirmation = call.requires_confirmation();
+    let confirmation = call.confirmation();
     let def = &call.tool().definition;
     let timeout = def.options().timeout;
     let timeout = if timeout.subsec_nanos() == 0 {
@@ -31,7 +32,8 @@ fn plan(call: &mut Call<'_>) -> Flow {
         "plan": {
             "tool": def.name(),
             "mutating": def.is_mutating(),
-            "requires_confirmation": requires_confirmation,
+            "requires_confirmation": confirmation != Confirmation::None,
+            "requires_human_approval": confirmation == Confirmation::Human,
             "scopes_required": def.scopes(),
             "timeout": timeout,
             "args": call.args,

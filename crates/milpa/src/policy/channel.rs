@@ -16,6 +16,9 @@ pub struct ChannelPolicy {
     pub block_mutating: bool,
     /// Makes every mutating tool ask for confirmation.
     pub require_confirmation_for_mutating: bool,
+    /// Parks every mutating tool until a person other than the caller approves it (see
+    /// [`approval`](crate::approval)); wins over `require_confirmation_for_mutating`.
+    pub require_human_approval_for_mutating: bool,
 }
 
 impl ChannelPolicy {
@@ -25,6 +28,7 @@ impl ChannelPolicy {
         require_auth: false,
         block_mutating: false,
         require_confirmation_for_mutating: false,
+        require_human_approval_for_mutating: false,
     };
 
     /// `mcp` and `web`: an authenticated principal is required.
@@ -33,6 +37,7 @@ impl ChannelPolicy {
         require_auth: true,
         block_mutating: false,
         require_confirmation_for_mutating: false,
+        require_human_approval_for_mutating: false,
     };
 
     /// `telegram`: mutating tools ask for confirmation.
@@ -41,6 +46,7 @@ impl ChannelPolicy {
         require_auth: false,
         block_mutating: false,
         require_confirmation_for_mutating: true,
+        require_human_approval_for_mutating: false,
     };
 
     /// Any channel without a policy: treated as untrusted (requires authentication).
@@ -68,6 +74,12 @@ impl ChannelPolicy {
     /// The same policy with `require_confirmation_for_mutating` set to `on`.
     pub const fn with_require_confirmation_for_mutating(mut self, on: bool) -> Self {
         self.require_confirmation_for_mutating = on;
+        self
+    }
+
+    /// The same policy with `require_human_approval_for_mutating` set to `on`.
+    pub const fn with_require_human_approval_for_mutating(mut self, on: bool) -> Self {
+        self.require_human_approval_for_mutating = on;
         self
     }
 }

@@ -107,8 +107,32 @@ impl PolicyGate {
         policy: &ChannelPolicy,
         tool: &ToolDefinition,
     ) -> bool {
-        tool.requires_confirmation()
-            || (policy.require_confirmation_for_mutating && tool.is_mutating())
+        self.confirmation_under(policy, tool) != Confirmation::None
+    }
+
+    /// Who must confirm a call of `tool` in `ctx`: nobody, its caller, or a person.
+    pub fn confirmation(&self, ctx: &ToolContext, tool: &ToolDefinition) -> Confirmation {
+        self.confirmation_under(&self.channel_policy(ctx.channel()), tool)
+    }
+
+    #[inline]
+    pub(crate) fn confirmation_under(
+        &self,
+        policy: &ChannelPolicy,
+        tool: &ToolDefinition,
+    ) -> Confirmation {
+        let mutating = tool.is_mutating();
+        if tool.requires_human_approval()
+            || (policy.require_human_approval_for_mutating && mutating)
+        {
+            Confirmation::Human
+        } else if tool.requires_confirmation()
+            || (policy.require_confirmation_for_mutating && mutating)
+        {
+            Confirmation::Caller
+        } else {
+            Confirmation::None
+        }
     }
 
     /// Decides whether `ctx` may call `tool`.
@@ -271,4 +295,16 @@ fn held_scopes(ctx: &ToolContext) -> String {
     } else {
         ctx.scopes().join(", ")
     }
+}
+
+/// Who must confirm a call before it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Confirmation {
+    /// Nobody: the call runs.
+    None,
+    /// The caller, with a one-time token (`confirm = true`).
+    Caller,
+    /// A person other than the caller, through the approval queue (`confirm = "human"`).
+    Human,
 }

@@ -5,7 +5,7 @@ mod gate;
 mod rules;
 
 pub use channel::ChannelPolicy;
-pub use gate::{Authorization, PolicyGate};
+pub use gate::{Authorization, Confirmation, PolicyGate};
 pub(crate) use gate::{CallerDenial, blocks_mutating, caller_denial};
 pub use rules::{
     PolicyRule, PolicyRuleProvider, RuleEffect, RuleQuery, StaticRule, StaticRuleProvider,

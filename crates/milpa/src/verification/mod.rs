@@ -352,6 +352,7 @@ impl VerificationEvent {
 /// Each variant maps to an [`ErrorCode`] and the argument it concerns, which the tools put
 /// in the error result (`data = {field, message}`).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum VerificationError {
     /// An argument is missing or malformed.
     #[error("{message}")]
@@ -419,6 +420,15 @@ pub enum VerificationError {
         /// The request id.
         id: String,
     },
+    /// The id is a tool call parked for a person's approval: it is decided through the
+    /// approval queue (`milpa approvals`, the approvals page), never by a tool.
+    #[error(
+        "Request '{id}' is a tool call waiting for a person's approval; it is decided with `milpa approvals` or on the approvals page, not by a tool."
+    )]
+    ParkedCall {
+        /// The approval id.
+        id: String,
+    },
     /// The store failed.
     #[error("{0}")]
     Store(#[source] VerificationStoreError),
@@ -429,7 +439,9 @@ impl VerificationError {
     pub fn code(&self) -> ErrorCode {
         match self {
             VerificationError::NotFound { .. } => ErrorCode::NotFound,
-            VerificationError::SelfApproval { .. } => ErrorCode::Forbidden,
+            VerificationError::SelfApproval { .. } | VerificationError::ParkedCall { .. } => {
+                ErrorCode::Forbidden
+            }
             VerificationError::Contention { .. } | VerificationError::Store(_) => {
                 ErrorCode::InternalError
             }
@@ -448,6 +460,7 @@ impl VerificationError {
             VerificationError::NotFound { .. }
             | VerificationError::AlreadyResolved { .. }
             | VerificationError::AlreadyExists { .. }
+            | VerificationError::ParkedCall { .. }
             | VerificationError::Contention { .. } => Some("request_id"),
             VerificationError::SelfApproval { .. } | VerificationError::DuplicateGrant { .. } => {
                 Some("principal")

@@ -5,6 +5,7 @@ use std::time::SystemTime;
 
 use serde_json::{Map, json};
 
+use crate::approval::ParkedCall;
 use crate::confirm::unix_millis;
 use crate::events::{Dispatcher, Event};
 use crate::verification::{
@@ -168,7 +169,7 @@ impl HumanVerifier {
         principal: &str,
         reason: Option<&str>,
     ) -> Result<Resolution, VerificationError> {
-        self.resolve(id, principal, Verdict::Grant(non_blank(reason)))
+        self.resolve(id, principal, Verdict::Grant(non_blank(reason)), false)
             .await
     }
 
@@ -184,7 +185,27 @@ impl HumanVerifier {
         reason: Option<&str>,
     ) -> Result<Resolution, VerificationError> {
         let reason = non_blank(reason).unwrap_or(DEFAULT_REJECT_REASON);
-        self.resolve(id, principal, Verdict::Reject(reason)).await
+        self.resolve(id, principal, Verdict::Reject(reason), false)
+            .await
+    }
+
+    /// A decision through the [`ApprovalQueue`](crate::approval::ApprovalQueue), which has
+    /// checked the approver (scope, not the parked call's caller) and may decide parked
+    /// calls, unlike [`grant`](Self::grant) and [`reject`](Self::reject).
+    pub(crate) async fn resolve_approval(
+        &self,
+        id: &str,
+        principal: &str,
+        verdict: crate::approval::Verdict,
+        reason: Option<&str>,
+    ) -> Result<Resolution, VerificationError> {
+        let verdict = match verdict {
+            crate::approval::Verdict::Grant => Verdict::Grant(non_blank(reason)),
+            crate::approval::Verdict::Reject => {
+                Verdict::Reject(non_blank(reason).unwrap_or(DEFAULT_REJECT_REASON))
+            }
+        };
+        self.resolve(id, principal, verdict, true).await
     }
 
     async fn resolve(
@@ -192,6 +213,7 @@ impl HumanVerifier {
         id: &str,
         principal: &str,
         verdict: Verdict<'_>,
+        parked_calls_too: bool,
     ) -> Result<Resolution, VerificationError> {
         let id = id.trim();
         let principal = principal.trim();
@@ -213,6 +235,9 @@ impl HumanVerifier {
                 .get(id)
                 .await?
                 .ok_or_else(|| VerificationError::NotFound { id: id.to_owned() })?;
+            if !parked_calls_too && ParkedCall::from_payload(&current.payload).is_some() {
+                return Err(VerificationError::ParkedCall { id: id.to_owned() });
+            }
             let (next, result) = decide(&current, principal, &verdict)?;
             if self
                 .store
