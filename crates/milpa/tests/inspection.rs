@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use milpa::approval::Verdict;
 use milpa::events::{Dispatcher, Event};
 use milpa::inspect::{InvocationPlan, StepPresence};
 use milpa::policy::ChannelPolicy;
@@ -174,6 +175,12 @@ fn tools() -> Vec<(&'static str, milpa::ToolDefinitionBuilder)> {
             "hard",
             ToolDefinition::builder("hard").hard_timeout(Duration::from_secs(5)),
         ),
+        (
+            "human",
+            ToolDefinition::builder("human")
+                .mutating(true)
+                .requires_human_approval(true),
+        ),
     ]
 }
 
@@ -327,7 +334,8 @@ async fn every_presence_matches_what_a_real_call_does() {
                 );
                 // confirm: conditional exactly when the first call asks for a token, and
                 // dormant (present, but with nothing to ask) otherwise.
-                let asked = result.requires_confirmation();
+                let parked = result.code() == Some(&ErrorCode::ApprovalPending);
+                let asked = result.requires_confirmation() || parked;
                 assert_eq!(
                     presence(StepKind::Confirm),
                     if asked {
@@ -340,7 +348,19 @@ async fn every_presence_matches_what_a_real_call_does() {
                 if asked {
                     // The plan describes the whole dance: the replay goes through the rest.
                     assert!(probe.runs.lock().unwrap().is_empty(), "{label}");
-                    let token = result.confirm_token().unwrap().to_owned();
+                    let token = if parked {
+                        // A person (another principal, at the terminal) grants it.
+                        let id = result.data["approval_id"].as_str().unwrap().to_owned();
+                        let person = ToolContext::builder("cli").principal("zed").build();
+                        probe
+                            .registry
+                            .decide_approval(&id, Verdict::Grant, None, &person)
+                            .await
+                            .unwrap();
+                        id
+                    } else {
+                        result.confirm_token().unwrap().to_owned()
+                    };
                     let replay = probe
                         .registry
                         .call(name, json!({"confirm_token": token}), &ctx)
@@ -372,7 +392,7 @@ async fn every_presence_matches_what_a_real_call_does() {
             }
         }
     }
-    assert_eq!(checked, 4 * 7 * 21);
+    assert_eq!(checked, 4 * 8 * 21);
 }
 
 #[tokio::test]

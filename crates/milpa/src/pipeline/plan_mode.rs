@@ -28,17 +28,20 @@ fn plan(call: &mut Call<'_>) -> Flow {
     } else {
         json!(timeout.as_secs_f64())
     };
-    let plan = json!({
+    let mut plan = json!({
         "plan": {
             "tool": def.name(),
             "mutating": def.is_mutating(),
             "requires_confirmation": confirmation != Confirmation::None,
-            "requires_human_approval": confirmation == Confirmation::Human,
             "scopes_required": def.scopes(),
             "timeout": timeout,
             "args": call.args,
         }
     });
+    if confirmation == Confirmation::Human {
+        // Only then: the plan keeps the original's shape for every other tool.
+        plan["plan"]["requires_human_approval"] = json!(true);
+    }
     call.finish(ToolResult::success(plan), AuditOutcome::Planned)
 }
 
