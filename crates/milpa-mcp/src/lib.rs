@@ -17,6 +17,13 @@
 //! when the client declared elicitation (and [`ServerOptions::elicitation_confirmation`] is
 //! on); otherwise the result tells the caller to repeat the call with `confirm_token`.
 //!
+//! Human approvals: a call parked for a person (`confirm = "human"`) answers
+//! `APPROVAL_PENDING`, with `approve_url` when the HTTP server knows its approvals page
+//! ([`HttpServer::approval_page_url`]). A client that declared URL-mode elicitation is sent
+//! that URL (`elicitation/create`, `mode: "url"`) and, once it accepts, its call completes
+//! when a person decides (the tool's result, or `FORBIDDEN`), the approval expires, or the
+//! call is cancelled; the client's accept never approves anything.
+//!
 //! ```no_run
 //! use std::sync::Arc;
 //! use milpa::{ToolDefinition, ToolRegistry};

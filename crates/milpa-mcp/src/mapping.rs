@@ -12,7 +12,7 @@
 //!   it); the text block repeats at most [`TEXT_COPY_LIMIT`] bytes of it, then says where
 //!   the rest is, so a large result is not sent twice.
 
-use milpa::{ToolDefinition, ToolResult, ToolSummary};
+use milpa::{ErrorCode, ToolDefinition, ToolResult, ToolSummary};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
@@ -47,15 +47,22 @@ pub const TEXT_COPY_LIMIT: usize = 64 * 1024;
 ///
 /// On success: `data` as compact JSON (a string as itself), after `message` when there is
 /// one; past [`TEXT_COPY_LIMIT`] bytes it is cut (on a character boundary) and a marker
-/// points to `structuredContent`. On failure: the error message. A confirmation request
-/// says how to confirm.
+/// points to `structuredContent`. On failure: the error message (an `APPROVAL_PENDING`
+/// one followed by the page where a person approves, when the result has an
+/// `approve_url`). A confirmation request says how to confirm.
 pub fn render_text(tool: &str, result: &ToolResult) -> String {
     if !result.success {
-        return result
+        let error = result
             .error
             .clone()
             .or_else(|| result.message.clone())
             .unwrap_or_else(|| "The call failed".to_owned());
+        return match result.data.get("approve_url").and_then(Value::as_str) {
+            Some(url) if result.code() == Some(&ErrorCode::ApprovalPending) => {
+                format!("{error}\nA person can approve it at {url}")
+            }
+            _ => error,
+        };
     }
     if result.requires_confirmation() {
         if let Some(token) = result.confirm_token() {
@@ -255,7 +262,6 @@ impl Serialize for CallResult<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use milpa::ErrorCode;
 
     #[test]
     fn success_text_and_structure() {

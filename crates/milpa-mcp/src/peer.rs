@@ -42,6 +42,15 @@ impl Peer {
             .request_client(method, params, &self.route)
             .await
     }
+
+    /// Sends a notification on this call's route; nothing once the call is cancelled.
+    pub fn notify_client(&self, method: &str, params: &Value) {
+        if self.control.is_cancelled() {
+            return;
+        }
+        self.client
+            .send(&self.route, jsonrpc::notification(method, params));
+    }
 }
 
 impl CallPeer for Peer {

@@ -94,6 +94,7 @@ pub struct HttpServer {
     max_calls_in_flight: usize,
     allow_remote: bool,
     path: String,
+    approval_page: Option<String>,
 }
 
 impl std::fmt::Debug for HttpServer {
@@ -109,6 +110,7 @@ impl std::fmt::Debug for HttpServer {
             .field("body_read_timeout", &self.body_read_timeout)
             .field("max_calls_in_flight", &self.max_calls_in_flight)
             .field("path", &self.path)
+            .field("approval_page", &self.approval_page)
             .finish_non_exhaustive()
     }
 }
@@ -139,6 +141,7 @@ impl HttpServer {
             max_calls_in_flight: 1024,
             allow_remote: false,
             path: "/mcp".into(),
+            approval_page: None,
         }
     }
 
@@ -271,6 +274,15 @@ impl HttpServer {
         self
     }
 
+    /// The approvals page as people reach it (`https://ops.example.com/approvals`):
+    /// `APPROVAL_PENDING` results then carry `approve_url = <page>/<approval_id>`, and
+    /// clients that declared URL-mode elicitation are sent there and their call completes
+    /// once a person decided. Without it, they get `APPROVAL_PENDING` and replay.
+    pub fn approval_page_url(mut self, url: impl Into<String>) -> Self {
+        self.approval_page = Some(url.into());
+        self
+    }
+
     /// The axum router serving the endpoint, with every request check. Serve it with
     /// connect info (`into_make_service_with_connect_info::<SocketAddr>()`) to see callers'
     /// addresses; the connection limits and the header read timeout are then up to you
@@ -285,7 +297,7 @@ impl HttpServer {
     fn into_state(self) -> Arc<HttpState> {
         let per_session = self.options.max_in_flight;
         Arc::new(HttpState {
-            shared: Shared::new(self.registry, self.options),
+            shared: Shared::with_approval_page(self.registry, self.options, self.approval_page),
             json_response: self.json_response,
             body_read_timeout: self.body_read_timeout,
             call_slots: Arc::new(Semaphore::new(self.max_calls_in_flight)),

@@ -11,6 +11,7 @@ use milpa::{CallHandle, ToolContext, ToolResult, channel, generate_request_id};
 use serde_json::Value;
 use tokio::sync::Notify;
 
+use super::approval;
 use super::call_params::CallParams;
 use super::client::Route;
 use super::{Caller, Dispatch, Session};
@@ -201,7 +202,10 @@ impl Session {
             .registry
             .call(&call.name, call.arguments, &ctx)
             .await;
-        let result = if result.requires_confirmation()
+        let result = if approval::is_approval_pending(&result) {
+            self.seek_human_approval(&call.name, result, &ctx, &peer)
+                .await
+        } else if result.requires_confirmation()
             && self.shared.options.elicitation_confirmation
             && self.client.supports_form_elicitation()
         {

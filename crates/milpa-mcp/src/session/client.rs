@@ -104,6 +104,31 @@ impl ClientLink {
         }
     }
 
+    /// Whether the client can answer URL-mode `elicitation/create` (2025-11-25): it
+    /// declared `elicitation.url` and negotiated a version that has URL mode.
+    pub fn supports_url_elicitation(&self) -> bool {
+        let Some(info) = self.info.get() else {
+            return false;
+        };
+        let before_url_mode = matches!(info.version, "2024-11-05" | "2025-03-26" | "2025-06-18");
+        !before_url_mode
+            && info
+                .capabilities
+                .get("elicitation")
+                .and_then(|e| e.get("url"))
+                .is_some_and(|url| !url.is_null())
+    }
+
+    /// Whether the client declared the elicitation mode `params` asks for (`mode`, `form`
+    /// when absent): servers must not send a mode the client did not declare.
+    pub fn supports_elicitation_of(&self, params: &Value) -> bool {
+        match params.get("mode").and_then(Value::as_str) {
+            None | Some("form") => self.supports_form_elicitation(),
+            Some("url") => self.supports_url_elicitation(),
+            Some(_) => false,
+        }
+    }
+
     pub fn set_log_level(&self, level: LogLevel) {
         self.log_level.store(level as u8, Ordering::Relaxed);
     }

@@ -5,6 +5,8 @@
 //! - [`call_params`]: `tools/call` parameters, checked before anything runs.
 //! - [`call`]: a call's life — the in-flight table, its context, cancellation.
 //! - [`confirm`]: confirmation through `elicitation/create`.
+//! - [`approval`]: human approvals — `approve_url`, URL-mode elicitation, waiting for the
+//!   person's decision.
 //! - [`client`]: the client end — what it declared, its log level, the streams to it.
 //! - [`outgoing`]: requests to the client (sampling, elicitation) awaiting answers.
 //!
@@ -12,6 +14,7 @@
 //! [`Caller`]: the trusted local process for stdio, the authenticated principal per HTTP
 //! request) and says where outgoing messages go with a [`Route`].
 
+mod approval;
 mod call;
 mod call_params;
 mod client;

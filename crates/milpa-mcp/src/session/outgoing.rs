@@ -63,6 +63,12 @@ impl ClientLink {
                 )));
             }
         }
+        if method == "elicitation/create" && !self.supports_elicitation_of(&params) {
+            let mode = params.get("mode").and_then(Value::as_str).unwrap_or("form");
+            return Err(PeerError::new(format!(
+                "the client did not declare {mode}-mode elicitation"
+            )));
+        }
         if self.is_closed() {
             return Err(PeerError::new("the client is not connected"));
         }
@@ -141,5 +147,92 @@ impl Drop for PendingGuard<'_> {
                 ),
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::{Value, json};
+    use tokio::sync::mpsc;
+
+    use super::*;
+    use crate::session::client::{ClientInfo, Out};
+
+    /// Whether `elicitation/create` with `params` reaches a client that declared
+    /// `capabilities` (which answers at once when it does).
+    async fn sent(version: &'static str, capabilities: Value, params: Value) -> bool {
+        let link = ClientLink::new(None, Some(Duration::from_secs(5)));
+        assert!(link.declare(ClientInfo {
+            version,
+            capabilities,
+        }));
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let route = Route::Channel(tx);
+        let asking = link.request_client("elicitation/create", params, &route);
+        let answering = async {
+            let Some(Out::Msg(request)) = rx.recv().await else {
+                return;
+            };
+            let request: Value = serde_json::from_str(&request).unwrap();
+            let id = RequestId::from_value(&request["id"]).unwrap();
+            link.answer(&id, Ok(json!({"action": "decline"})));
+        };
+        let (answer, ()) = tokio::join!(asking, async {
+            tokio::select! {
+                () = answering => {}
+                () = tokio::time::sleep(Duration::from_millis(200)) => {}
+            }
+        });
+        match answer {
+            Ok(_) => true,
+            Err(error) => {
+                assert!(
+                    error.message.ends_with("-mode elicitation")
+                        || error.message.contains("elicitation capability"),
+                    "{}",
+                    error.message
+                );
+                false
+            }
+        }
+    }
+
+    /// Servers must not send an elicitation mode the client did not declare: an empty
+    /// `elicitation` object means form only; `url` needs its own key and 2025-11-25.
+    #[tokio::test]
+    async fn elicitation_goes_out_only_in_a_mode_the_client_declared() {
+        let form =
+            json!({"message": "Sure?", "requestedSchema": {"type": "object", "properties": {}}});
+        let url = json!({"mode": "url", "elicitationId": "e1", "url": "http://127.0.0.1/a", "message": "Open"});
+        let new = "2025-11-25";
+        let both = json!({"elicitation": {"form": {}, "url": {}}});
+        let cases = [
+            (new, json!({"elicitation": {}}), &form, true),
+            (new, json!({"elicitation": {}}), &url, false),
+            (new, json!({"elicitation": {"form": {}}}), &url, false),
+            (new, json!({"elicitation": {"url": {}}}), &url, true),
+            (new, json!({"elicitation": {"url": {}}}), &form, false),
+            (new, both.clone(), &form, true),
+            (new, both.clone(), &url, true),
+            (
+                "2025-06-18",
+                json!({"elicitation": {"url": {}}}),
+                &url,
+                false,
+            ),
+            (new, json!({}), &form, false),
+        ];
+        for (version, capabilities, params, expected) in cases {
+            let label = format!("{version} {capabilities} {}", params["mode"]);
+            assert_eq!(
+                sent(version, capabilities, params.clone()).await,
+                expected,
+                "{label}"
+            );
+        }
+        let unknown_mode = json!({"mode": "telepathy", "message": "?"});
+        assert!(!sent(new, both, unknown_mode).await);
     }
 }
