@@ -37,7 +37,9 @@ pub(crate) fn memory_store_refusal() -> CliError {
 pub(crate) async fn run(registry: &ToolRegistry, args: ApprovalsArgs) -> Result<u8, CliError> {
     match args.command {
         None => list(registry, args.json).await,
-        Some(ApprovalsCommand::List(list_args)) => list(registry, list_args.json || args.json).await,
+        Some(ApprovalsCommand::List(list_args)) => {
+            list(registry, list_args.json || args.json).await
+        }
         Some(ApprovalsCommand::Show(show_args)) => {
             show(registry, &show_args.id, show_args.json || args.json).await
         }
@@ -196,10 +198,7 @@ fn details(approval: &Approval, registry: &ToolRegistry, now: u64) -> String {
         .collect()
 }
 
-fn decision(
-    decision: &milpa::verification::Decision,
-    when: &dyn Fn(u64) -> String,
-) -> String {
+fn decision(decision: &milpa::verification::Decision, when: &dyn Fn(u64) -> String) -> String {
     let reason = decision
         .reason
         .as_deref()
@@ -227,7 +226,11 @@ fn approver(actor: Option<String>) -> Result<String, CliError> {
     }
 }
 
-async fn decide(registry: &ToolRegistry, verdict: Verdict, args: DecideArgs) -> Result<u8, CliError> {
+async fn decide(
+    registry: &ToolRegistry,
+    verdict: Verdict,
+    args: DecideArgs,
+) -> Result<u8, CliError> {
     let actor = approver(args.actor)?;
     let ctx = ToolContext::builder(channel::CLI)
         .principal(actor.clone())

@@ -253,7 +253,10 @@ async fn read_capped(pipe: Option<impl AsyncRead + Unpin>, cap: usize) -> (Vec<u
 }
 
 /// Reads everything, keeping only the last `keep` bytes (and whether any were dropped).
-pub(crate) async fn read_tail(pipe: Option<impl AsyncRead + Unpin>, keep: usize) -> (Vec<u8>, bool) {
+pub(crate) async fn read_tail(
+    pipe: Option<impl AsyncRead + Unpin>,
+    keep: usize,
+) -> (Vec<u8>, bool) {
     let Some(mut pipe) = pipe else {
         return (Vec::new(), false);
     };

@@ -323,8 +323,7 @@ async fn call(registry: &ToolRegistry, stores: &Stores, args: CallArgs) -> Resul
         .flatten();
     let Some(token) = token else {
         show(&result, &ctx, args.json)?;
-        if result.code() == Some(&milpa::ErrorCode::ApprovalPending)
-            && args.confirm_token.is_none()
+        if result.code() == Some(&milpa::ErrorCode::ApprovalPending) && args.confirm_token.is_none()
         {
             if let Some(id) = result.data["approval_id"].as_str() {
                 eprintln!(
@@ -581,7 +580,10 @@ async fn serve_http(
     let tokens = if manifest.source().is_none() {
         // No manifest, so no tokens: this run makes its own, or nobody could call a tool.
         let local_tokens = LocalTokens::generate()?;
-        eprint!("{}", local_tokens.announcement(&format!("http://{local}/mcp"), &page));
+        eprint!(
+            "{}",
+            local_tokens.announcement(&format!("http://{local}/mcp"), &page)
+        );
         local_tokens.authenticator()
     } else {
         let tokens = authenticator(manifest);

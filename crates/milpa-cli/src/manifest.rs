@@ -190,10 +190,11 @@ impl ApprovalsSection {
 
     /// The TTL of parked calls.
     pub fn ttl(&self) -> std::time::Duration {
-        self.ttl_seconds.as_ref().map_or(
-            milpa::approval::DEFAULT_TTL,
-            |ttl| std::time::Duration::from_secs(*ttl.get_ref()),
-        )
+        self.ttl_seconds
+            .as_ref()
+            .map_or(milpa::approval::DEFAULT_TTL, |ttl| {
+                std::time::Duration::from_secs(*ttl.get_ref())
+            })
     }
 }
 
@@ -468,8 +469,7 @@ impl<'de> Deserialize<'de> for Confirm {
 }
 
 /// What `confirm` accepts, for error messages.
-const CONFIRM_VALUES: &str =
-    "false, true (the caller confirms) or \"human\" (a person approves)";
+const CONFIRM_VALUES: &str = "false, true (the caller confirms) or \"human\" (a person approves)";
 
 /// The JSON type of a command tool's parameter (placeholders take scalars only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -957,7 +957,9 @@ mod tests {
                 "{e}"
             );
         }
-        assert!(error(&tool("\"person\"")).contains("confirm = \"person\" is not a confirmation mode"));
+        assert!(
+            error(&tool("\"person\"")).contains("confirm = \"person\" is not a confirmation mode")
+        );
     }
 
     #[test]
@@ -965,24 +967,39 @@ mod tests {
         let m = Manifest::parse("m", "[approvals]\nttl_seconds = 5\nnotify_command = [\"notify-send\", \"--\", \"{summary} {url}\"]\nnotify_env = [\"DBUS_SESSION_BUS_ADDRESS\"]\n").unwrap();
         assert_eq!(m.approvals.ttl(), std::time::Duration::from_secs(5));
         assert_eq!(m.approvals.notify_env(), ["DBUS_SESSION_BUS_ADDRESS"]);
-        assert_eq!(Manifest::default().approvals.ttl(), milpa::approval::DEFAULT_TTL);
+        assert_eq!(
+            Manifest::default().approvals.ttl(),
+            milpa::approval::DEFAULT_TTL
+        );
         let e = error("[approvals]\n\nttl_seconds = 0\n");
-        assert!(e.starts_with("m.toml:3: approvals.ttl_seconds must be at least 1"), "{e}");
+        assert!(
+            e.starts_with("m.toml:3: approvals.ttl_seconds must be at least 1"),
+            "{e}"
+        );
         let e = error("[approvals]\nnotify_command = [\"x\", \"{summry}\"]\n");
         assert!(
             e.starts_with("m.toml:2: approvals.notify_command: unknown placeholder {summry} (known: {id}, {summary}"),
             "{e}"
         );
         let e = error("[approvals]\nnotify_command = []\n");
-        assert!(e.starts_with("m.toml:2: approvals.notify_command must name a program"), "{e}");
+        assert!(
+            e.starts_with("m.toml:2: approvals.notify_command must name a program"),
+            "{e}"
+        );
         let e = error("[approvals]\nnotify_command = [\"{url}\"]\n");
         assert!(e.contains("cannot be a placeholder"), "{e}");
         let e = error("[approvals]\nnotify_command = [\"x\"]\n\nnotify_env = [\"A=1\"]\n");
-        assert!(e.starts_with("m.toml:4: approvals.notify_env lists variable names"), "{e}");
+        assert!(
+            e.starts_with("m.toml:4: approvals.notify_env lists variable names"),
+            "{e}"
+        );
         let e = error("[approvals]\nnotify = [\"x\"]\n");
         assert!(e.starts_with("m.toml:2: unknown field `notify`"), "{e}");
         let e = error("[approvals]\nnotify_timeout_seconds = 0\n");
-        assert!(e.starts_with("m.toml:2: approvals.notify_timeout_seconds must be at least 1"), "{e}");
+        assert!(
+            e.starts_with("m.toml:2: approvals.notify_timeout_seconds must be at least 1"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -297,11 +297,23 @@ mod tests {
 
     #[test]
     fn placeholders_fill_one_element_each_and_absent_values_are_empty() {
-        let n = notifier(&["{kind}:{id}", "{summary}", "{tool}", "by {requested_by}", "{url}"]);
+        let n = notifier(&[
+            "{kind}:{id}",
+            "{summary}",
+            "{tool}",
+            "by {requested_by}",
+            "{url}",
+        ]);
         let approval = verification("rotate keys; rm -rf /");
         assert_eq!(
             n.argv(&approval).unwrap(),
-            ["verification:req-1", "rotate keys; rm -rf /", "", "by bot", ""]
+            [
+                "verification:req-1",
+                "rotate keys; rm -rf /",
+                "",
+                "by bot",
+                ""
+            ]
         );
         n.set_approvals_page("http://127.0.0.1:8080/approvals");
         n.set_approvals_page("http://ignored");
@@ -315,7 +327,10 @@ mod tests {
     fn a_value_read_as_an_option_is_not_passed() {
         let approval = verification("--exec=evil");
         let why = notifier(&["{summary}"]).argv(&approval).unwrap_err();
-        assert!(why.starts_with("{summary} of approval req-1 starts with `-`"), "{why}");
+        assert!(
+            why.starts_with("{summary} of approval req-1 starts with `-`"),
+            "{why}"
+        );
         // After a literal `--` it is an operand.
         assert_eq!(
             notifier(&["--", "{summary}"]).argv(&approval).unwrap(),

@@ -81,9 +81,8 @@ pub fn build_registry_with(
     notifier: Option<&Arc<ApprovalNotifier>>,
     tools: Box<ToolsFn<'_>>,
 ) -> Result<ToolRegistry, SetupError> {
-    let mut builder = ToolRegistry::builder().approvals(Arc::new(approval_queue(
-        manifest, stores, notifier,
-    )));
+    let mut builder =
+        ToolRegistry::builder().approvals(Arc::new(approval_queue(manifest, stores, notifier)));
     if let Some(confirmations) = &stores.confirmations {
         builder = builder.confirmation_store(Arc::clone(confirmations));
     }
@@ -141,8 +140,8 @@ fn approval_queue(
     if let Some(notifier) = notifier {
         notifier.subscribe(&dispatcher);
     }
-    let verifier = HumanVerifier::new(Arc::clone(&stores.verifications))
-        .with_dispatcher(Arc::new(dispatcher));
+    let verifier =
+        HumanVerifier::new(Arc::clone(&stores.verifications)).with_dispatcher(Arc::new(dispatcher));
     ApprovalQueue::new(verifier).with_ttl(manifest.approvals.ttl())
 }
 

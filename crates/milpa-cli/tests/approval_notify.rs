@@ -55,7 +55,11 @@ fn recorder(sb: &Sandbox, out: &Path) -> String {
 fn wait_for(path: &Path) -> Vec<String> {
     let deadline = Instant::now() + Duration::from_secs(20);
     while !path.exists() {
-        assert!(Instant::now() < deadline, "{} never appeared", path.display());
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     std::fs::read_to_string(path)
@@ -209,9 +213,7 @@ fn a_value_read_as_an_option_is_not_passed_to_the_notify_command() {
     assert_eq!(opened.code, 0, "{}", opened.stdout);
     assert!(!out.exists());
     assert!(
-        opened
-            .stderr
-            .contains("{summary} of approval ")
+        opened.stderr.contains("{summary} of approval ")
             && opened.stderr.contains("starts with `-`"),
         "{}",
         opened.stderr

@@ -143,8 +143,9 @@ fn a_grant_by_another_principal_runs_the_first_calls_arguments_once() {
     let own = milpa(&sb, &["approvals", "grant", &id, "--actor", "agent"]);
     assert_eq!(own.code, 1, "{}", own.stdout);
     assert!(
-        own.stderr
-            .contains(&format!("'agent' asked for approval '{id}' and cannot decide it")),
+        own.stderr.contains(&format!(
+            "'agent' asked for approval '{id}' and cannot decide it"
+        )),
         "{}",
         own.stderr
     );
@@ -156,7 +157,15 @@ fn a_grant_by_another_principal_runs_the_first_calls_arguments_once() {
     // Alice can.
     let granted = milpa(
         &sb,
-        &["approvals", "grant", &id, "--actor", "alice", "--reason", "ship it"],
+        &[
+            "approvals",
+            "grant",
+            &id,
+            "--actor",
+            "alice",
+            "--reason",
+            "ship it",
+        ],
     );
     assert_eq!(granted.code, 0, "{}", granted.stderr);
     assert_eq!(
@@ -193,7 +202,11 @@ fn a_grant_by_another_principal_runs_the_first_calls_arguments_once() {
     assert_eq!(shown["grants"][0]["principal"], "alice");
     assert_eq!(shown["grants"][0]["reason"], "ship it");
     let text = milpa(&sb, &["approvals", "show", &id]);
-    assert!(text.stdout.contains("state         executed"), "{}", text.stdout);
+    assert!(
+        text.stdout.contains("state         executed"),
+        "{}",
+        text.stdout
+    );
     assert!(
         text.stdout.contains("granted       by alice at "),
         "{}",
@@ -215,10 +228,7 @@ fn a_grant_by_another_principal_runs_the_first_calls_arguments_once() {
     let records = audit.json();
     let records = records.as_array().unwrap();
     let with = |outcome: &str| -> Vec<&Value> {
-        records
-            .iter()
-            .filter(|r| r["outcome"] == outcome)
-            .collect()
+        records.iter().filter(|r| r["outcome"] == outcome).collect()
     };
     // The first call and the two replays made while it waited.
     assert_eq!(with("approval_pending").len(), 3, "{records:#?}");
@@ -235,7 +245,11 @@ fn a_grant_by_another_principal_runs_the_first_calls_arguments_once() {
     assert_eq!(executed.len(), 1, "{records:#?}");
     assert_eq!(executed[0]["principal"], "agent");
     let refused = with("approval_refused");
-    assert_eq!(refused.len(), 2, "self-approval and the late reject: {records:#?}");
+    assert_eq!(
+        refused.len(),
+        2,
+        "self-approval and the late reject: {records:#?}"
+    );
 }
 
 #[test]
@@ -251,7 +265,15 @@ fn a_reject_makes_the_replay_forbidden_naming_who_and_why() {
 
     let rejected = milpa(
         &sb,
-        &["approvals", "reject", &id, "--actor", "alice", "--reason", "not on a Friday"],
+        &[
+            "approvals",
+            "reject",
+            &id,
+            "--actor",
+            "alice",
+            "--reason",
+            "not on a Friday",
+        ],
     );
     assert_eq!(rejected.code, 0, "{}", rejected.stderr);
     assert_eq!(
@@ -368,7 +390,9 @@ fn the_actor_defaults_to_user_then_local_shell() {
         .unwrap()
         .to_owned();
     assert!(
-        parked.stderr.contains(&format!("milpa approvals grant {id}")),
+        parked
+            .stderr
+            .contains(&format!("milpa approvals grant {id}")),
         "{}",
         parked.stderr
     );
@@ -421,9 +445,13 @@ fn verification_requests_wait_in_the_same_queue() {
     assert_eq!(listed[0]["summary"], "rotate the keys");
     assert_eq!(listed[0]["requested_by"], "bot");
 
-    let own = run(sb.milpa().args(["approvals", "grant", &id, "--actor", "bot"]));
+    let own = run(sb
+        .milpa()
+        .args(["approvals", "grant", &id, "--actor", "bot"]));
     assert_eq!(own.code, 1, "{}", own.stdout);
-    let granted = run(sb.milpa().args(["approvals", "grant", &id, "--actor", "alice"]));
+    let granted = run(sb
+        .milpa()
+        .args(["approvals", "grant", &id, "--actor", "alice"]));
     assert_eq!(granted.code, 0, "{}", granted.stderr);
     assert_eq!(
         granted.stdout,
@@ -459,4 +487,56 @@ fn a_parked_call_survives_a_server_killed_with_sigkill() {
     let again = replay(addr, &session, &id, json!({}));
     assert_eq!(code(&again), "VALIDATION_ERROR", "{again}");
     assert_eq!(deployed(&sb), "prod\n");
+}
+
+#[test]
+fn approvals_are_shared_through_redis_too() {
+    let redis = common::redis::RedisServer::start();
+    let url = format!("redis://127.0.0.1:{}", redis.port);
+    let sb = Sandbox::new();
+    sb.write("m.toml", &manifest(3600));
+    let as_agent = ["--actor", "agent", "--scope", "ops:write", "--json"];
+    let parked = milpa(
+        &sb,
+        &[
+            &["--store", &url, "call", "deploy", r#"{"env": "prod"}"#][..],
+            &as_agent,
+        ]
+        .concat(),
+    );
+    let id = parked.json()["data"]["approval_id"]
+        .as_str()
+        .expect("parked")
+        .to_owned();
+    let listed = milpa(&sb, &["--store", &url, "approvals", "--json"]);
+    assert_eq!(listed.json()[0]["id"], id.as_str(), "{}", listed.stderr);
+    let granted = milpa(
+        &sb,
+        &[
+            "--store",
+            &url,
+            "approvals",
+            "grant",
+            &id,
+            "--actor",
+            "alice",
+        ],
+    );
+    assert_eq!(granted.code, 0, "{}", granted.stderr);
+    let ran = milpa(
+        &sb,
+        &[
+            &["--store", &url, "call", "deploy", "--confirm-token", &id][..],
+            &as_agent,
+        ]
+        .concat(),
+    );
+    assert_eq!(ran.code, 0, "{}", ran.stdout);
+    assert_eq!(deployed(&sb), "prod\n");
+    let again = milpa(
+        &sb,
+        &["--store", &url, "approvals", "grant", &id, "--actor", "bob"],
+    );
+    assert_eq!(again.code, 1);
+    assert!(again.stderr.contains("by alice"), "{}", again.stderr);
 }

@@ -43,10 +43,7 @@ fn all_at_once(sb: &Sandbox, count: usize, args: impl Fn(usize) -> Vec<String>) 
 }
 
 fn agent_call(extra: &[&str]) -> Vec<String> {
-    let mut args: Vec<String> = ["call", "deploy"]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .collect();
+    let mut args: Vec<String> = ["call", "deploy"].iter().map(|s| (*s).to_owned()).collect();
     args.extend(extra.iter().map(|s| (*s).to_owned()));
     args.extend(
         ["--actor", "agent", "--scope", "ops:write", "--json"]
@@ -85,7 +82,11 @@ fn concurrent_grants_record_one_decision_and_the_call_runs_once() {
         .filter(|(_, out)| out.status.code() == Some(0))
         .map(|(i, out)| (i, String::from_utf8_lossy(&out.stdout).into_owned()))
         .collect();
-    assert_eq!(winners.len(), 1, "exactly one grant is recorded: {grants:#?}");
+    assert_eq!(
+        winners.len(),
+        1,
+        "exactly one grant is recorded: {grants:#?}"
+    );
     let (winner, said) = &winners[0];
     assert_eq!(
         said,
@@ -123,7 +124,14 @@ fn concurrent_grants_record_one_decision_and_the_call_runs_once() {
 
     // The trail holds one grant and seven refusals.
     let mut audit = sb.milpa();
-    audit.args(["--manifest", "m.toml", "audit", "--json", "--tool", "deploy"]);
+    audit.args([
+        "--manifest",
+        "m.toml",
+        "audit",
+        "--json",
+        "--tool",
+        "deploy",
+    ]);
     let records = run(&mut audit).json();
     let count = |outcome: &str| {
         records

@@ -25,7 +25,11 @@ struct Started {
 fn value_of(lines: &[String], label: &str) -> String {
     let line = lines
         .iter()
-        .find(|l| l.trim_start_matches("milpa:").trim_start().starts_with(label))
+        .find(|l| {
+            l.trim_start_matches("milpa:")
+                .trim_start()
+                .starts_with(label)
+        })
         .unwrap_or_else(|| panic!("a line {label:?} in {lines:#?}"));
     line.trim_start_matches("milpa:").trim_start()[label.len()..]
         .trim()
@@ -45,7 +49,10 @@ fn start(sb: &Sandbox) -> Started {
     let mut lines = BufReader::new(stderr).lines();
     let mut head = Vec::new();
     let addr: SocketAddr = loop {
-        let line = lines.next().expect("the server said where it listens").unwrap();
+        let line = lines
+            .next()
+            .expect("the server said where it listens")
+            .unwrap();
         head.push(line.clone());
         if let Some(rest) = line.strip_prefix("milpa: serving MCP on http://") {
             break rest.trim_end_matches("/mcp").parse().unwrap();
@@ -60,7 +67,10 @@ fn start(sb: &Sandbox) -> Started {
             all.push('\n');
         }
     });
-    assert_eq!(value_of(&head, "MCP endpoint"), format!("http://{addr}/mcp"));
+    assert_eq!(
+        value_of(&head, "MCP endpoint"),
+        format!("http://{addr}/mcp")
+    );
     assert_eq!(
         value_of(&head, "approvals page"),
         format!("http://{addr}/approvals")
@@ -92,7 +102,13 @@ fn the_run_makes_an_agent_token_and_an_approver_token() {
     let agent = bearer(&s.agent);
     let auth = [("Authorization", agent.as_str())];
     let session = initialize(s.addr, &auth);
-    let added = call(s.addr, &session, &auth, "notes_add", json!({"text": "milk"}));
+    let added = call(
+        s.addr,
+        &session,
+        &auth,
+        "notes_add",
+        json!({"text": "milk"}),
+    );
     assert_eq!(added["isError"], false, "{added}");
     assert_eq!(added["_meta"]["milpa"]["principal"], "local-user");
 
@@ -116,13 +132,20 @@ fn the_run_makes_an_agent_token_and_an_approver_token() {
 
     // The agents' identity cannot approve what it parked (why there are two tokens).
     let parked = call(s.addr, &session, &auth, "notes_clear", json!({}));
-    assert_eq!(parked["_meta"]["milpa"]["code"], "APPROVAL_PENDING", "{parked}");
+    assert_eq!(
+        parked["_meta"]["milpa"]["code"], "APPROVAL_PENDING",
+        "{parked}"
+    );
     let id = parked["structuredContent"]["approval_id"].as_str().unwrap();
     let own = run(sb
         .milpa()
         .args(["approvals", "grant", id, "--actor", "local-user"]));
     assert_eq!(own.code, 1);
-    assert!(own.stderr.contains("'local-user' asked for approval"), "{}", own.stderr);
+    assert!(
+        own.stderr.contains("'local-user' asked for approval"),
+        "{}",
+        own.stderr
+    );
 
     // A restart makes new tokens: the old ones stop working.
     let old_agent = s.agent.clone();
@@ -144,7 +167,10 @@ fn the_run_makes_an_agent_token_and_an_approver_token() {
     // Each token was printed once, on a line of its own, never inside a URL.
     for token in [&s.agent, &s.approver] {
         assert_eq!(printed.matches(token.as_str()).count(), 1, "{printed}");
-        let line = printed.lines().find(|l| l.contains(token.as_str())).unwrap();
+        let line = printed
+            .lines()
+            .find(|l| l.contains(token.as_str()))
+            .unwrap();
         assert!(!line.contains("http"), "{line}");
     }
     assert!(
@@ -176,5 +202,8 @@ fn a_manifest_keeps_its_own_tokens() {
         }
     }
     assert!(!head.contains("token "), "{head}");
-    assert!(head.contains("no [[auth.tokens]] in the manifest"), "{head}");
+    assert!(
+        head.contains("no [[auth.tokens]] in the manifest"),
+        "{head}"
+    );
 }
