@@ -18,7 +18,7 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "FILE")]
     pub manifest: Option<PathBuf>,
 
-    /// Where confirmations, verifications, budgets and the audit trail live: memory |
+    /// Where confirmations, approvals, verifications, budgets and the audit trail live: memory |
     /// sqlite:PATH | redis://HOST:PORT[/DB] [default: $MILPA_STORE, else the manifest's
     /// `[store] url`, else sqlite:$MILPA_HOME/state.db, $XDG_STATE_HOME/milpa/state.db or
     /// ~/.local/state/milpa/state.db]

@@ -540,3 +540,72 @@ fn approvals_are_shared_through_redis_too() {
     assert_eq!(again.code, 1);
     assert!(again.stderr.contains("by alice"), "{}", again.stderr);
 }
+
+#[test]
+fn secrets_in_a_parked_call_are_redacted_wherever_people_read_it() {
+    let sb = Sandbox::new();
+    sb.write(
+        "m.toml",
+        r#"
+[[tools]]
+name = "login"
+command = ["true", "{user}", "{password}"]
+mutating = true
+confirm = "human"
+
+[tools.params.user]
+type = "string"
+required = true
+
+[tools.params.password]
+type = "string"
+required = true
+"#,
+    );
+    let parked = milpa(
+        &sb,
+        &[
+            "call",
+            "login",
+            r#"{"user": "ana", "password": "hunter2-secret"}"#,
+            "--actor",
+            "agent",
+            "--json",
+        ],
+    );
+    assert_eq!(parked.json()["meta"]["code"], "APPROVAL_PENDING");
+    let id = parked.json()["data"]["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for args in [
+        &["approvals"][..],
+        &["approvals", "--json"],
+        &["approvals", "show", &id],
+        &["approvals", "show", &id, "--json"],
+    ] {
+        let r = milpa(&sb, args);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        assert!(r.stdout.contains("ana"), "{args:?}: {}", r.stdout);
+        assert!(!r.stdout.contains("hunter2"), "{args:?}: {}", r.stdout);
+    }
+    let shown = milpa(&sb, &["approvals", "show", &id, "--json"]).json();
+    assert_eq!(shown["args"]["user"], "ana");
+    assert_ne!(shown["args"]["password"], "hunter2-secret");
+    // The parked call itself keeps the real value: the granted replay runs it.
+    let granted = milpa(&sb, &["approvals", "grant", &id, "--actor", "alice"]);
+    assert!(!granted.stdout.contains("hunter2"), "{}", granted.stdout);
+    let ran = milpa(
+        &sb,
+        &[
+            "call",
+            "login",
+            "--confirm-token",
+            &id,
+            "--actor",
+            "agent",
+            "--json",
+        ],
+    );
+    assert_eq!(ran.json()["success"], true, "{}", ran.stdout);
+}
