@@ -18,7 +18,7 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "FILE")]
     pub manifest: Option<PathBuf>,
 
-    /// Where confirmations, verifications, budgets and the audit trail live: memory |
+    /// Where confirmations, approvals, verifications, budgets and the audit trail live: memory |
     /// sqlite:PATH | redis://HOST:PORT[/DB] [default: $MILPA_STORE, else the manifest's
     /// `[store] url`, else sqlite:$MILPA_HOME/state.db, $XDG_STATE_HOME/milpa/state.db or
     /// ~/.local/state/milpa/state.db]
@@ -39,8 +39,71 @@ pub enum Command {
     Call(CallArgs),
     /// Serve the tools over MCP (stdio by default, or Streamable HTTP).
     Serve(ServeArgs),
+    /// List, show, grant or reject the approvals waiting for a person (calls parked by a
+    /// `confirm = "human"` gate, and verification requests).
+    Approvals(ApprovalsArgs),
     /// Show the store's audit trail, newest first, or check its hash chain.
     Audit(AuditArgs),
+}
+
+/// `milpa approvals`.
+#[derive(Debug, Args)]
+pub struct ApprovalsArgs {
+    /// Print the pending approvals as a JSON array.
+    #[arg(long)]
+    pub json: bool,
+
+    /// `list` (the default), `show`, `grant` or `reject`.
+    #[command(subcommand)]
+    pub command: Option<ApprovalsCommand>,
+}
+
+/// `milpa approvals …`.
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsCommand {
+    /// The approvals waiting for a decision, oldest first (the default).
+    List(ListApprovalsArgs),
+    /// One approval in full: its arguments (secrets redacted), decisions and state.
+    Show(ShowApprovalArgs),
+    /// Approve: the caller's replay then runs the parked arguments, once.
+    Grant(DecideArgs),
+    /// Refuse: the caller's replay is then FORBIDDEN, naming you and your reason.
+    Reject(DecideArgs),
+}
+
+/// `milpa approvals list`.
+#[derive(Debug, Args)]
+pub struct ListApprovalsArgs {
+    /// Print them as a JSON array.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `milpa approvals show`.
+#[derive(Debug, Args)]
+pub struct ShowApprovalArgs {
+    /// The approval id (`data.approval_id` of the parked call, or the verification's
+    /// `request_id`).
+    pub id: String,
+
+    /// Print it as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `milpa approvals grant|reject`.
+#[derive(Debug, Args)]
+pub struct DecideArgs {
+    /// The approval id.
+    pub id: String,
+
+    /// Who decides (it must not be who asked) [default: $USER, else local-shell]
+    #[arg(long, value_name = "P")]
+    pub actor: Option<String>,
+
+    /// Why (shown to the caller of a rejected call, and in the audit trail).
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
 }
 
 /// `milpa audit`.

@@ -32,7 +32,7 @@ use milpa::{
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use crate::manifest::CommandToolSpec;
+use crate::manifest::{CommandToolSpec, Confirm};
 use crate::process_tree;
 use crate::template::ArgTemplate;
 
@@ -114,7 +114,8 @@ impl CommandTool {
         let mut options = ToolOptions::default();
         options.scopes = spec.scopes.clone();
         options.mutating = spec.mutating;
-        options.requires_confirmation = spec.confirm;
+        options.requires_confirmation = spec.confirm == Confirm::Caller;
+        options.requires_human_approval = spec.confirm == Confirm::Human;
         options.timeout = timeout;
         options.hard_timeout = Some(timeout);
         options.version = spec.version.clone();
@@ -158,12 +159,7 @@ impl CommandTool {
     }
 
     fn environment(&self) -> Vec<(String, OsString)> {
-        BASE_ENV
-            .iter()
-            .map(|name| (*name).to_owned())
-            .chain(self.env.iter().cloned())
-            .filter_map(|name| std::env::var_os(&name).map(|value| (name, value)))
-            .collect()
+        environment(&self.env)
     }
 
     async fn run(&self, args: &Value) -> Result<ToolOutput, ToolError> {
@@ -213,6 +209,17 @@ impl CommandTool {
     }
 }
 
+/// What a program milpa starts sees of milpa's environment: [`BASE_ENV`] and the variables
+/// `allowed` names (each when set).
+pub(crate) fn environment(allowed: &[String]) -> Vec<(String, OsString)> {
+    BASE_ENV
+        .iter()
+        .map(|name| (*name).to_owned())
+        .chain(allowed.iter().cloned())
+        .filter_map(|name| std::env::var_os(&name).map(|value| (name, value)))
+        .collect()
+}
+
 impl Tool for CommandTool {
     fn invoke<'a>(&'a self, args: &'a Value, _ctx: &'a ToolContext) -> Invocation<'a> {
         Deferred::pending(self.run(args))
@@ -245,8 +252,11 @@ async fn read_capped(pipe: Option<impl AsyncRead + Unpin>, cap: usize) -> (Vec<u
     (out, truncated)
 }
 
-/// Reads everything, keeping only the last `keep` bytes.
-async fn read_tail(pipe: Option<impl AsyncRead + Unpin>, keep: usize) -> (Vec<u8>, bool) {
+/// Reads everything, keeping only the last `keep` bytes (and whether any were dropped).
+pub(crate) async fn read_tail(
+    pipe: Option<impl AsyncRead + Unpin>,
+    keep: usize,
+) -> (Vec<u8>, bool) {
     let Some(mut pipe) = pipe else {
         return (Vec::new(), false);
     };

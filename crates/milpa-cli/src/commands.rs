@@ -14,10 +14,12 @@ use serde_json::Value;
 use crate::cli::{
     AuditArgs, AuditCommand, CallArgs, CallerArgs, Cli, Command, ServeArgs, ToolsArgs, ToolsCommand,
 };
+use crate::local_tokens::LocalTokens;
 use crate::manifest::Manifest;
-use crate::setup::{ToolsFn, authenticator, build_registry, server_options};
+use crate::notify::ApprovalNotifier;
+use crate::setup::{ToolsFn, authenticator, build_registry_with, server_options};
 use crate::store::{self, StoreUrl, Stores};
-use crate::{CliError, EXIT_CALL_FAILED, EXIT_OK, load_manifest};
+use crate::{CliError, EXIT_CALL_FAILED, EXIT_OK, approvals, load_manifest};
 
 /// Runs a parsed command line; returns the exit code.
 pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
@@ -31,30 +33,50 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
     match &cli.command {
         Command::Serve(ServeArgs { audit: None, .. }) => init_tracing("warn,milpa::audit=info"),
         Command::Serve(_) | Command::Audit(_) => init_tracing("warn"),
-        Command::Tools(_) | Command::Call(_) => init_tracing("warn,milpa::audit=off"),
+        Command::Tools(_) | Command::Call(_) | Command::Approvals(_) => {
+            init_tracing("warn,milpa::audit=off")
+        }
+    }
+    if matches!(cli.command, Command::Approvals(_)) && url == StoreUrl::Memory {
+        return Err(approvals::memory_store_refusal());
     }
     let runtime = runtime(serving)?;
     let stores = runtime.block_on(Stores::open(&url, &manifest))?;
+    let notifier = ApprovalNotifier::from_manifest(&manifest).map(Arc::new);
     let code = match cli.command {
         Command::Tools(args) => {
-            let registry = registry(&manifest, &stores, None, tools)?;
+            let registry = registry(&manifest, &stores, None, None, tools)?;
             tools_command(&registry, args)
         }
         Command::Call(args) => {
             let audit = with_store_trail(Arc::new(TracingAuditSink), &stores);
-            let registry = registry(&manifest, &stores, Some(audit), tools)?;
+            let registry = registry(&manifest, &stores, Some(audit), notifier.as_ref(), tools)?;
             runtime.block_on(async {
-                tokio::select! {
+                let code = tokio::select! {
                     code = call(&registry, &stores, args) => code,
                     // Dropping the call kills a running command's process group.
                     () = shutdown_signal() => {
                         eprintln!("milpa: interrupted");
-                        Ok(EXIT_INTERRUPTED)
+                        return Ok(EXIT_INTERRUPTED);
+                    }
+                };
+                // A notify command the call started finishes (within its timeout) before
+                // the process ends, which would kill it.
+                if let Some(notifier) = &notifier {
+                    tokio::select! {
+                        () = notifier.idle() => {}
+                        () = shutdown_signal() => {}
                     }
                 }
+                code
             })
         }
-        Command::Serve(args) => serve(&runtime, &manifest, &stores, tools, args),
+        Command::Serve(args) => serve(&runtime, &manifest, &stores, notifier, tools, args),
+        Command::Approvals(args) => {
+            let audit = with_store_trail(Arc::new(TracingAuditSink), &stores);
+            let registry = registry(&manifest, &stores, Some(audit), None, tools)?;
+            runtime.block_on(approvals::run(&registry, args))
+        }
         Command::Audit(args) => audit_command(&stores, args),
     };
     // Whatever the trail still buffers is written before the process ends.
@@ -67,9 +89,11 @@ fn registry(
     manifest: &Manifest,
     stores: &Stores,
     audit: Option<Arc<dyn AuditSink>>,
+    notifier: Option<&Arc<ApprovalNotifier>>,
     tools: Box<ToolsFn<'_>>,
 ) -> Result<ToolRegistry, CliError> {
-    build_registry(manifest, stores, audit, tools).map_err(|e| CliError::usage(e.to_string()))
+    build_registry_with(manifest, stores, audit, notifier, tools)
+        .map_err(|e| CliError::usage(e.to_string()))
 }
 
 /// `sink`, and the store's trail too when the store keeps one.
@@ -147,12 +171,12 @@ const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(500
 
 /// Writes to standard output; a reader that went away (`milpa tools | head -1`) is not an
 /// error worth a panic.
-fn emit(text: &str) {
+pub(crate) fn emit(text: &str) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
-fn print_json(value: &impl serde::Serialize) -> Result<(), CliError> {
+pub(crate) fn print_json(value: &impl serde::Serialize) -> Result<(), CliError> {
     let text = serde_json::to_string_pretty(value)
         .map_err(|e| CliError::failed(format!("cannot write JSON: {e}")))?;
     emit(&text);
@@ -190,6 +214,9 @@ pub(crate) fn tool_table(registry: &ToolRegistry) -> String {
             if d.requires_confirmation() {
                 flags.push("confirm");
             }
+            if d.requires_human_approval() {
+                flags.push("approval");
+            }
             vec![
                 d.name().to_owned(),
                 or_dash(flags.join(",")),
@@ -210,7 +237,7 @@ fn or_dash(text: String) -> String {
 }
 
 /// Columns padded to their widest cell (the last one is not padded), two spaces apart.
-fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let header: Vec<String> = header.iter().map(|h| (*h).to_owned()).collect();
     let mut widths = vec![0usize; header.len()];
     for row in std::iter::once(&header).chain(rows) {
@@ -296,6 +323,17 @@ async fn call(registry: &ToolRegistry, stores: &Stores, args: CallArgs) -> Resul
         .flatten();
     let Some(token) = token else {
         show(&result, &ctx, args.json)?;
+        if result.code() == Some(&milpa::ErrorCode::ApprovalPending) && args.confirm_token.is_none()
+        {
+            if let Some(id) = result.data["approval_id"].as_str() {
+                eprintln!(
+                    "milpa: a person other than {caller} approves it with `milpa approvals grant \
+                     {id}` (or on the /approvals page of `milpa serve --http`); then repeat the \
+                     call with --confirm-token {id}",
+                    caller = ctx.principal().unwrap_or("the caller"),
+                );
+            }
+        }
         return Ok(exit_code(&result));
     };
     if !std::io::stdin().is_terminal() {
@@ -344,6 +382,7 @@ fn serve(
     runtime: &tokio::runtime::Runtime,
     manifest: &Manifest,
     stores: &Stores,
+    notifier: Option<Arc<ApprovalNotifier>>,
     tools: Box<ToolsFn<'_>>,
     args: ServeArgs,
 ) -> Result<u8, CliError> {
@@ -354,7 +393,13 @@ fn serve(
         None => Arc::new(TracingAuditSink),
     };
     let audit = with_store_trail(log_or_file, stores);
-    let registry = Arc::new(registry(manifest, stores, Some(audit), tools)?);
+    let registry = Arc::new(registry(
+        manifest,
+        stores,
+        Some(audit),
+        notifier.as_ref(),
+        tools,
+    )?);
     let options = server_options(manifest);
     if let Some(addr) = args.http {
         if !addr.ip().is_loopback() {
@@ -368,7 +413,9 @@ fn serve(
         let serving = async move {
             match args.http {
                 None => milpa_mcp::serve_stdio_with(registry, options).await,
-                Some(addr) => serve_http(registry, options, manifest, addr).await,
+                Some(addr) => {
+                    serve_http(registry, options, manifest, notifier.as_deref(), addr).await
+                }
             }
         };
         tokio::select! {
@@ -444,18 +491,7 @@ fn audit_command(stores: &Stores, args: AuditArgs) -> Result<u8, CliError> {
 /// The records as a table, newest first as given.
 fn audit_table(records: &[Value]) -> String {
     let text = |v: &Value, key: &str| match &v[key] {
-        // A tool name or principal holding control characters cannot move the terminal.
-        Value::String(s) => {
-            let mut shown = String::with_capacity(s.len());
-            for c in s.chars() {
-                if c.is_control() {
-                    shown.extend(c.escape_default());
-                } else {
-                    shown.push(c);
-                }
-            }
-            shown
-        }
+        Value::String(s) => printable(s),
         Value::Null => "-".to_owned(),
         other => other.to_string(),
     };
@@ -480,6 +516,20 @@ fn audit_table(records: &[Value]) -> String {
         ],
         &rows,
     )
+}
+
+/// `text` for a terminal: control characters escaped, so a tool name, principal or summary
+/// holding them cannot move the cursor or hide a line.
+pub(crate) fn printable(text: &str) -> String {
+    let mut shown = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            shown.extend(c.escape_default());
+        } else {
+            shown.push(c);
+        }
+    }
+    shown
 }
 
 /// `milpa audit verify FILE`.
@@ -516,16 +566,32 @@ async fn serve_http(
     registry: Arc<ToolRegistry>,
     options: milpa_mcp::ServerOptions,
     manifest: &Manifest,
+    notifier: Option<&ApprovalNotifier>,
     addr: std::net::SocketAddr,
 ) -> std::io::Result<()> {
-    let tokens = authenticator(manifest);
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| std::io::Error::new(e.kind(), format!("--http {addr}: cannot listen: {e}")))?;
     let local = listener.local_addr()?;
-    if tokens.is_empty() {
-        eprintln!("milpa: no [[auth.tokens]] in the manifest: every HTTP caller is anonymous");
+    let page = format!("http://{local}{APPROVALS_PATH}");
+    if let Some(notifier) = notifier {
+        notifier.set_approvals_page(page.clone());
     }
+    let tokens = if manifest.source().is_none() {
+        // No manifest, so no tokens: this run makes its own, or nobody could call a tool.
+        let local_tokens = LocalTokens::generate()?;
+        eprint!(
+            "{}",
+            local_tokens.announcement(&format!("http://{local}/mcp"), &page)
+        );
+        local_tokens.authenticator()
+    } else {
+        let tokens = authenticator(manifest);
+        if tokens.is_empty() {
+            eprintln!("milpa: no [[auth.tokens]] in the manifest: every HTTP caller is anonymous");
+        }
+        tokens
+    };
     eprintln!("milpa: serving MCP on http://{local}/mcp");
     milpa_mcp::HttpServer::new(registry)
         .options(options)
@@ -533,6 +599,9 @@ async fn serve_http(
         .serve_listener(listener, std::future::pending())
         .await
 }
+
+/// Where `milpa_mcp::HttpServer` serves the approvals page.
+const APPROVALS_PATH: &str = "/approvals";
 
 /// Completes on Ctrl-C or SIGTERM.
 async fn shutdown_signal() {

@@ -1,5 +1,6 @@
 //! The built-in demo toolset, served when there is no manifest: `echo`, `add`, a small notes
-//! service and the two verification tools. Written with `#[tools]`, like a user's tools.
+//! service (whose `notes_clear` waits for a person's approval) and the two verification
+//! tools. Written with `#[tools]`, like a user's tools.
 //!
 //! The notes live where the store does: in a table `demo_notes` of the SQLite file when the
 //! store is SQLite (so `notes_add` in one `milpa call` shows in the next `notes_list`), in
@@ -7,7 +8,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use milpa::verification::{HumanVerifier, VerificationTools};
+use milpa::verification::VerificationTools;
 use milpa::{ErrorCode, RegistryError, ToolError, ToolRegistry, tools};
 use milpa_sqlite::rusqlite;
 use serde_json::{Value, json};
@@ -145,6 +146,26 @@ impl NoteBook {
             NoteBook::Unavailable(why) => Err(unavailable(why)),
         }
     }
+
+    /// Deletes every note; how many there were.
+    fn clear(&self) -> Result<u64, ToolError> {
+        match self {
+            NoteBook::Memory(notes) => {
+                let mut notes = notes.lock().unwrap_or_else(|p| p.into_inner());
+                let count = notes.items.len() as u64;
+                notes.items.clear();
+                Ok(count)
+            }
+            NoteBook::Sqlite(db) => {
+                let db = db.lock().unwrap_or_else(|p| p.into_inner());
+                let count = db
+                    .execute("DELETE FROM demo_notes", [])
+                    .map_err(unavailable)?;
+                Ok(count as u64)
+            }
+            NoteBook::Unavailable(why) => Err(unavailable(why)),
+        }
+    }
 }
 
 impl DemoTools {
@@ -215,11 +236,17 @@ impl DemoTools {
             )),
         }
     }
+
+    /// Deletes every note (waits for a person other than the caller to approve it).
+    #[tool(mutating, confirm = "human", scopes = ["notes:write"])]
+    fn notes_clear(&self) -> Result<Value, ToolError> {
+        Ok(json!({"deleted": self.notes.clear()?}))
+    }
 }
 
 /// Registers the demo toolset with everything in memory: `echo`, `add`, `notes_add`,
-/// `notes_list`, `notes_delete`, `request_verification` and `resolve_verification` (which
-/// needs [`RESOLVE_SCOPE`]).
+/// `notes_list`, `notes_delete`, `notes_clear`, `request_verification` and
+/// `resolve_verification` (which needs [`RESOLVE_SCOPE`]).
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -236,10 +263,12 @@ pub fn register(registry: &mut ToolRegistry) -> Result<(), RegistryError> {
     register_on(registry, &Stores::memory())
 }
 
-/// Registers the demo toolset on `stores`: notes and verification requests live there.
+/// Registers the demo toolset with its notes on `stores`. Verification requests go to the
+/// registry's approval queue (where `notes_clear` waits too), so people see both in one
+/// list: [`build_registry`](crate::setup::build_registry) puts that queue on the store.
 pub fn register_on(registry: &mut ToolRegistry, stores: &Stores) -> Result<(), RegistryError> {
     registry.register_provider(Arc::new(DemoTools::new(stores)))?;
-    VerificationTools::new(HumanVerifier::new(Arc::clone(&stores.verifications)))
+    VerificationTools::new(Arc::clone(registry.approvals().verifier()))
         .resolve_scopes([RESOLVE_SCOPE])
         .register(registry)
 }

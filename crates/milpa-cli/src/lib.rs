@@ -9,13 +9,17 @@
 //! milpa call TOOL [ARGS_JSON] [--channel C] [--actor P] [--scope S]... [--plan]
 //!            [--confirm-token T] [--json]
 //! milpa serve [--stdio | --http ADDR] [--audit FILE]
+//! milpa approvals [list] [--json]
+//! milpa approvals show ID [--json]
+//! milpa approvals grant ID [--actor P] [--reason TEXT]
+//! milpa approvals reject ID [--actor P] [--reason TEXT]
 //! milpa audit [--tool T] [--actor P] [--outcome O] [--since DURATION] [--limit N] [--json]
 //! milpa audit verify [FILE]
 //! global: --manifest FILE, --store URL (memory | sqlite:PATH | redis://HOST:PORT[/DB])
 //! ```
 //!
-//! State (confirmation tokens, verification requests, rate budgets, the audit trail) lives
-//! in the store: by default a SQLite file in the user's state folder (see [`store`]), so a
+//! State (confirmation tokens, parked calls and verification requests, rate budgets, the
+//! audit trail) lives in the store: by default a SQLite file in the user's state folder (see [`store`]), so a
 //! token minted by one `milpa call` is redeemed by the next.
 //!
 //! Exit codes: 0 success, 1 a refused or failed call, 2 a usage or manifest error.
@@ -34,11 +38,14 @@
 //! }
 //! ```
 
+mod approvals;
 pub mod cli;
 pub mod command_tool;
 mod commands;
 pub mod demo;
+mod local_tokens;
 pub mod manifest;
+pub mod notify;
 pub mod process_tree;
 pub mod setup;
 pub mod store;

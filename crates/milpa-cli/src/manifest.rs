@@ -21,6 +21,9 @@ pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1024 * 1024;
 /// Default hard timeout of a command tool, in seconds.
 pub const DEFAULT_TIMEOUT_SECONDS: u64 = 30;
 
+/// Default hard timeout of `[approvals] notify_command`, in seconds.
+pub const DEFAULT_NOTIFY_TIMEOUT_SECONDS: u64 = 30;
+
 /// A manifest that could not be read: which file, which line, what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ManifestError {
@@ -112,6 +115,9 @@ pub struct Manifest {
     /// `[store]`: where state lives (below `--store` and `MILPA_STORE`).
     #[serde(default)]
     pub store: StoreSection,
+    /// `[approvals]`: how long a parked call waits for a person, and who is told.
+    #[serde(default)]
+    pub approvals: ApprovalsSection,
     /// `[[tools]]`: tools that run programs.
     #[serde(default)]
     pub tools: Vec<CommandToolSpec>,
@@ -149,6 +155,64 @@ pub struct StoreSection {
     pub redis_prefix: Option<String>,
 }
 
+/// `[approvals]`: calls parked for a person (`confirm = "human"`, or a channel's
+/// `require_human_approval_for_mutating`) and verification requests.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalsSection {
+    /// How long a parked call waits for a decision, then for its replay (default 3600).
+    pub ttl_seconds: Option<Spanned<u64>>,
+    /// A program run whenever an approval opens, so a person learns of it: an argv, never a
+    /// shell, with the placeholders of [`NOTIFY_PLACEHOLDERS`]. Its failures are logged,
+    /// never fatal.
+    pub notify_command: Option<Spanned<Vec<String>>>,
+    /// Environment variables passed to the notify command besides `PATH`, `HOME` and `LANG`
+    /// (e.g. `DBUS_SESSION_BUS_ADDRESS` for `notify-send`).
+    pub notify_env: Option<Spanned<Vec<String>>>,
+    /// Seconds the notify command may run before its process group is killed (default 30).
+    pub notify_timeout_seconds: Option<Spanned<u64>>,
+}
+
+impl ApprovalsSection {
+    /// The variables `notify_env` lists.
+    pub fn notify_env(&self) -> &[String] {
+        self.notify_env.as_ref().map_or(&[], |env| env.get_ref())
+    }
+
+    /// How long the notify command may run.
+    pub fn notify_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(
+            self.notify_timeout_seconds
+                .as_ref()
+                .map_or(DEFAULT_NOTIFY_TIMEOUT_SECONDS, |t| *t.get_ref()),
+        )
+    }
+
+    /// The TTL of parked calls.
+    pub fn ttl(&self) -> std::time::Duration {
+        self.ttl_seconds
+            .as_ref()
+            .map_or(milpa::approval::DEFAULT_TTL, |ttl| {
+                std::time::Duration::from_secs(*ttl.get_ref())
+            })
+    }
+}
+
+/// The placeholders an `[approvals] notify_command` element may hold: the approval's id,
+/// its summary (secrets already redacted), the parked call's tool, who asked, its kind
+/// (`tool_call` or `verification`), when it expires (RFC 3339) and the approval's page
+/// (`http://ADDR/approvals/ID` when serving HTTP). A value the approval does not have is
+/// empty text.
+pub const NOTIFY_PLACEHOLDERS: [&str; 7] = [
+    "id",
+    "summary",
+    "tool",
+    "requested_by",
+    "kind",
+    "expires_at",
+    "url",
+];
+
 /// `[rate_limit]`: a GCRA budget per `channel:principal:tool`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -184,6 +248,8 @@ pub struct ChannelOverride {
     pub block_mutating: Option<bool>,
     /// Makes every mutating tool ask for confirmation.
     pub require_confirmation_for_mutating: Option<bool>,
+    /// Parks every mutating tool's call until a person other than the caller approves it.
+    pub require_human_approval_for_mutating: Option<bool>,
 }
 
 impl ChannelOverride {
@@ -195,6 +261,10 @@ impl ChannelOverride {
             .with_require_confirmation_for_mutating(
                 self.require_confirmation_for_mutating
                     .unwrap_or(base.require_confirmation_for_mutating),
+            )
+            .with_require_human_approval_for_mutating(
+                self.require_human_approval_for_mutating
+                    .unwrap_or(base.require_human_approval_for_mutating),
             )
     }
 }
@@ -292,9 +362,10 @@ pub struct CommandToolSpec {
     /// Whether the tool changes state.
     #[serde(default)]
     pub mutating: bool,
-    /// Whether every call needs a confirmation first.
+    /// Who confirms a call first: nobody (`false`), the caller (`true`), or a person
+    /// other than the caller (`"human"`).
     #[serde(default)]
-    pub confirm: bool,
+    pub confirm: Confirm,
     /// Hard timeout in seconds (default 30): the whole process group is killed.
     pub timeout_seconds: Option<Spanned<u64>>,
     /// Working directory (relative paths are relative to the manifest's folder).
@@ -352,6 +423,53 @@ impl CommandToolSpec {
         Value::Object(schema)
     }
 }
+
+/// A command tool's `confirm`: `false`, `true` or `"human"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Confirm {
+    /// `false`: the call runs at once.
+    #[default]
+    No,
+    /// `true`: the first call returns a one-time token the caller replays (a speed bump:
+    /// the caller confirms its own call).
+    Caller,
+    /// `"human"`: the first call is parked until a person other than the caller approves
+    /// it (`milpa approvals`, the `/approvals` page).
+    Human,
+}
+
+impl<'de> Deserialize<'de> for Confirm {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Confirm;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(CONFIRM_VALUES)
+            }
+
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Confirm, E> {
+                Ok(if v { Confirm::Caller } else { Confirm::No })
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Confirm, E> {
+                match v {
+                    "human" => Ok(Confirm::Human),
+                    other => Err(E::custom(format_args!(
+                        "confirm = {other:?} is not a confirmation mode; expected {CONFIRM_VALUES}"
+                    ))),
+                }
+            }
+        }
+
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+/// What `confirm` accepts, for error messages.
+const CONFIRM_VALUES: &str = "false, true (the caller confirms) or \"human\" (a person approves)";
 
 /// The JSON type of a command tool's parameter (placeholders take scalars only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -539,6 +657,7 @@ impl Manifest {
                 ));
             }
         }
+        self.approvals.check(&at)?;
         let mut hashes: Vec<String> = Vec::new();
         for token in &self.auth.tokens {
             let hash = token.sha256.get_ref();
@@ -568,6 +687,74 @@ impl Manifest {
             }
             seen.push(name);
             tool.check(name, &at)?;
+        }
+        Ok(())
+    }
+}
+
+impl ApprovalsSection {
+    fn check(&self, at: &dyn Fn(usize, String) -> ManifestError) -> Result<(), ManifestError> {
+        if let Some(ttl) = &self.ttl_seconds {
+            if *ttl.get_ref() == 0 {
+                return Err(at(
+                    ttl.span().start,
+                    "approvals.ttl_seconds must be at least 1".into(),
+                ));
+            }
+        }
+        if let Some(timeout) = &self.notify_timeout_seconds {
+            if *timeout.get_ref() == 0 {
+                return Err(at(
+                    timeout.span().start,
+                    "approvals.notify_timeout_seconds must be at least 1".into(),
+                ));
+            }
+        }
+        if let Some(command) = &self.notify_command {
+            let command_at = command.span().start;
+            let argv = command.get_ref();
+            let Some(program) = argv.first().filter(|program| !program.is_empty()) else {
+                return Err(at(
+                    command_at,
+                    "approvals.notify_command must name a program".into(),
+                ));
+            };
+            if !ArgTemplate::parse(program).params().is_empty() {
+                return Err(at(
+                    command_at,
+                    "approvals.notify_command: the program (notify_command[0]) cannot be a \
+                     placeholder"
+                        .into(),
+                ));
+            }
+            for arg in &argv[1..] {
+                for placeholder in ArgTemplate::parse(arg).params() {
+                    if !NOTIFY_PLACEHOLDERS.contains(&placeholder) {
+                        return Err(at(
+                            command_at,
+                            format!(
+                                "approvals.notify_command: unknown placeholder {{{placeholder}}} \
+                                 (known: {}); write {{{{ and }}}} for literal braces",
+                                NOTIFY_PLACEHOLDERS
+                                    .iter()
+                                    .map(|p| format!("{{{p}}}"))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        if let Some(env) = &self.notify_env {
+            for var in env.get_ref() {
+                if var.is_empty() || var.contains('=') || var.contains('\0') {
+                    return Err(at(
+                        env.span().start,
+                        format!("approvals.notify_env lists variable names, got {var:?}"),
+                    ));
+                }
+            }
         }
         Ok(())
     }
@@ -750,6 +937,72 @@ mod tests {
     }
 
     #[test]
+    fn confirm_is_false_true_or_human() {
+        let tool = |confirm: &str| {
+            format!("[[tools]]\nname = \"t\"\ncommand = [\"true\"]\nconfirm = {confirm}\n")
+        };
+        let confirm = |text: &str| Manifest::parse("m.toml", text).unwrap().tools[0].confirm;
+        assert_eq!(confirm(&tool("false")), Confirm::No);
+        assert_eq!(confirm(&tool("true")), Confirm::Caller);
+        assert_eq!(confirm(&tool("\"human\"")), Confirm::Human);
+        assert_eq!(
+            confirm("[[tools]]\nname = \"t\"\ncommand = [\"true\"]\n"),
+            Confirm::No
+        );
+        for bad in ["\"person\"", "\"Human\"", "1", "[\"human\"]"] {
+            let e = error(&tool(bad));
+            assert!(e.starts_with("m.toml:4: "), "{e}");
+            assert!(
+                e.contains("false, true (the caller confirms) or \"human\" (a person approves)"),
+                "{e}"
+            );
+        }
+        assert!(
+            error(&tool("\"person\"")).contains("confirm = \"person\" is not a confirmation mode")
+        );
+    }
+
+    #[test]
+    fn approvals_are_checked() {
+        let m = Manifest::parse("m", "[approvals]\nttl_seconds = 5\nnotify_command = [\"notify-send\", \"--\", \"{summary} {url}\"]\nnotify_env = [\"DBUS_SESSION_BUS_ADDRESS\"]\n").unwrap();
+        assert_eq!(m.approvals.ttl(), std::time::Duration::from_secs(5));
+        assert_eq!(m.approvals.notify_env(), ["DBUS_SESSION_BUS_ADDRESS"]);
+        assert_eq!(
+            Manifest::default().approvals.ttl(),
+            milpa::approval::DEFAULT_TTL
+        );
+        let e = error("[approvals]\n\nttl_seconds = 0\n");
+        assert!(
+            e.starts_with("m.toml:3: approvals.ttl_seconds must be at least 1"),
+            "{e}"
+        );
+        let e = error("[approvals]\nnotify_command = [\"x\", \"{summry}\"]\n");
+        assert!(
+            e.starts_with("m.toml:2: approvals.notify_command: unknown placeholder {summry} (known: {id}, {summary}"),
+            "{e}"
+        );
+        let e = error("[approvals]\nnotify_command = []\n");
+        assert!(
+            e.starts_with("m.toml:2: approvals.notify_command must name a program"),
+            "{e}"
+        );
+        let e = error("[approvals]\nnotify_command = [\"{url}\"]\n");
+        assert!(e.contains("cannot be a placeholder"), "{e}");
+        let e = error("[approvals]\nnotify_command = [\"x\"]\n\nnotify_env = [\"A=1\"]\n");
+        assert!(
+            e.starts_with("m.toml:4: approvals.notify_env lists variable names"),
+            "{e}"
+        );
+        let e = error("[approvals]\nnotify = [\"x\"]\n");
+        assert!(e.starts_with("m.toml:2: unknown field `notify`"), "{e}");
+        let e = error("[approvals]\nnotify_timeout_seconds = 0\n");
+        assert!(
+            e.starts_with("m.toml:2: approvals.notify_timeout_seconds must be at least 1"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn channel_overrides_merge() {
         let o = ChannelOverride {
             block_mutating: Some(true),
@@ -757,5 +1010,11 @@ mod tests {
         };
         let p = o.apply(ChannelPolicy::TELEGRAM);
         assert!(p.block_mutating && p.require_confirmation_for_mutating);
+        assert!(!p.require_human_approval_for_mutating);
+        let human = ChannelOverride {
+            require_human_approval_for_mutating: Some(true),
+            ..Default::default()
+        };
+        assert!(human.apply(p).require_human_approval_for_mutating);
     }
 }

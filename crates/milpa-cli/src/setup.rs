@@ -3,7 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use milpa::approval::ApprovalQueue;
 use milpa::audit::AuditSink;
+use milpa::events::Dispatcher;
 use milpa::policy::StaticRuleProvider;
 use milpa::rate_limit::Quota;
 use milpa::verification::{HumanVerifier, VerificationTools};
@@ -13,6 +15,7 @@ use milpa_mcp::auth::StaticTokens;
 
 use crate::command_tool::CommandTool;
 use crate::manifest::{Manifest, ManifestError};
+use crate::notify::ApprovalNotifier;
 use crate::store::Stores;
 
 /// Adds a program's own tools to the registry the manifest configured.
@@ -50,16 +53,36 @@ impl std::fmt::Display for SetupError {
 impl std::error::Error for SetupError {}
 
 /// The registry the manifest describes: its policy (channel overrides, static rules), rate
-/// limiter, confirmation lifetime and audit sink (`None`: `tracing`), with state in
-/// `stores`; then the tools `tools` adds, the verification tools when `[verification]` is
-/// on, and the command tools.
+/// limiter, confirmation lifetime, approval queue and audit sink (`None`: `tracing`), with
+/// state in `stores`; then the tools `tools` adds, the verification tools when
+/// `[verification]` is on, and the command tools. `[approvals] notify_command`, when set,
+/// runs for every approval that opens (see [`build_registry_with`] to keep a handle on it).
 pub fn build_registry(
     manifest: &Manifest,
     stores: &Stores,
     audit: Option<Arc<dyn AuditSink>>,
     tools: Box<ToolsFn<'_>>,
 ) -> Result<ToolRegistry, SetupError> {
-    let mut builder = ToolRegistry::builder();
+    let notifier = ApprovalNotifier::from_manifest(manifest).map(Arc::new);
+    build_registry_with(manifest, stores, audit, notifier.as_ref(), tools)
+}
+
+/// [`build_registry`] with the notifier of `[approvals] notify_command` given by the caller,
+/// who can then tell it the approvals page ([`ApprovalNotifier::set_approvals_page`]) and
+/// wait for its programs ([`ApprovalNotifier::idle`]).
+///
+/// There is one approval queue: a [`HumanVerifier`] over `stores.verifications` whose
+/// dispatcher tells `notifier` of every approval that opens, shared by the registry's
+/// `confirm = "human"` gate ([`ToolRegistry::approvals`]) and by the verification tools.
+pub fn build_registry_with(
+    manifest: &Manifest,
+    stores: &Stores,
+    audit: Option<Arc<dyn AuditSink>>,
+    notifier: Option<&Arc<ApprovalNotifier>>,
+    tools: Box<ToolsFn<'_>>,
+) -> Result<ToolRegistry, SetupError> {
+    let mut builder =
+        ToolRegistry::builder().approvals(Arc::new(approval_queue(manifest, stores, notifier)));
     if let Some(confirmations) = &stores.confirmations {
         builder = builder.confirmation_store(Arc::clone(confirmations));
     }
@@ -90,7 +113,7 @@ pub fn build_registry(
     }
     tools(&mut registry, &Setup { manifest, stores }).map_err(SetupError::Tools)?;
     if let Some(verification) = manifest.verification.as_ref().filter(|v| v.enabled) {
-        VerificationTools::new(HumanVerifier::new(Arc::clone(&stores.verifications)))
+        VerificationTools::new(Arc::clone(registry.approvals().verifier()))
             .resolve_scopes(verification.resolve_scopes.iter().cloned())
             .register(&mut registry)
             .map_err(|e| SetupError::Manifest(manifest.error_at(None, e.to_string())))?;
@@ -104,6 +127,22 @@ pub fn build_registry(
             })?;
     }
     Ok(registry)
+}
+
+/// The approval queue over `stores.verifications`, with the manifest's TTL; `notifier` hears
+/// of every approval that opens.
+fn approval_queue(
+    manifest: &Manifest,
+    stores: &Stores,
+    notifier: Option<&Arc<ApprovalNotifier>>,
+) -> ApprovalQueue {
+    let dispatcher = Dispatcher::new();
+    if let Some(notifier) = notifier {
+        notifier.subscribe(&dispatcher);
+    }
+    let verifier =
+        HumanVerifier::new(Arc::clone(&stores.verifications)).with_dispatcher(Arc::new(dispatcher));
+    ApprovalQueue::new(verifier).with_ttl(manifest.approvals.ttl())
 }
 
 /// The bearer tokens of `[[auth.tokens]]` (hashes checked when the manifest was read).

@@ -222,7 +222,8 @@ fn the_example_manifest_loads() {
             "disk_usage",
             "uptime",
             "log_tail",
-            "restart_service"
+            "restart_service",
+            "reboot"
         ]
     );
     let tail = &r.json()[4]["inputSchema"];
@@ -453,4 +454,104 @@ fn allow_leading_dash_is_a_param_key_of_its_own() {
         e.starts_with("milpa: m.toml:6: unknown field `allow_dash`"),
         "{e}"
     );
+}
+
+#[test]
+fn confirm_takes_false_true_or_human_and_nothing_else() {
+    let tool = |confirm: &str| {
+        format!(
+            "[[tools]]\nname = \"t\"\ncommand = [\"true\"]\nmutating = true\nconfirm = {confirm}\n"
+        )
+    };
+    let e = manifest_error(&tool("\"person\""));
+    assert_eq!(
+        e,
+        "milpa: m.toml:5: confirm = \"person\" is not a confirmation mode; expected false, \
+         true (the caller confirms) or \"human\" (a person approves)"
+    );
+    let e = manifest_error(&tool("\"yes\""));
+    assert!(e.starts_with("milpa: m.toml:5: confirm = \"yes\""), "{e}");
+    let e = manifest_error(&tool("2"));
+    assert!(
+        e.starts_with("milpa: m.toml:5: invalid type: integer `2`"),
+        "{e}"
+    );
+
+    let sb = Sandbox::new();
+    let human = tool("\"human\"");
+    let r = run_manifest(&sb, &human, &["tools"]);
+    assert!(r.stdout.contains("mutating,approval"), "{}", r.stdout);
+    let r = run_manifest(&sb, &human, &["call", "t", "--json"]);
+    assert_eq!(r.json()["meta"]["code"], "APPROVAL_PENDING");
+    let r = run_manifest(&sb, &tool("true"), &["call", "t", "--json"]);
+    assert_eq!(r.json()["meta"]["requires_confirmation"], true);
+    let r = run_manifest(&sb, &tool("false"), &["call", "t", "--json"]);
+    assert_eq!(r.json()["success"], true);
+}
+
+#[test]
+fn approvals_settings_and_the_human_channel_flag_come_from_the_manifest() {
+    let e = manifest_error("[approvals]\nttl_seconds = 60\nttl = 5\n");
+    assert!(e.starts_with("milpa: m.toml:3: unknown field `ttl`"), "{e}");
+    let e = manifest_error("[approvals]\nttl_seconds = 0\n");
+    assert!(
+        e.starts_with("milpa: m.toml:2: approvals.ttl_seconds must be at least 1"),
+        "{e}"
+    );
+    let e = manifest_error("[approvals]\nnotify_command = [\"notify-send\", \"{who}\"]\n");
+    assert!(
+        e.starts_with("milpa: m.toml:2: approvals.notify_command: unknown placeholder {who}"),
+        "{e}"
+    );
+    let e = manifest_error("[channels.mcp]\nrequire_human_approval = true\n");
+    assert!(
+        e.starts_with("milpa: m.toml:2: unknown field `require_human_approval`"),
+        "{e}"
+    );
+
+    let sb = Sandbox::new();
+    let manifest = r#"
+[approvals]
+ttl_seconds = 120
+
+[channels.cli]
+require_human_approval_for_mutating = true
+
+[[tools]]
+name = "write"
+command = ["true"]
+mutating = true
+
+[[tools]]
+name = "read"
+command = ["true"]
+"#;
+    // Every mutating tool on the channel waits for a person; the TTL is the manifest's.
+    let r = run_manifest(&sb, manifest, &["call", "write", "--json"]);
+    assert_eq!(r.json()["meta"]["code"], "APPROVAL_PENDING", "{}", r.stdout);
+    let r = run_manifest(&sb, manifest, &["call", "read", "--json"]);
+    assert_eq!(r.json()["success"], true);
+    let r = run_manifest(&sb, manifest, &["tools", "inspect", "write"]);
+    assert!(
+        r.stdout.contains("require_human_approval_for_mutating")
+            && r.stdout.contains("expires after 120s"),
+        "{}",
+        r.stdout
+    );
+    // The example manifest documents every [approvals] key, and it parses.
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/milpa.toml");
+    let r = run(sb.milpa().args(["--manifest", example, "tools"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let text = std::fs::read_to_string(example).unwrap();
+    for key in [
+        "[approvals]",
+        "ttl_seconds = 3600",
+        "notify_command",
+        "notify_env",
+        "notify_timeout_seconds",
+        "require_human_approval_for_mutating",
+        "confirm = \"human\"",
+    ] {
+        assert!(text.contains(key), "the example lacks {key}");
+    }
 }

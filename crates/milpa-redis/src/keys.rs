@@ -1,13 +1,20 @@
 //! [`KeySpace`]: how the stores spell their Redis keys.
 //!
 //! ```text
-//! <prefix>rate:<channel>:<principal>:<tool>   GCRA state: one string, TTL = time to refill
-//! <prefix>confirm:<token>                     a pending confirmation: one hash, PXAT its expiry
-//! <prefix>verification:<id>                   a verification request: one hash, TTL = retention
+//! <prefix>rate:<channel>:<principal>:<tool>    GCRA state: one string, TTL = time to refill
+//! <prefix>confirm:<token>                      a pending confirmation: one hash, PXAT its expiry
+//! <prefix>{verification}:request:<id>          a verification request: one hash, TTL = retention
+//! <prefix>{verification}:pending               pending request ids, scored by created_at_ms
+//! <prefix>{verification}:resolved              resolved request ids, scored by resolved_at_ms
 //! ```
 //!
-//! No hash tags: every script reads and writes exactly one key, which is all Redis Cluster
-//! asks of a script, and a tag would only pin unrelated keys to one slot (one node).
+//! The budget and confirmation scripts each touch one key, so those keys carry no hash tag
+//! (a tag would only pin unrelated keys to one slot). The verification scripts change a
+//! request and its place in the two indexes atomically, and Redis Cluster runs a script
+//! only on keys of one slot: the `{verification}` tag puts a deployment's requests and
+//! indexes in one slot (a prefix with braces of its own would decide the tag instead, so a
+//! clustered deployment keeps braces out of its prefix). A request's id comes after
+//! `request:`, so no id can spell an index's key.
 
 use milpa::rate_limit::RateKey;
 
@@ -15,12 +22,20 @@ use milpa::rate_limit::RateKey;
 #[derive(Debug, Clone)]
 pub(crate) struct KeySpace {
     prefix: String,
+    pending_verifications: String,
+    resolved_verifications: String,
 }
+
+/// What every verification key starts with after the prefix: the hash tag that keeps them
+/// in one cluster slot.
+const VERIFICATION_TAG: &str = "{verification}:";
 
 impl KeySpace {
     pub(crate) fn new(prefix: &str) -> Self {
         KeySpace {
             prefix: prefix.to_owned(),
+            pending_verifications: format!("{prefix}{VERIFICATION_TAG}pending"),
+            resolved_verifications: format!("{prefix}{VERIFICATION_TAG}resolved"),
         }
     }
 
@@ -40,9 +55,20 @@ impl KeySpace {
 
     /// A verification request.
     pub(crate) fn verification(&self, id: &str) -> String {
-        let mut out = self.with_capacity("verification:", id.len());
+        let mut out = self.with_capacity(VERIFICATION_TAG, "request:".len() + id.len());
+        out.push_str("request:");
         out.push_str(id);
         out
+    }
+
+    /// The ids of the pending verification requests, scored by `created_at_ms`.
+    pub(crate) fn pending_verifications(&self) -> &str {
+        &self.pending_verifications
+    }
+
+    /// The ids of the resolved verification requests, scored by `resolved_at_ms`.
+    pub(crate) fn resolved_verifications(&self) -> &str {
+        &self.resolved_verifications
     }
 
     fn with_capacity(&self, kind: &str, extra: usize) -> String {
@@ -67,6 +93,40 @@ mod tests {
         };
         assert_eq!(keys.rate(rate), "milpa:rate:mcp:alice:echo");
         assert_eq!(keys.confirmation("ab12"), "milpa:confirm:ab12");
-        assert_eq!(keys.verification("r-1"), "milpa:verification:r-1");
+        assert_eq!(keys.verification("r-1"), "milpa:{verification}:request:r-1");
+        assert_eq!(keys.pending_verifications(), "milpa:{verification}:pending");
+        assert_eq!(
+            keys.resolved_verifications(),
+            "milpa:{verification}:resolved"
+        );
+        // No id spells an index's key.
+        assert_ne!(keys.verification("pending"), keys.pending_verifications());
+    }
+
+    /// The part of `key` Redis Cluster hashes to pick its slot: the text between the first
+    /// `{` and the next `}`, when not empty; the whole key otherwise.
+    fn hashed_part(key: &str) -> &str {
+        if let Some(open) = key.find('{')
+            && let Some(len) = key[open + 1..].find('}')
+            && len > 0
+        {
+            return &key[open + 1..open + 1 + len];
+        }
+        key
+    }
+
+    #[test]
+    fn a_deployments_verification_keys_share_one_cluster_slot() {
+        for prefix in ["milpa:", "", "ops:eu-1:"] {
+            let keys = KeySpace::new(prefix);
+            for key in [
+                keys.verification("r-1"),
+                keys.verification("{other}"),
+                keys.pending_verifications().to_owned(),
+                keys.resolved_verifications().to_owned(),
+            ] {
+                assert_eq!(hashed_part(&key), "verification", "{key}");
+            }
+        }
     }
 }

@@ -3,11 +3,12 @@
 //! milpa's confirmation, verification and rate-limit stores on Redis, so that replicas of
 //! one deployment share rate budgets, confirmation tokens and verification requests.
 //!
-//! Each state change is one Lua script that reads and writes one key, so it is atomic
-//! without locks or transactions: GCRA consume (`scripts/gcra.lua`, on Redis's clock),
-//! binding-checked one-time token redemption (`scripts/redeem.lua`), and verification
-//! create / compare-and-set (`scripts/verification_create.lua`,
-//! `scripts/verification_cas.lua`). Everything that expires has a TTL.
+//! Each state change is one Lua script, so it is atomic without locks or transactions:
+//! GCRA consume (`scripts/gcra.lua`, on Redis's clock), binding-checked one-time token
+//! redemption (`scripts/redeem.lua`), and verification create / compare-and-set
+//! (`scripts/verification_create.lua`, `scripts/verification_cas.lua`), which also keep
+//! the sorted sets the approval queue is listed from (`scripts/verification_list.lua`
+//! reads them). Everything that expires has a TTL.
 //!
 //! Fails closed: when Redis cannot be reached every store call answers
 //! [`StoreError::unavailable`](milpa::StoreError::unavailable) within the configured

@@ -146,6 +146,27 @@ async fn every_method_is_unavailable(store: &RedisStore) {
         "cas took {:?}",
         started.elapsed()
     );
+
+    let started = Instant::now();
+    let result = store.verifications().list_pending(10).await;
+    verification_unavailable(result.expect_err("list_pending while down"), "list_pending");
+    assert!(
+        started.elapsed() < BOUND,
+        "list_pending took {:?}",
+        started.elapsed()
+    );
+
+    let started = Instant::now();
+    let result = store.verifications().list_resolved(10).await;
+    verification_unavailable(
+        result.expect_err("list_resolved while down"),
+        "list_resolved",
+    );
+    assert!(
+        started.elapsed() < BOUND,
+        "list_resolved took {:?}",
+        started.elapsed()
+    );
 }
 
 /// Every store method works (and the scripts are loaded again on a fresh server).

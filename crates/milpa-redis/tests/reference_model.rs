@@ -8,6 +8,12 @@
 //! monotonic clock, and the Redis script reads Redis `TIME`, so the test drives the script
 //! through `RedisRateLimiter::consume_at`, the same script with `now` given instead of read.
 //!
+//! Verification requests opened (pending or already resolved), changed by compare-and-set
+//! (from the current revision or a stale one) and listed (pending oldest first, resolved
+//! newest first, at random limits) are compared with `InMemoryVerificationStore`, record
+//! for record. Their times are drawn from a few values around now, so they tie and the
+//! lists order by id, and none is older than the retention.
+//!
 //! The logical clock starts an hour ahead of the real one and only moves forward, so the
 //! TTLs Redis enforces on its own clock never remove anything the reference still holds:
 //! the scripts' own checks are what is compared.
@@ -21,6 +27,10 @@ use milpa::confirm::{
     ConfirmationBinding, ConfirmationStore, InMemoryConfirmationStore, PendingConfirmation,
 };
 use milpa::rate_limit::{Gcra, GcraState, Quota, RateDecision, RateKey};
+use milpa::verification::{
+    ApprovalPolicy, InMemoryVerificationStore, VerificationRecord, VerificationStatus,
+    VerificationStore,
+};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::json;
@@ -84,6 +94,53 @@ enum Op {
         cost: u32,
         quota: usize,
     },
+    Open {
+        id: u8,
+        created: u8,
+        status: usize,
+        resolved: Option<u8>,
+    },
+    Change {
+        id: u8,
+        status: usize,
+        resolved: Option<u8>,
+        stale: bool,
+    },
+    List {
+        resolved: bool,
+        limit: usize,
+    },
+}
+
+const STATUSES: [VerificationStatus; 4] = [
+    VerificationStatus::Pending,
+    VerificationStatus::Passed,
+    VerificationStatus::Failed,
+    VerificationStatus::Waived,
+];
+
+/// Request `v<id>`; `created` and `resolved` are seconds after `base_ms`.
+fn verification(
+    base_ms: u64,
+    id: u8,
+    created: u8,
+    status: usize,
+    resolved: Option<u8>,
+) -> VerificationRecord {
+    VerificationRecord {
+        id: format!("v{id}"),
+        subject: format!("request {id}"),
+        policy: ApprovalPolicy::Single,
+        required_grants: 1,
+        requested_by: None,
+        payload: json!({"created": created}),
+        status: STATUSES[status],
+        grants: Vec::new(),
+        rejection: None,
+        created_at_ms: base_ms + 1_000 * u64::from(created),
+        resolved_at_ms: resolved.map(|at| base_ms + 1_000 * u64::from(at)),
+        revision: 0,
+    }
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -103,6 +160,23 @@ fn op() -> impl Strategy<Value = Op> {
             cost,
             quota
         }),
+        (0u8..8, 0u8..3, 0usize..4, prop::option::of(0u8..3)).prop_map(
+            |(id, created, status, resolved)| Op::Open {
+                id,
+                created,
+                status,
+                resolved
+            }
+        ),
+        (0u8..8, 0usize..4, prop::option::of(0u8..3), any::<bool>()).prop_map(
+            |(id, status, resolved, stale)| Op::Change {
+                id,
+                status,
+                resolved,
+                stale
+            }
+        ),
+        (any::<bool>(), 0usize..10).prop_map(|(resolved, limit)| Op::List { resolved, limit }),
     ]
 }
 
@@ -111,12 +185,15 @@ async fn run_case(server: &RedisServer, ops: Vec<Op>) -> Result<(), TestCaseErro
     let redis_confirmations = store.confirmation_store();
     let redis_limiter = store.redis_rate_limiter();
     let reference_confirmations = InMemoryConfirmationStore::new();
+    let redis_verifications = store.verification_store();
+    let reference_verifications = InMemoryVerificationStore::new();
     let mut reference_budgets: HashMap<usize, GcraState> = HashMap::new();
     let bindings = bindings();
     let quotas = quotas();
 
     let real_now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
     let mut now_ns = (real_now + Duration::from_secs(3600)).as_nanos() as u64 + 123_457;
+    let base_ms = real_now.as_millis() as u64;
 
     for (step, op) in ops.into_iter().enumerate() {
         let now_ms = now_ns / 1_000_000;
@@ -165,6 +242,76 @@ async fn run_case(server: &RedisServer, ops: Vec<Op>) -> Result<(), TestCaseErro
                     .await
                     .unwrap();
                 prop_assert_eq!(actual, expected, "step {}: consume", step);
+            }
+            Op::Open {
+                id,
+                created,
+                status,
+                resolved,
+            } => {
+                let record = verification(base_ms, id, created, status, resolved);
+                let expected = reference_verifications.create(record.clone()).await;
+                let actual = redis_verifications.create(record).await;
+                prop_assert_eq!(
+                    format!("{actual:?}"),
+                    format!("{expected:?}"),
+                    "step {}: open v{}",
+                    step,
+                    id
+                );
+            }
+            Op::Change {
+                id,
+                status,
+                resolved,
+                stale,
+            } => {
+                let current = reference_verifications
+                    .get(&format!("v{id}"))
+                    .await
+                    .unwrap();
+                let (created, revision) = current
+                    .map(|r| (((r.created_at_ms - base_ms) / 1_000) as u8, r.revision))
+                    .unwrap_or((0, 0));
+                let from = if stale { revision + 1 } else { revision };
+                let record = verification(base_ms, id, created, status, resolved);
+                let expected = reference_verifications
+                    .compare_and_set(from, record.clone())
+                    .await
+                    .unwrap();
+                let actual = redis_verifications
+                    .compare_and_set(from, record)
+                    .await
+                    .unwrap();
+                prop_assert_eq!(
+                    actual,
+                    expected,
+                    "step {}: change v{} from {}",
+                    step,
+                    id,
+                    from
+                );
+            }
+            Op::List { resolved, limit } => {
+                let (expected, actual) = if resolved {
+                    (
+                        reference_verifications.list_resolved(limit).await.unwrap(),
+                        redis_verifications.list_resolved(limit).await.unwrap(),
+                    )
+                } else {
+                    (
+                        reference_verifications.list_pending(limit).await.unwrap(),
+                        redis_verifications.list_pending(limit).await.unwrap(),
+                    )
+                };
+                prop_assert_eq!(
+                    actual,
+                    expected,
+                    "step {}: list resolved={} limit {}",
+                    step,
+                    resolved,
+                    limit
+                );
             }
         }
     }

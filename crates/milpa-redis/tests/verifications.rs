@@ -140,7 +140,7 @@ fn every_request_is_kept_for_the_retention_and_each_change_restarts_it() {
         let store = server.store(&prefix).await;
         let verifications = store.verifications();
         verifications.create(record("req-3")).await.unwrap();
-        let key = format!("{prefix}verification:req-3");
+        let key = format!("{prefix}{{verification}}:request:req-3");
         let week_ms = 7 * 24 * 3600 * 1000_i64;
         let ttl = |server: &RedisServer| -> i64 {
             server

@@ -54,6 +54,16 @@ pub(crate) const MIGRATIONS: &[&str] = &[
      -- leaf page per distinct principal); those filters scan newest first, and a query
      -- stops at its limit.
      CREATE INDEX milpa_audit_ts ON milpa_audit (ts_ms);",
+    // 2: when a request was resolved, as a column, for the "last decisions" list
+    // (`VerificationStore::list_resolved`), backfilled from the records. The index holds only
+    // resolved requests and sorts them as that list does (`coalesce`: a resolved record
+    // without the time sorts as 0, as the in-memory store sorts it); its trailing `id`
+    // breaks ties, so the list reads it backwards and stops at its limit, no sort.
+    "ALTER TABLE milpa_verifications ADD COLUMN resolved_at_ms INTEGER;
+     UPDATE milpa_verifications SET resolved_at_ms = json_extract(record, '$.resolved_at_ms');
+     CREATE INDEX milpa_verifications_resolved
+         ON milpa_verifications (coalesce(resolved_at_ms, 0), id)
+         WHERE status <> 'pending';",
 ];
 
 /// Brings the file at `path` (open as `conn`) up to `migrations.len()`. Refuses a file

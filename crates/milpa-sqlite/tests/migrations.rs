@@ -1,8 +1,54 @@
 //! Opening a file migrates it to this build's schema; a newer file is refused.
 
 use milpa::StoreErrorKind;
+use milpa::verification::{
+    ApprovalPolicy, Decision, VerificationRecord, VerificationStatus, VerificationStore,
+};
 use milpa_sqlite::SqliteStore;
-use milpa_sqlite::rusqlite::Connection;
+use milpa_sqlite::rusqlite::{Connection, params};
+use serde_json::json;
+
+/// This build's schema version (the number of migrations).
+const SCHEMA_VERSION: u32 = 2;
+
+/// The schema as version 1 left a file: its statements (comments left out) and its version
+/// stamp. A released migration never changes, so neither does this copy.
+const SCHEMA_V1: &str = "CREATE TABLE milpa_confirmations (
+         token TEXT PRIMARY KEY,
+         tool TEXT NOT NULL,
+         principal TEXT,
+         channel TEXT NOT NULL,
+         args TEXT NOT NULL,
+         action_summary TEXT NOT NULL,
+         expires_at_ms INTEGER NOT NULL
+     ) WITHOUT ROWID;
+     CREATE INDEX milpa_confirmations_expiry ON milpa_confirmations (expires_at_ms);
+
+     CREATE TABLE milpa_verifications (
+         id TEXT PRIMARY KEY,
+         revision INTEGER NOT NULL,
+         status TEXT NOT NULL,
+         created_at_ms INTEGER NOT NULL,
+         record TEXT NOT NULL
+     ) WITHOUT ROWID;
+     CREATE INDEX milpa_verifications_status ON milpa_verifications (status, created_at_ms);
+
+     CREATE TABLE milpa_rate_limits (
+         key TEXT PRIMARY KEY,
+         tat INTEGER NOT NULL
+     ) WITHOUT ROWID;
+
+     CREATE TABLE milpa_audit (
+         seq INTEGER PRIMARY KEY,
+         line TEXT NOT NULL,
+         hash TEXT NOT NULL,
+         ts_ms INTEGER NOT NULL,
+         tool TEXT NOT NULL,
+         principal TEXT,
+         outcome TEXT NOT NULL
+     );
+     CREATE INDEX milpa_audit_ts ON milpa_audit (ts_ms);
+     PRAGMA user_version = 1;";
 
 fn user_version(conn: &Connection) -> u32 {
     conn.pragma_query_value(None, "user_version", |r| r.get(0))
@@ -22,7 +68,7 @@ fn an_old_file_is_migrated_and_keeps_its_own_tables() {
     }
     let store = SqliteStore::open(&path).unwrap();
     let conn = store.open_connection().unwrap();
-    assert_eq!(user_version(&conn), 1);
+    assert_eq!(user_version(&conn), SCHEMA_VERSION);
     let text: String = conn
         .query_row("SELECT text FROM notes", [], |r| r.get(0))
         .unwrap();
@@ -49,7 +95,7 @@ fn an_old_file_is_migrated_and_keeps_its_own_tables() {
     drop(store);
     // Opening again is a no-op migration.
     SqliteStore::open(&path).unwrap();
-    assert_eq!(user_version(&conn), 1);
+    assert_eq!(user_version(&conn), SCHEMA_VERSION);
 }
 
 #[test]
@@ -90,4 +136,108 @@ fn a_file_that_is_not_a_database_is_refused() {
     .unwrap();
     let error = SqliteStore::open(&path).unwrap_err();
     assert_eq!(error.kind(), StoreErrorKind::Corrupt, "{error}");
+}
+
+fn request(
+    id: &str,
+    created_at_ms: u64,
+    status: VerificationStatus,
+    resolved_at_ms: Option<u64>,
+) -> VerificationRecord {
+    VerificationRecord {
+        id: id.to_owned(),
+        subject: format!("subject of {id}"),
+        policy: ApprovalPolicy::Single,
+        required_grants: 1,
+        requested_by: None,
+        payload: json!({}),
+        status,
+        grants: Vec::new(),
+        rejection: None,
+        created_at_ms,
+        resolved_at_ms,
+        revision: 0,
+    }
+}
+
+#[tokio::test]
+async fn a_version_1_file_gets_the_resolution_times_of_its_requests_backfilled() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    {
+        // Requests as version 1 stored them: no resolved_at_ms column, the time only in
+        // the JSON record.
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(SCHEMA_V1).unwrap();
+        let mut rejected = request("old-rejected", 10, VerificationStatus::Failed, Some(500));
+        rejected.rejection = Some(Decision {
+            principal: "bob".to_owned(),
+            reason: Some("no".to_owned()),
+            at_ms: 500,
+        });
+        rejected.revision = 1;
+        for (revision, record) in [
+            (
+                0,
+                request("old-pending", 20, VerificationStatus::Pending, None),
+            ),
+            (1, rejected),
+            (
+                3,
+                request("old-passed", 30, VerificationStatus::Passed, Some(900)),
+            ),
+        ] {
+            conn.execute(
+                "INSERT INTO milpa_verifications (id, revision, status, created_at_ms, record)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![
+                    record.id,
+                    revision,
+                    record.status.as_str(),
+                    record.created_at_ms as i64,
+                    serde_json::to_string(&record).unwrap()
+                ],
+            )
+            .unwrap();
+        }
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    let conn = store.open_connection().unwrap();
+    assert_eq!(user_version(&conn), SCHEMA_VERSION);
+    let column = |id: &str| -> Option<i64> {
+        conn.query_row(
+            "SELECT resolved_at_ms FROM milpa_verifications WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    assert_eq!(column("old-rejected"), Some(500));
+    assert_eq!(column("old-passed"), Some(900));
+    assert_eq!(column("old-pending"), None);
+
+    let verifications = store.verification_store();
+    // A request resolved after the upgrade sorts among the backfilled ones by its time.
+    verifications
+        .create(request(
+            "new-passed",
+            40,
+            VerificationStatus::Passed,
+            Some(700),
+        ))
+        .await
+        .unwrap();
+    let resolved = verifications.list_resolved(10).await.unwrap();
+    let order: Vec<(&str, u64)> = resolved
+        .iter()
+        .map(|r| (r.id.as_str(), r.revision))
+        .collect();
+    assert_eq!(
+        order,
+        [("old-passed", 3), ("new-passed", 0), ("old-rejected", 1)]
+    );
+    assert_eq!(resolved[2].rejection.as_ref().unwrap().principal, "bob");
+    let pending = verifications.list_pending(10).await.unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].id, "old-pending");
 }

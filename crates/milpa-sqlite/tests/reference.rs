@@ -1,6 +1,7 @@
 //! Property: for random interleavings of mint, redeem (by the owner or someone else),
-//! time passing and rate-limit charges, the SQLite stores answer exactly as the in-memory
-//! reference implementations do, given the same clock.
+//! time passing, rate-limit charges, and verification requests opened, changed by
+//! compare-and-set and listed (pending and resolved, at random limits), the SQLite stores
+//! answer exactly as the in-memory reference implementations do, given the same clock.
 
 use std::time::{Duration, SystemTime};
 
@@ -9,6 +10,10 @@ use milpa::confirm::{
     unix_millis,
 };
 use milpa::rate_limit::{InMemoryRateLimiter, Quota, RateKey};
+use milpa::verification::{
+    ApprovalPolicy, InMemoryVerificationStore, VerificationRecord, VerificationStatus,
+    VerificationStore,
+};
 use milpa_sqlite::SqliteStore;
 use proptest::prelude::*;
 use serde_json::json;
@@ -34,6 +39,49 @@ enum Op {
         principal: usize,
         mutating: bool,
     },
+    /// Opens request `id` with a status (final ones too) and times from small sets, so
+    /// that times tie and the lists order by id.
+    Open {
+        id: u8,
+        created: u8,
+        status: usize,
+        resolved: Option<u8>,
+    },
+    /// Compare-and-set on request `id` from its current revision (or a stale one).
+    Change {
+        id: u8,
+        status: usize,
+        resolved: Option<u8>,
+        stale: bool,
+    },
+    List {
+        resolved: bool,
+        limit: usize,
+    },
+}
+
+const STATUSES: [VerificationStatus; 4] = [
+    VerificationStatus::Pending,
+    VerificationStatus::Passed,
+    VerificationStatus::Failed,
+    VerificationStatus::Waived,
+];
+
+fn verification(id: u8, created: u8, status: usize, resolved: Option<u8>) -> VerificationRecord {
+    VerificationRecord {
+        id: format!("v{id}"),
+        subject: format!("request {id}"),
+        policy: ApprovalPolicy::Single,
+        required_grants: 1,
+        requested_by: None,
+        payload: json!({"created": created}),
+        status: STATUSES[status],
+        grants: Vec::new(),
+        rejection: None,
+        created_at_ms: 1_000 * u64::from(created),
+        resolved_at_ms: resolved.map(|at| 1_000 * u64::from(at)),
+        revision: 0,
+    }
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -56,6 +104,23 @@ fn op() -> impl Strategy<Value = Op> {
             principal,
             mutating
         }),
+        (0u8..8, 0u8..3, 0usize..4, prop::option::of(0u8..3)).prop_map(
+            |(id, created, status, resolved)| Op::Open {
+                id,
+                created,
+                status,
+                resolved
+            }
+        ),
+        (0u8..8, 0usize..4, prop::option::of(0u8..3), any::<bool>()).prop_map(
+            |(id, status, resolved, stale)| Op::Change {
+                id,
+                status,
+                resolved,
+                stale
+            }
+        ),
+        (any::<bool>(), 0usize..10).prop_map(|(resolved, limit)| Op::List { resolved, limit }),
     ]
 }
 
@@ -82,6 +147,8 @@ proptest! {
             let sqlite_limiter = store.sqlite_rate_limiter();
             let memory_confirmations = InMemoryConfirmationStore::new();
             let memory_limiter = InMemoryRateLimiter::new();
+            let sqlite_verifications = store.verification_store();
+            let memory_verifications = InMemoryVerificationStore::new();
             // A budget small enough that random charges run into it.
             let quota = Quota::new(6, Duration::from_millis(300));
             // Both clocks start now, so the stores' own occasional sweeps (by wall clock)
@@ -115,6 +182,43 @@ proptest! {
                         let expected = memory_limiter.charge_at(key, cost, quota, now_ns);
                         let actual = sqlite_limiter.consume_at(key, cost, quota, now_ns).await.unwrap();
                         prop_assert_eq!(actual, expected, "charge {} cost {} at {}", key, cost, now_ns);
+                    }
+                    Op::Open { id, created, status, resolved } => {
+                        let record = verification(id, created, status, resolved);
+                        let expected = memory_verifications.create(record.clone()).await;
+                        let actual = sqlite_verifications.create(record).await;
+                        prop_assert_eq!(format!("{actual:?}"), format!("{expected:?}"), "open v{}", id);
+                    }
+                    Op::Change { id, status, resolved, stale } => {
+                        let current = memory_verifications.get(&format!("v{id}")).await.unwrap();
+                        let (created, revision) = current
+                            .map(|r| ((r.created_at_ms / 1_000) as u8, r.revision))
+                            .unwrap_or((0, 0));
+                        let expected_revision = if stale { revision + 1 } else { revision };
+                        let record = verification(id, created, status, resolved);
+                        let expected = memory_verifications
+                            .compare_and_set(expected_revision, record.clone())
+                            .await
+                            .unwrap();
+                        let actual = sqlite_verifications
+                            .compare_and_set(expected_revision, record)
+                            .await
+                            .unwrap();
+                        prop_assert_eq!(actual, expected, "change v{} from revision {}", id, expected_revision);
+                    }
+                    Op::List { resolved, limit } => {
+                        let (expected, actual) = if resolved {
+                            (
+                                memory_verifications.list_resolved(limit).await.unwrap(),
+                                sqlite_verifications.list_resolved(limit).await.unwrap(),
+                            )
+                        } else {
+                            (
+                                memory_verifications.list_pending(limit).await.unwrap(),
+                                sqlite_verifications.list_pending(limit).await.unwrap(),
+                            )
+                        };
+                        prop_assert_eq!(actual, expected, "list resolved={} limit {}", resolved, limit);
                     }
                 }
             }

@@ -1,0 +1,291 @@
+//! `milpa approvals`: the queue of calls parked for a person and of verification requests,
+//! read and decided from a shell (DESIGN §5).
+//!
+//! The shell is the `cli` channel: a decision needs no scope there, only a named principal
+//! (`--actor`, else `$USER`, else `local-shell`) other than the one who asked. Every
+//! decision, and every refused one, goes through [`ToolRegistry::decide_approval`], which
+//! audits it.
+
+use std::time::SystemTime;
+
+use milpa::approval::{Approval, ApprovalState, Verdict, rfc3339};
+use milpa::confirm::unix_millis;
+use milpa::{ToolContext, ToolRegistry, channel};
+use serde_json::Value;
+
+use crate::cli::{ApprovalsArgs, ApprovalsCommand, DecideArgs};
+use crate::commands::{emit, print_json, printable, table};
+use crate::{CliError, EXIT_OK};
+
+/// At most this many pending approvals are listed (the oldest).
+const LIST_LIMIT: usize = 1000;
+
+/// The approver when neither `--actor` nor `USER` names one.
+pub const DEFAULT_APPROVER: &str = "local-shell";
+
+/// Why the approvals commands refuse a `memory` store (exit 2).
+pub(crate) fn memory_store_refusal() -> CliError {
+    CliError::usage(
+        "approvals: the memory store lives inside one process, so this command would see an \
+         empty queue of its own: nothing another milpa process parked is in it, and nothing \
+         could be listed or decided. Use a SQLite store (the default, or --store sqlite:PATH) \
+         or --store redis://HOST:PORT, shared with the process that parks the calls",
+    )
+}
+
+/// Runs `milpa approvals …`; the exit code.
+pub(crate) async fn run(registry: &ToolRegistry, args: ApprovalsArgs) -> Result<u8, CliError> {
+    match args.command {
+        None => list(registry, args.json).await,
+        Some(ApprovalsCommand::List(list_args)) => {
+            list(registry, list_args.json || args.json).await
+        }
+        Some(ApprovalsCommand::Show(show_args)) => {
+            show(registry, &show_args.id, show_args.json || args.json).await
+        }
+        Some(ApprovalsCommand::Grant(decide_args)) => {
+            decide(registry, Verdict::Grant, decide_args).await
+        }
+        Some(ApprovalsCommand::Reject(decide_args)) => {
+            decide(registry, Verdict::Reject, decide_args).await
+        }
+    }
+}
+
+fn now_ms() -> u64 {
+    unix_millis(SystemTime::now())
+}
+
+fn refused(error: milpa::approval::ApprovalError) -> CliError {
+    CliError::failed(error.to_string())
+}
+
+async fn list(registry: &ToolRegistry, json: bool) -> Result<u8, CliError> {
+    let pending = registry
+        .approvals()
+        .pending(LIST_LIMIT)
+        .await
+        .map_err(refused)?;
+    let now = now_ms();
+    if json {
+        let items: Vec<Value> = pending
+            .iter()
+            .map(|approval| approval.to_json(registry.redactor(), now))
+            .collect();
+        print_json(&items)?;
+    } else if pending.is_empty() {
+        emit("No approvals are waiting.\n");
+    } else {
+        emit(&pending_table(&pending, now));
+    }
+    if pending.len() == LIST_LIMIT {
+        eprintln!("milpa: showing the oldest {LIST_LIMIT} pending approvals only");
+    }
+    Ok(EXIT_OK)
+}
+
+/// The pending approvals as a table: id, kind, summary, requested by, age, expires in.
+fn pending_table(pending: &[Approval], now: u64) -> String {
+    let rows: Vec<Vec<String>> = pending
+        .iter()
+        .map(|approval| {
+            vec![
+                approval.id().to_owned(),
+                approval.kind().as_str().to_owned(),
+                printable(approval.summary()),
+                approval.requested_by().map_or("-".to_owned(), printable),
+                duration(now.saturating_sub(approval.created_at_ms())),
+                approval
+                    .expires_at_ms()
+                    .map_or("-".to_owned(), |at| duration(at.saturating_sub(now))),
+            ]
+        })
+        .collect();
+    table(
+        &["ID", "KIND", "SUMMARY", "REQUESTED BY", "AGE", "EXPIRES IN"],
+        &rows,
+    )
+}
+
+/// A span of milliseconds for people, in its largest whole unit: `42s`, `5m`, `3h`, `2d`.
+fn duration(ms: u64) -> String {
+    let seconds = ms / 1000;
+    match seconds {
+        0..60 => format!("{seconds}s"),
+        60..3600 => format!("{}m", seconds / 60),
+        3600..86_400 => format!("{}h", seconds / 3600),
+        _ => format!("{}d", seconds / 86_400),
+    }
+}
+
+async fn show(registry: &ToolRegistry, id: &str, json: bool) -> Result<u8, CliError> {
+    let approval = registry
+        .approvals()
+        .get(id)
+        .await
+        .map_err(refused)?
+        .ok_or_else(|| {
+            refused(milpa::approval::ApprovalError::NotFound {
+                id: id.trim().to_owned(),
+            })
+        })?;
+    let now = now_ms();
+    if json {
+        print_json(&approval.to_json(registry.redactor(), now))?;
+    } else {
+        emit(&details(&approval, registry, now));
+    }
+    Ok(EXIT_OK)
+}
+
+/// One approval in full, a field a line.
+fn details(approval: &Approval, registry: &ToolRegistry, now: u64) -> String {
+    let when = |at: u64| {
+        let ago = if at <= now {
+            format!("{} ago", duration(now - at))
+        } else {
+            format!("in {}", duration(at - now))
+        };
+        format!("{} ({ago})", rfc3339(at))
+    };
+    let record = approval.record();
+    let mut fields: Vec<(&str, String)> = vec![
+        ("id", approval.id().to_owned()),
+        ("kind", approval.kind().as_str().to_owned()),
+        ("state", approval.state(now).as_str().to_owned()),
+        ("summary", printable(approval.summary())),
+    ];
+    if let Some(tool) = approval.tool() {
+        fields.push(("tool", printable(tool)));
+    }
+    if let Some(channel) = approval.channel() {
+        fields.push(("channel", printable(channel)));
+    }
+    fields.push((
+        "requested by",
+        approval.requested_by().map_or("-".to_owned(), printable),
+    ));
+    if let Some(args) = approval.redacted_args(registry.redactor()) {
+        fields.push(("arguments", printable(&args.to_string())));
+    }
+    fields.push(("opened", when(approval.created_at_ms())));
+    if let Some(expires) = approval.expires_at_ms() {
+        fields.push(("expires", when(expires)));
+    }
+    if approval.kind() == milpa::approval::ApprovalKind::Verification {
+        fields.push((
+            "needs",
+            format!(
+                "{} grant(s), policy {}",
+                record.required_grants,
+                record.policy.as_str()
+            ),
+        ));
+    }
+    for grant in &record.grants {
+        fields.push(("granted", decision(grant, &when)));
+    }
+    if let Some(rejection) = &record.rejection {
+        fields.push(("rejected", decision(rejection, &when)));
+    }
+    if let Some(executed) = approval.executed_at_ms() {
+        fields.push(("executed", when(executed)));
+    }
+    let width = fields.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    fields
+        .iter()
+        .map(|(key, value)| format!("{key:<width$}  {value}\n"))
+        .collect()
+}
+
+fn decision(decision: &milpa::verification::Decision, when: &dyn Fn(u64) -> String) -> String {
+    let reason = decision
+        .reason
+        .as_deref()
+        .map(|r| format!(": {}", printable(r)))
+        .unwrap_or_default();
+    format!(
+        "by {} at {}{reason}",
+        printable(&decision.principal),
+        when(decision.at_ms)
+    )
+}
+
+/// Who decides: `--actor`, else the `USER` environment variable, else `local-shell`.
+fn approver(actor: Option<String>) -> Result<String, CliError> {
+    match actor {
+        Some(actor) if actor.trim().is_empty() => Err(CliError::usage(
+            "--actor must name a principal (who decides)",
+        )),
+        Some(actor) => Ok(actor.trim().to_owned()),
+        None => Ok(std::env::var("USER")
+            .ok()
+            .map(|user| user.trim().to_owned())
+            .filter(|user| !user.is_empty())
+            .unwrap_or_else(|| DEFAULT_APPROVER.to_owned())),
+    }
+}
+
+async fn decide(
+    registry: &ToolRegistry,
+    verdict: Verdict,
+    args: DecideArgs,
+) -> Result<u8, CliError> {
+    let actor = approver(args.actor)?;
+    let ctx = ToolContext::builder(channel::CLI)
+        .principal(actor.clone())
+        .build();
+    let reason = args.reason.as_deref().filter(|r| !r.trim().is_empty());
+    let approval = registry
+        .decide_approval(&args.id, verdict, reason, &ctx)
+        .await
+        .map_err(refused)?;
+    let done = match verdict {
+        Verdict::Grant => "granted",
+        Verdict::Reject => "rejected",
+        // A verdict added later is named as it is.
+        _ => verdict.as_str(),
+    };
+    let mut line = format!(
+        "{done} {} ({}) as {}",
+        approval.id(),
+        printable(approval.summary()),
+        printable(&actor)
+    );
+    if let Some(reason) = reason {
+        line.push_str(&format!(": {}", printable(reason)));
+    }
+    let record = approval.record();
+    if approval.state(now_ms()) == ApprovalState::Pending {
+        // A dual or quorum verification counts this grant and waits for more.
+        line.push_str(&format!(
+            "; {} of {} grants, still pending",
+            record.grants.len(),
+            record.required_grants
+        ));
+    }
+    line.push('\n');
+    emit(&line);
+    Ok(EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_in_their_largest_unit() {
+        assert_eq!(duration(0), "0s");
+        assert_eq!(duration(59_999), "59s");
+        assert_eq!(duration(60_000), "1m");
+        assert_eq!(duration(3_599_000), "59m");
+        assert_eq!(duration(7_200_000), "2h");
+        assert_eq!(duration(3 * 86_400_000), "3d");
+    }
+
+    #[test]
+    fn a_blank_actor_is_a_usage_error() {
+        assert_eq!(approver(Some("  ".into())).unwrap_err().code, 2);
+        assert_eq!(approver(Some(" alice ".into())).unwrap(), "alice");
+    }
+}

@@ -1,0 +1,112 @@
+//! `milpa serve --http` without a manifest: two bearer tokens made for this run, so a first
+//! HTTP step needs no configuration and still refuses anonymous callers.
+//!
+//! - `local-user` (every scope) is the agents' identity: an MCP client sends it as
+//!   `Authorization: Bearer <token>`.
+//! - `local-approver` (only `approvals:grant`) signs a person in on the approvals page. It is
+//!   a second principal because a parked call cannot be approved by the principal that made
+//!   it: with one token, the calls agents park could never be approved over HTTP.
+//!
+//! Each token is 32 bytes from the operating system's CSPRNG, written as 64 hex digits. The
+//! tokens are printed once on standard error (never inside a URL); the server keeps only
+//! their SHA-256, and they stop working when the process ends.
+
+use milpa::approval::APPROVE_SCOPE;
+use milpa_mcp::auth::StaticTokens;
+use rand::TryRngCore;
+use rand::rngs::OsRng;
+
+/// The principal of the agents' token.
+pub const LOCAL_USER: &str = "local-user";
+
+/// The principal of the approver's token.
+pub const LOCAL_APPROVER: &str = "local-approver";
+
+/// Bytes of randomness in a token.
+const TOKEN_BYTES: usize = 32;
+
+/// The two tokens of one run, in clear until they are printed and hashed.
+pub(crate) struct LocalTokens {
+    agent: String,
+    approver: String,
+}
+
+impl LocalTokens {
+    /// Two fresh tokens; an error when the operating system cannot supply randomness.
+    pub(crate) fn generate() -> std::io::Result<LocalTokens> {
+        Ok(LocalTokens {
+            agent: random_token()?,
+            approver: random_token()?,
+        })
+    }
+
+    /// The authenticator knowing both tokens, by their SHA-256 only.
+    pub(crate) fn authenticator(&self) -> StaticTokens {
+        let mut tokens = StaticTokens::new();
+        tokens.insert_token(&self.agent, LOCAL_USER, ["*"]);
+        tokens.insert_token(&self.approver, LOCAL_APPROVER, [APPROVE_SCOPE]);
+        tokens
+    }
+
+    /// What the server prints once at start: the endpoint, the approvals page and the two
+    /// tokens, each token on a line of its own and never in a URL.
+    pub(crate) fn announcement(&self, endpoint: &str, page: &str) -> String {
+        format!(
+            "milpa: no manifest, so this run made two bearer tokens (shown only here; the server \
+             keeps their SHA-256 and they end with it):\n\
+             milpa:\n\
+             milpa:   MCP endpoint    {endpoint}\n\
+             milpa:   agent token     {agent}\n\
+             milpa:                   principal {LOCAL_USER}, every scope; MCP clients send it as the header\n\
+             milpa:                   Authorization: Bearer <agent token>\n\
+             milpa:\n\
+             milpa:   approvals page  {page}\n\
+             milpa:   approver token  {approver}\n\
+             milpa:                   principal {LOCAL_APPROVER}, scope {APPROVE_SCOPE}; sign in on the page with it\n\
+             milpa:\n\
+             milpa: Two tokens because nobody may approve a call they made themselves: agents call as\n\
+             milpa: {LOCAL_USER}, and a person approves their parked calls as {LOCAL_APPROVER}.\n",
+            agent = self.agent,
+            approver = self.approver,
+        )
+    }
+}
+
+impl std::fmt::Debug for LocalTokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The tokens are secrets: a debug print never shows them.
+        f.debug_struct("LocalTokens").finish_non_exhaustive()
+    }
+}
+
+fn random_token() -> std::io::Result<String> {
+    let mut bytes = [0u8; TOKEN_BYTES];
+    OsRng
+        .try_fill_bytes(&mut bytes)
+        .map_err(|e| std::io::Error::other(format!("no randomness for a bearer token: {e}")))?;
+    Ok(hex::encode(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_fresh_and_only_their_hashes_authenticate() {
+        let a = LocalTokens::generate().unwrap();
+        let b = LocalTokens::generate().unwrap();
+        assert_eq!(a.agent.len(), 2 * TOKEN_BYTES);
+        assert!(a.agent.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a.agent, a.approver);
+        assert_ne!(a.agent, b.agent);
+        let tokens = a.authenticator();
+        assert_eq!(tokens.lookup(&a.agent).unwrap().principal, LOCAL_USER);
+        let approver = tokens.lookup(&a.approver).unwrap();
+        assert_eq!(
+            (approver.principal.as_str(), approver.scopes.as_slice()),
+            (LOCAL_APPROVER, [APPROVE_SCOPE.to_owned()].as_slice())
+        );
+        assert!(tokens.lookup(&b.agent).is_none());
+        assert!(!format!("{a:?} {tokens:?}").contains(&a.agent));
+    }
+}
