@@ -37,6 +37,7 @@
 //! }
 //! ```
 
+pub mod approvals;
 pub mod auth;
 pub mod content;
 mod http;
