@@ -68,7 +68,10 @@ mod tests {
         assert_eq!(read(&headers, SESSION), Some("abc"));
         assert_eq!(read(&headers, "b"), Some("2"));
         assert_eq!(read(&headers, "milpa_approvals"), None);
-        headers.insert(header::COOKIE, HeaderValue::from_static("milpa_approvals_session="));
+        headers.insert(
+            header::COOKIE,
+            HeaderValue::from_static("milpa_approvals_session="),
+        );
         assert_eq!(read(&headers, SESSION), None);
     }
 
@@ -79,8 +82,18 @@ mod tests {
             plain,
             "milpa_approvals_session=00ff; Path=/approvals; HttpOnly; SameSite=Strict"
         );
-        assert!(set(SESSION, "00ff", true).to_str().unwrap().ends_with("; Secure"));
-        assert!(clear(SESSION, false).to_str().unwrap().contains("Max-Age=0"));
+        assert!(
+            set(SESSION, "00ff", true)
+                .to_str()
+                .unwrap()
+                .ends_with("; Secure")
+        );
+        assert!(
+            clear(SESSION, false)
+                .to_str()
+                .unwrap()
+                .contains("Max-Age=0")
+        );
     }
 
     #[test]

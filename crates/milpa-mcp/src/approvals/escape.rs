@@ -45,7 +45,10 @@ mod tests {
 
     #[test]
     fn plain_and_non_ascii_text_is_unchanged() {
-        assert_eq!(esc("deploy(env=prod) – ünïcode ✓").to_string(), "deploy(env=prod) – ünïcode ✓");
+        assert_eq!(
+            esc("deploy(env=prod) – ünïcode ✓").to_string(),
+            "deploy(env=prod) – ünïcode ✓"
+        );
         assert_eq!(esc("").to_string(), "");
     }
 }

@@ -37,7 +37,9 @@ impl FormError {
     /// What the page tells the person.
     pub(crate) fn message(&self) -> String {
         match self {
-            FormError::NotAForm => "The form was not sent as a web form; nothing was changed.".into(),
+            FormError::NotAForm => {
+                "The form was not sent as a web form; nothing was changed.".into()
+            }
             FormError::TooLarge => format!(
                 "The form is larger than {} KiB; nothing was changed.",
                 MAX_FORM_BYTES / 1024
@@ -95,20 +97,19 @@ pub(crate) async fn read(
     if declared.is_some_and(|length| length > MAX_FORM_BYTES as u64) {
         return Err(FormError::TooLarge);
     }
-    let bytes = match tokio::time::timeout(timeout, axum::body::to_bytes(body, MAX_FORM_BYTES))
-        .await
-    {
-        Err(_) => return Err(FormError::Timeout),
-        Ok(Err(error)) => {
-            let cause = error.into_inner();
-            return Err(if cause.downcast_ref::<LengthLimitError>().is_some() {
-                FormError::TooLarge
-            } else {
-                FormError::Unreadable
-            });
-        }
-        Ok(Ok(bytes)) => bytes,
-    };
+    let bytes =
+        match tokio::time::timeout(timeout, axum::body::to_bytes(body, MAX_FORM_BYTES)).await {
+            Err(_) => return Err(FormError::Timeout),
+            Ok(Err(error)) => {
+                let cause = error.into_inner();
+                return Err(if cause.downcast_ref::<LengthLimitError>().is_some() {
+                    FormError::TooLarge
+                } else {
+                    FormError::Unreadable
+                });
+            }
+            Ok(Ok(bytes)) => bytes,
+        };
     Ok(Form::parse(&bytes))
 }
 
@@ -149,7 +150,10 @@ mod tests {
         assert!(matches!(error, FormError::TooLarge), "{error:?}");
         assert_eq!(error.status(), StatusCode::PAYLOAD_TOO_LARGE);
         let mut json = HeaderMap::new();
-        json.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        json.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
         let error = read(&json, Body::from("{}"), Duration::from_secs(1))
             .await
             .unwrap_err();

@@ -213,7 +213,10 @@ mod tests {
         assert_ne!(a.csrf, b.csrf);
         assert_ne!(a.id, a.csrf);
         let found = sessions.find(&a.id).unwrap();
-        assert_eq!((found.principal.as_str(), found.csrf.as_str()), ("alice", a.csrf.as_str()));
+        assert_eq!(
+            (found.principal.as_str(), found.csrf.as_str()),
+            ("alice", a.csrf.as_str())
+        );
         assert!(sessions.find("0123").is_none());
         sessions.end(&a.id);
         assert!(sessions.find(&a.id).is_none());
@@ -225,16 +228,36 @@ mod tests {
         let sessions = LoginSessions::new(limits());
         let t0 = Instant::now();
         let idle = sessions.start_at(alice(), t0);
-        assert!(sessions.find_at(&idle.id, t0 + Duration::from_secs(59)).is_some());
+        assert!(
+            sessions
+                .find_at(&idle.id, t0 + Duration::from_secs(59))
+                .is_some()
+        );
         // Each request restarts the idle clock...
-        assert!(sessions.find_at(&idle.id, t0 + Duration::from_secs(118)).is_some());
-        assert!(sessions.find_at(&idle.id, t0 + Duration::from_secs(178)).is_none());
+        assert!(
+            sessions
+                .find_at(&idle.id, t0 + Duration::from_secs(118))
+                .is_some()
+        );
+        assert!(
+            sessions
+                .find_at(&idle.id, t0 + Duration::from_secs(178))
+                .is_none()
+        );
         // ...but not the absolute one.
         let busy = sessions.start_at(alice(), t0);
         for minute in 1..10 {
-            assert!(sessions.find_at(&busy.id, t0 + Duration::from_secs(minute * 55)).is_some());
+            assert!(
+                sessions
+                    .find_at(&busy.id, t0 + Duration::from_secs(minute * 55))
+                    .is_some()
+            );
         }
-        assert!(sessions.find_at(&busy.id, t0 + Duration::from_secs(600)).is_none());
+        assert!(
+            sessions
+                .find_at(&busy.id, t0 + Duration::from_secs(600))
+                .is_none()
+        );
         assert_eq!(sessions.len(), 0);
     }
 

@@ -89,8 +89,7 @@ impl PageState {
 
     /// The signed-in session the request's cookie names, if it is live.
     fn login(&self, headers: &HeaderMap) -> Option<Login> {
-        self.logins
-            .find(cookies::read(headers, cookies::SESSION)?)
+        self.logins.find(cookies::read(headers, cookies::SESSION)?)
     }
 
     /// Whether anyone can sign in (there is an authenticator to check tokens).
@@ -110,7 +109,10 @@ pub(crate) fn fits_beside(mcp_path: &str) -> bool {
 pub(crate) fn router(state: Arc<PageState>, hosts: HostOriginCheck) -> Router {
     let routes = Router::new()
         .route(PAGE_PATH, get(routes::queue))
-        .route("/approvals/login", get(routes::login_get).post(routes::login))
+        .route(
+            "/approvals/login",
+            get(routes::login_get).post(routes::login),
+        )
         .route("/approvals/logout", post(routes::logout))
         .route("/approvals/{id}", get(routes::item).post(routes::decide))
         .with_state(state)

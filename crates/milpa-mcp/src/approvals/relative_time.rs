@@ -1,4 +1,4 @@
-//! Times as a person reads them on the page: "3 min ago", "expires in 57 min".
+//! Times as a person reads them on the page: "3 min ago", "(expires) in 57 min".
 
 /// How long `ms` milliseconds are, in the largest unit that keeps the number small:
 /// `12 s`, `3 min`, `5 h`, `2 days`.
@@ -22,12 +22,12 @@ pub(crate) fn ago(at_ms: u64, now_ms: u64) -> String {
     }
 }
 
-/// `expires in 57 min`, or `expired` once `expires_at_ms` has passed.
-pub(crate) fn expires(expires_at_ms: u64, now_ms: u64) -> String {
+/// `in 57 min` until `expires_at_ms` (read after "Expires"), or `now` once it has passed.
+pub(crate) fn remaining(expires_at_ms: u64, now_ms: u64) -> String {
     if expires_at_ms <= now_ms {
-        "expired".to_owned()
+        "now".to_owned()
     } else {
-        format!("expires in {}", span(expires_at_ms - now_ms))
+        format!("in {}", span(expires_at_ms - now_ms))
     }
 }
 
@@ -53,7 +53,7 @@ mod tests {
         assert_eq!(ago(now - 180_000, now), "3 min ago");
         // A clock that stepped back does not produce a negative age.
         assert_eq!(ago(now + 5_000, now), "just now");
-        assert_eq!(expires(now + 57 * 60_000, now), "expires in 57 min");
-        assert_eq!(expires(now, now), "expired");
+        assert_eq!(remaining(now + 57 * 60_000, now), "in 57 min");
+        assert_eq!(remaining(now, now), "now");
     }
 }

@@ -243,11 +243,21 @@ fn scope_note(body: &mut String, viewer: &Viewer<'_>) {
     }
 }
 
-fn kind_label(approval: &Approval) -> &'static str {
-    match approval.kind() {
-        ApprovalKind::ToolCall => "Tool call",
-        ApprovalKind::Verification => "Verification request",
-        _ => "Approval",
+/// A summary, escaped, that may wrap after its opening parenthesis: on a phone a long
+/// `tool(first_argument=…` would otherwise break in the middle of a name.
+fn summary_html(summary: &str) -> String {
+    // `(` never occurs in an escape sequence, so the markup cannot split one.
+    esc(summary).to_string().replacen('(', "(<wbr>", 1)
+}
+
+/// The line above the summary: what kind of approval, and for a call, which tool.
+fn kind_line(approval: &Approval) -> String {
+    match (approval.kind(), approval.tool()) {
+        (ApprovalKind::ToolCall, Some(tool)) => {
+            format!("Tool call · <span class=\"tool\">{}</span>", esc(tool))
+        }
+        (ApprovalKind::Verification, _) => "Verification request".to_owned(),
+        _ => "Approval".to_owned(),
     }
 }
 
@@ -263,11 +273,11 @@ fn pending_card(
     let id = approval.id();
     let _ = write!(
         body,
-        "<article class=\"card\" data-approval-id=\"{id}\">\
+        "<article class=\"card waiting\" data-approval-id=\"{id}\">\
          <p class=\"kind\">{kind}</p><p class=\"summary mono\">{summary}</p>",
         id = esc(id),
-        kind = kind_label(approval),
-        summary = esc(approval.summary()),
+        kind = kind_line(approval),
+        summary = summary_html(approval.summary()),
     );
     facts(body, approval, now_ms);
     arguments(body, approval, redactor);
@@ -288,9 +298,7 @@ fn pending_card(
             max = super::MAX_REASON_CHARS,
         );
     } else if approval.requested_by() == Some(viewer.principal) {
-        body.push_str(
-            "<p class=\"note\">You asked for this; another person must decide.</p>",
-        );
+        body.push_str("<p class=\"note\">You asked for this; another person must decide.</p>");
     }
     let _ = write!(body, "<p class=\"id mono\">ID {}</p></article>", esc(id));
 }
@@ -308,8 +316,8 @@ fn decided_card(
         "<article class=\"card\" data-decided-id=\"{id}\">\
          <p class=\"kind\">{kind}</p><p class=\"summary mono\">{summary}</p>",
         id = esc(approval.id()),
-        kind = kind_label(approval),
-        summary = esc(approval.summary()),
+        kind = kind_line(approval),
+        summary = summary_html(approval.summary()),
     );
     let outcome = match state {
         ApprovalState::Expired => format!(
@@ -319,12 +327,23 @@ fn decided_card(
                 .map(|at| relative_time::ago(at, now_ms))
                 .unwrap_or_default()
         ),
-        _ => format!("Already decided: {}.", decision_sentence(approval, state, now_ms)),
+        _ => format!(
+            "Already decided: {}.",
+            decision_sentence(approval, state, now_ms)
+        ),
     };
-    let _ = write!(body, "<p class=\"notice info\" id=\"outcome\">{}</p>", esc(&outcome));
+    let _ = write!(
+        body,
+        "<p class=\"notice info\" id=\"outcome\">{}</p>",
+        esc(&outcome)
+    );
     facts(body, approval, now_ms);
     arguments(body, approval, redactor);
-    let _ = write!(body, "<p class=\"id mono\">ID {}</p></article>", esc(approval.id()));
+    let _ = write!(
+        body,
+        "<p class=\"id mono\">ID {}</p></article>",
+        esc(approval.id())
+    );
 }
 
 /// `granted by bob 2 min ago ("reason"); the call ran`.
@@ -360,9 +379,6 @@ fn facts(body: &mut String, approval: &Approval, now_ms: u64) {
         let _ = write!(body, "<dt>{label}</dt><dd>{}</dd>", esc(value));
     };
     fact("Asked by", approval.requested_by().unwrap_or("anonymous"));
-    if let Some(tool) = approval.tool() {
-        fact("Tool", tool);
-    }
     if let Some(channel) = approval.channel() {
         fact("Channel", channel);
     }
@@ -379,7 +395,7 @@ fn facts(body: &mut String, approval: &Approval, now_ms: u64) {
                 body,
                 "<dt>Expires</dt><dd><time datetime=\"{at}\" title=\"{at}\">{left}</time></dd>",
                 at = rfc3339(expires),
-                left = relative_time::expires(expires, now_ms),
+                left = relative_time::remaining(expires, now_ms),
             );
         }
         _ => {}
@@ -421,7 +437,7 @@ fn decision_row(body: &mut String, approval: &Approval, now_ms: u64) {
          <p class=\"summary mono\">{summary}</p><p class=\"meta\">",
         id = esc(approval.id()),
         label = state_label(approval, state),
-        summary = esc(approval.summary()),
+        summary = summary_html(approval.summary()),
     );
     let mut meta = Vec::new();
     if let Some((by, _)) = approval.decided_by() {

@@ -61,7 +61,13 @@ pub(crate) async fn login(
     let form = match form::read(&headers, body, page.body_read_timeout).await {
         Ok(form) => form,
         Err(error) => {
-            return login_form(&headers, error.status(), PAGE_PATH, Some(&error.message()), available);
+            return login_form(
+                &headers,
+                error.status(),
+                PAGE_PATH,
+                Some(&error.message()),
+                available,
+            );
         }
     };
     let next = safe_next(form.get("next"));
@@ -97,15 +103,25 @@ pub(crate) async fn login(
         } else {
             "This server does not know that token."
         };
-        return login_form(&headers, StatusCode::UNAUTHORIZED, &next, Some(message), available);
+        return login_form(
+            &headers,
+            StatusCode::UNAUTHORIZED,
+            &next,
+            Some(message),
+            available,
+        );
     };
     tracing::info!(target: "milpa_mcp", principal = %identity.principal, "approvals page: signed in");
     let login = page.logins.start(identity);
     let secure = cookies::over_https(&headers);
-    let mut response = see_other(&next, Some(cookies::set(cookies::SESSION, &login.id, secure)));
-    response
-        .headers_mut()
-        .append(header::SET_COOKIE, cookies::clear(cookies::LOGIN_CSRF, secure));
+    let mut response = see_other(
+        &next,
+        Some(cookies::set(cookies::SESSION, &login.id, secure)),
+    );
+    response.headers_mut().append(
+        header::SET_COOKIE,
+        cookies::clear(cookies::LOGIN_CSRF, secure),
+    );
     response
 }
 
@@ -280,7 +296,11 @@ async fn item_response(
             } else {
                 status
             };
-            (status, Html(render::missing_page(&viewer, notice.as_ref(), id))).into_response()
+            (
+                status,
+                Html(render::missing_page(&viewer, notice.as_ref(), id)),
+            )
+                .into_response()
         }
         Err(error) => message(
             login,
@@ -292,8 +312,8 @@ async fn item_response(
 }
 
 fn viewer(login: &Login) -> Viewer<'_> {
-    let may_decide = ToolContext::web(login.principal.clone(), login.scopes.clone())
-        .has_scope(APPROVE_SCOPE);
+    let may_decide =
+        ToolContext::web(login.principal.clone(), login.scopes.clone()).has_scope(APPROVE_SCOPE);
     Viewer {
         principal: &login.principal,
         csrf: &login.csrf,
