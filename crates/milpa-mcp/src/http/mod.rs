@@ -483,3 +483,66 @@ fn accepts(headers: &HeaderMap, kind: &str) -> bool {
         .filter_map(|v| v.to_str().ok())
         .any(|v| v.contains(kind) || v.contains("*/*"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server() -> HttpServer {
+        HttpServer::new(Arc::new(ToolRegistry::new()))
+    }
+
+    #[test]
+    fn approval_links_point_at_the_page_on_the_bound_address() {
+        let bound = |addr: &str| server().page_url(Some(addr.parse().unwrap()));
+        assert_eq!(
+            bound("127.0.0.1:8080").as_deref(),
+            Some("http://127.0.0.1:8080/approvals")
+        );
+        assert_eq!(
+            bound("[::1]:9").as_deref(),
+            Some("http://[::1]:9/approvals")
+        );
+        // A wildcard address is not one a browser can open: its loopback is.
+        assert_eq!(
+            bound("0.0.0.0:80").as_deref(),
+            Some("http://127.0.0.1:80/approvals")
+        );
+        assert_eq!(
+            bound("[::]:80").as_deref(),
+            Some("http://[::1]:80/approvals")
+        );
+        // The router alone knows no address.
+        assert_eq!(server().page_url(None), None);
+    }
+
+    #[test]
+    fn a_configured_url_wins_and_no_page_means_no_links() {
+        let addr = Some("127.0.0.1:8080".parse().unwrap());
+        let proxied = server().approval_page_url("https://tools.example.com/approvals/");
+        assert_eq!(
+            proxied.page_url(addr).as_deref(),
+            Some("https://tools.example.com/approvals")
+        );
+        assert_eq!(
+            proxied.page_url(None).as_deref(),
+            Some("https://tools.example.com/approvals")
+        );
+        assert_eq!(server().approvals_page(false).page_url(addr), None);
+        // An MCP endpoint in the page's place leaves no page to link to.
+        assert_eq!(server().path("/approvals").page_url(addr), None);
+        assert_eq!(server().path("/approvals/mcp").page_url(addr), None);
+        assert!(server().path("/approvals-mcp").page_url(addr).is_some());
+    }
+
+    #[test]
+    fn the_page_url_reaches_the_sessions_shared_state() {
+        let url = "http://127.0.0.1:1/approvals".to_owned();
+        let (endpoint, page) = server().into_state(Some(url.clone()));
+        assert_eq!(endpoint.state.shared.approval_page, Some(url));
+        assert!(page.is_some());
+        let (endpoint, page) = server().approvals_page(false).into_state(None);
+        assert_eq!(endpoint.state.shared.approval_page, None);
+        assert!(page.is_none());
+    }
+}
