@@ -714,3 +714,36 @@ async fn the_page_can_be_turned_off() {
     assert!(login.status >= 400, "{login:?}");
     assert!(browser.cookie("milpa_approvals_session").is_none());
 }
+
+#[tokio::test]
+async fn a_long_queue_shows_the_oldest_hundred_and_says_there_are_more() {
+    let page = start().await;
+    let mut ids = Vec::new();
+    for n in 0..101 {
+        ids.push(park(&page, json!({"env": format!("env-{n}")})).await);
+    }
+    let mut alice = PageClient::new(page.addr);
+    let queue = alice.logged_in(ALICE).await;
+    assert!(
+        queue.body.contains("id=\"pending-count\">100+</span>"),
+        "{}",
+        &queue.body[..2000]
+    );
+    assert!(
+        queue
+            .body
+            .contains("Showing the 100 oldest; more are waiting.")
+    );
+    assert_eq!(
+        pending_section(&queue.body)
+            .matches("data-approval-id=")
+            .count(),
+        100
+    );
+    // Deciding one makes room: all the rest fit.
+    let granted = alice.decide(&queue, &ids[0], "grant", "").await;
+    assert_eq!(granted.status, 303);
+    let queue = alice.get("/approvals").await;
+    assert!(queue.body.contains("id=\"pending-count\">100</span>"));
+    assert!(!queue.body.contains("more are waiting"));
+}

@@ -97,11 +97,13 @@ pub(crate) fn login_page(form: &LoginForm<'_>) -> String {
     document("Sign in", None, &body)
 }
 
-/// The queue: what waits for a decision, then the last decisions.
+/// The queue: what waits for a decision (`more`: and more than shown), then the last
+/// decisions.
 pub(crate) fn queue_page(
     viewer: &Viewer<'_>,
     notice: Option<&Notice>,
     pending: &[Approval],
+    more: bool,
     decided: &[Approval],
     redactor: &Redactor,
     now_ms: u64,
@@ -111,11 +113,20 @@ pub(crate) fn queue_page(
     scope_note(&mut body, viewer);
     let _ = write!(
         body,
-        "<h1>Waiting for a decision <span class=\"count\" id=\"pending-count\">{}</span></h1>",
-        pending.len()
+        "<h1>Waiting for a decision <span class=\"count\" id=\"pending-count\">{}{}</span></h1>",
+        pending.len(),
+        if more { "+" } else { "" }
     );
     if pending.is_empty() {
         body.push_str("<p class=\"empty\">Nothing is waiting for a decision.</p>");
+    }
+    if more {
+        let _ = write!(
+            body,
+            "<p class=\"notice info\">Showing the {} oldest; more are waiting. \
+             <code>milpa approvals</code> lists them all.</p>",
+            pending.len()
+        );
     }
     body.push_str("<section id=\"pending\">");
     for approval in pending {

@@ -243,11 +243,12 @@ fn decided_notice(approval: &Approval, verdict: Verdict) -> Notice {
 async fn queue_response(page: &PageState, login: &Login, status: StatusCode) -> Response {
     let notice = page.logins.take_notice(&login.id);
     let queue = page.registry.approvals();
-    let lists = match queue.pending(PENDING_SHOWN).await {
+    // One more than shown, to know whether there are more.
+    let lists = match queue.pending(PENDING_SHOWN + 1).await {
         Ok(pending) => queue.decided(DECISIONS_SHOWN).await.map(|d| (pending, d)),
         Err(error) => Err(error),
     };
-    let (pending, decided) = match lists {
+    let (mut pending, decided) = match lists {
         Ok(lists) => lists,
         Err(error) => {
             return message(
@@ -258,11 +259,14 @@ async fn queue_response(page: &PageState, login: &Login, status: StatusCode) -> 
             );
         }
     };
+    let more = pending.len() > PENDING_SHOWN;
+    pending.truncate(PENDING_SHOWN);
     let viewer = viewer(login);
     let html = render::queue_page(
         &viewer,
         notice.as_ref(),
         &pending,
+        more,
         &decided,
         page.registry.redactor(),
         now_ms(),
