@@ -747,3 +747,36 @@ async fn a_long_queue_shows_the_oldest_hundred_and_says_there_are_more() {
     assert!(queue.body.contains("id=\"pending-count\">100</span>"));
     assert!(!queue.body.contains("more are waiting"));
 }
+
+#[tokio::test]
+async fn an_id_with_path_characters_stays_in_its_segment() {
+    use milpa::verification::VerificationRequest;
+    let page = start().await;
+    let id = "a/../../mcp?x=1#y";
+    page.registry
+        .approvals()
+        .verifier()
+        .request(
+            VerificationRequest::new("rotate the signing key")
+                .id(id)
+                .requested_by("agent-7"),
+        )
+        .await
+        .unwrap();
+    let mut alice = PageClient::new(page.addr);
+    let queue = alice.logged_in(ALICE).await;
+    let encoded = "a%2F..%2F..%2Fmcp%3Fx%3D1%23y";
+    assert!(
+        queue
+            .body
+            .contains(&format!("action=\"/approvals/{encoded}\"")),
+        "{}",
+        pending_section(&queue.body)
+    );
+    assert!(queue.body.contains("Verification request"));
+    let item = alice.get(&format!("/approvals/{encoded}")).await;
+    assert_eq!(item.status, 200);
+    let granted = alice.decide(&queue, encoded, "grant", "").await;
+    assert_eq!(granted.status, 303, "{granted:?}");
+    assert_eq!(state(&page, id).await, "granted");
+}

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use milpa::approval::{Approval, ApprovalKind, ApprovalState, rfc3339};
 use milpa::audit::Redactor;
 
-use super::escape::esc;
+use super::escape::{esc, path_segment};
 use super::relative_time;
 
 /// The stylesheet, inlined in every page (`style-src 'unsafe-inline'` in the page's CSP).
@@ -295,7 +295,7 @@ fn pending_card(
     if viewer.decides(approval) {
         let _ = write!(
             body,
-            "<form class=\"decide\" method=\"post\" action=\"/approvals/{id}\">\
+            "<form class=\"decide\" method=\"post\" action=\"/approvals/{segment}\">\
              <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
              <label for=\"reason-{id}\">Reason <span>(optional, kept in the audit trail)</span></label>\
              <input id=\"reason-{id}\" type=\"text\" name=\"reason\" maxlength=\"{max}\" \
@@ -305,6 +305,7 @@ fn pending_card(
              <button class=\"reject\" type=\"submit\" name=\"decision\" value=\"reject\">Reject</button>\
              </div></form>",
             id = esc(id),
+            segment = esc(&path_segment(id)),
             csrf = esc(viewer.csrf),
             max = super::MAX_REASON_CHARS,
         );
