@@ -28,6 +28,10 @@
 //! at once per session ([`ServerOptions::max_in_flight`]) and in all, and messages per
 //! batch ([`ServerOptions::max_batch_len`]).
 //!
+//! The approvals page (`/approvals`, see [`crate::approvals`]) is served on the same
+//! listener behind the same `Host`/`Origin` checks, unless turned off with
+//! [`HttpServer::approvals_page`].
+//!
 //! Not supported: resuming a broken SSE stream (`Last-Event-ID` is ignored): a `tools/call`
 //! whose response stream is dropped before the response is cancelled.
 
@@ -46,6 +50,7 @@ use tokio::sync::Semaphore;
 use tower::ServiceBuilder;
 use tower_http::validate_request::ValidateRequestHeaderLayer;
 
+use crate::approvals::{self, LoginLimits, PageState};
 use crate::auth::Authenticator;
 use crate::protocol::ServerOptions;
 use crate::session::Shared;
@@ -58,6 +63,8 @@ mod post;
 mod rejection;
 mod sessions;
 mod stream;
+
+pub(crate) use guard::HostOriginCheck;
 
 use accept::ConnectionLimits;
 use rejection::HttpRejection;
@@ -94,7 +101,8 @@ pub struct HttpServer {
     max_calls_in_flight: usize,
     allow_remote: bool,
     path: String,
-    approval_page: Option<String>,
+    approvals_page: bool,
+    approval_page_url: Option<String>,
 }
 
 impl std::fmt::Debug for HttpServer {
@@ -110,7 +118,8 @@ impl std::fmt::Debug for HttpServer {
             .field("body_read_timeout", &self.body_read_timeout)
             .field("max_calls_in_flight", &self.max_calls_in_flight)
             .field("path", &self.path)
-            .field("approval_page", &self.approval_page)
+            .field("approvals_page", &self.approvals_page)
+            .field("approval_page_url", &self.approval_page_url)
             .finish_non_exhaustive()
     }
 }
@@ -141,7 +150,8 @@ impl HttpServer {
             max_calls_in_flight: 1024,
             allow_remote: false,
             path: "/mcp".into(),
-            approval_page: None,
+            approvals_page: true,
+            approval_page_url: None,
         }
     }
 
@@ -274,30 +284,85 @@ impl HttpServer {
         self
     }
 
-    /// The approvals page as people reach it (`https://ops.example.com/approvals`):
-    /// `APPROVAL_PENDING` results then carry `approve_url = <page>/<approval_id>`, and
-    /// clients that declared URL-mode elicitation are sent there and their call completes
-    /// once a person decided. Without it, they get `APPROVAL_PENDING` and replay.
-    pub fn approval_page_url(mut self, url: impl Into<String>) -> Self {
-        self.approval_page = Some(url.into());
+    /// Serves the approvals page at `/approvals` (default: on): people sign in with a
+    /// bearer token the [`authenticator`](Self::authenticator) knows and grant or reject
+    /// what waits in the registry's approval queue (see [`crate::approvals`]). While it is
+    /// on, `APPROVAL_PENDING` results carry `approve_url = <page>/<approval_id>`.
+    pub fn approvals_page(mut self, on: bool) -> Self {
+        self.approvals_page = on;
         self
     }
 
-    /// The axum router serving the endpoint, with every request check. Serve it with
-    /// connect info (`into_make_service_with_connect_info::<SocketAddr>()`) to see callers'
-    /// addresses; the connection limits and the header read timeout are then up to you
-    /// (prefer [`serve_listener`](Self::serve_listener)).
-    pub fn router(self) -> Router {
-        let path = self.path.clone();
-        let auth = self.auth.clone();
-        let check = guard::HostOriginCheck::new(self.hosts.clone(), self.origins.clone());
-        router_for(self.into_state(), &path, auth, check)
+    /// The address people open the approvals page at, when it is not
+    /// `http://<bound address>/approvals` (behind a reverse proxy, or to name the host
+    /// people use): e.g. `https://tools.example.com/approvals`, without a trailing slash.
+    /// [`router`](Self::router) knows no bound address, so only this links results there.
+    pub fn approval_page_url(mut self, url: impl Into<String>) -> Self {
+        self.approval_page_url = Some(url.into().trim_end_matches('/').to_owned());
+        self
     }
 
-    fn into_state(self) -> Arc<HttpState> {
+    /// The axum router serving the endpoint (and the approvals page), with every request
+    /// check. Serve it with connect info (`into_make_service_with_connect_info::<SocketAddr>()`)
+    /// to see callers' addresses; the connection limits and the header read timeout are then
+    /// up to you (prefer [`serve_listener`](Self::serve_listener)).
+    pub fn router(self) -> Router {
+        let page_url = self.page_url(None);
+        let (state, page) = self.into_state(page_url);
+        router_for(state, page)
+    }
+
+    /// Where `APPROVAL_PENDING` results send people: the configured page URL, else the page
+    /// on the bound address (a wildcard address named by its loopback), else nowhere.
+    fn page_url(&self, bound: Option<SocketAddr>) -> Option<String> {
+        if !self.serves_approvals_page() {
+            return None;
+        }
+        if let Some(url) = &self.approval_page_url {
+            return Some(url.clone());
+        }
+        let mut addr = bound?;
+        if addr.ip().is_unspecified() {
+            addr.set_ip(match addr.ip() {
+                std::net::IpAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                std::net::IpAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            });
+        }
+        Some(format!("http://{addr}{}", approvals::PAGE_PATH))
+    }
+
+    fn serves_approvals_page(&self) -> bool {
+        if self.approvals_page && !approvals::fits_beside(&self.path) {
+            tracing::warn!(target: "milpa_mcp", path = %self.path, "the MCP endpoint's path takes the approvals page's place; the page is not served");
+            return false;
+        }
+        self.approvals_page
+    }
+
+    /// The endpoint's state and, when the page is served, the page's (and the checks).
+    fn into_state(self, page_url: Option<String>) -> (Endpoint, Option<Arc<PageState>>) {
+        let check = guard::HostOriginCheck::new(self.hosts.clone(), self.origins.clone());
+        let page = self.serves_approvals_page().then(|| {
+            PageState::new(
+                self.registry.clone(),
+                self.auth.clone(),
+                LoginLimits::default(),
+                self.body_read_timeout,
+            )
+        });
+        let endpoint = Endpoint {
+            path: self.path.clone(),
+            auth: self.auth.clone(),
+            check,
+            state: self.into_http_state(page_url),
+        };
+        (endpoint, page)
+    }
+
+    fn into_http_state(self, page_url: Option<String>) -> Arc<HttpState> {
         let per_session = self.options.max_in_flight;
         Arc::new(HttpState {
-            shared: Shared::with_approval_page(self.registry, self.options, self.approval_page),
+            shared: Shared::with_approval_page(self.registry, self.options, page_url),
             json_response: self.json_response,
             body_read_timeout: self.body_read_timeout,
             call_slots: Arc::new(Semaphore::new(self.max_calls_in_flight)),
@@ -327,11 +392,10 @@ impl HttpServer {
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> io::Result<()> {
-        let path = self.path.clone();
-        let auth = self.auth.clone();
-        let check = guard::HostOriginCheck::new(self.hosts.clone(), self.origins.clone());
         let connections = self.connections;
-        let state = self.into_state();
+        let page_url = self.page_url(Some(listener.local_addr()?));
+        let (endpoint, page) = self.into_state(page_url);
+        let state = endpoint.state.clone();
         let sweeper = {
             let every = state.sessions.limits().sweep_every();
             let state = Arc::downgrade(&state);
@@ -345,7 +409,7 @@ impl HttpServer {
                 }
             })
         };
-        let app = router_for(state.clone(), &path, auth, check);
+        let app = router_for(endpoint, page);
         let result = accept::serve(listener, app, connections, shutdown, || {
             sweeper.abort();
             state.sessions.end_all();
@@ -356,19 +420,30 @@ impl HttpServer {
     }
 }
 
+/// The MCP endpoint and what its router needs.
+struct Endpoint {
+    path: String,
+    auth: Option<Arc<dyn Authenticator>>,
+    check: guard::HostOriginCheck,
+    state: Arc<HttpState>,
+}
+
 /// The endpoint with its checks, outermost first: `Host`/`Origin`, protocol version, the
 /// caller's identity, then a `POST`'s content type; the handlers read bodies only after.
-fn router_for(
-    state: Arc<HttpState>,
-    path: &str,
-    auth: Option<Arc<dyn Authenticator>>,
-    hosts: guard::HostOriginCheck,
-) -> Router {
-    let endpoint = axum::routing::get(get::get)
+/// The approvals page, when served, sits beside it with its own checks.
+fn router_for(endpoint: Endpoint, page: Option<Arc<PageState>>) -> Router {
+    let Endpoint {
+        path,
+        auth,
+        check: hosts,
+        state,
+    } = endpoint;
+    let page = page.map(|page| approvals::router(page, hosts.clone()));
+    let methods = axum::routing::get(get::get)
         .post(post::post)
         .delete(delete::delete)
         .fallback(|| async { HttpRejection::MethodNotAllowed.into_response() });
-    Router::new().route(path, endpoint).with_state(state).layer(
+    let mcp = Router::new().route(&path, methods).with_state(state).layer(
         ServiceBuilder::new()
             .layer(ValidateRequestHeaderLayer::custom(hosts))
             .layer(ValidateRequestHeaderLayer::custom(
@@ -379,7 +454,11 @@ fn router_for(
                 guard::authenticate,
             ))
             .layer(ValidateRequestHeaderLayer::custom(guard::ContentTypeCheck)),
-    )
+    );
+    match page {
+        Some(page) => mcp.merge(page),
+        None => mcp,
+    }
 }
 
 /// What the handlers share.
@@ -403,4 +482,67 @@ fn accepts(headers: &HeaderMap, kind: &str) -> bool {
         .iter()
         .filter_map(|v| v.to_str().ok())
         .any(|v| v.contains(kind) || v.contains("*/*"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server() -> HttpServer {
+        HttpServer::new(Arc::new(ToolRegistry::new()))
+    }
+
+    #[test]
+    fn approval_links_point_at_the_page_on_the_bound_address() {
+        let bound = |addr: &str| server().page_url(Some(addr.parse().unwrap()));
+        assert_eq!(
+            bound("127.0.0.1:8080").as_deref(),
+            Some("http://127.0.0.1:8080/approvals")
+        );
+        assert_eq!(
+            bound("[::1]:9").as_deref(),
+            Some("http://[::1]:9/approvals")
+        );
+        // A wildcard address is not one a browser can open: its loopback is.
+        assert_eq!(
+            bound("0.0.0.0:80").as_deref(),
+            Some("http://127.0.0.1:80/approvals")
+        );
+        assert_eq!(
+            bound("[::]:80").as_deref(),
+            Some("http://[::1]:80/approvals")
+        );
+        // The router alone knows no address.
+        assert_eq!(server().page_url(None), None);
+    }
+
+    #[test]
+    fn a_configured_url_wins_and_no_page_means_no_links() {
+        let addr = Some("127.0.0.1:8080".parse().unwrap());
+        let proxied = server().approval_page_url("https://tools.example.com/approvals/");
+        assert_eq!(
+            proxied.page_url(addr).as_deref(),
+            Some("https://tools.example.com/approvals")
+        );
+        assert_eq!(
+            proxied.page_url(None).as_deref(),
+            Some("https://tools.example.com/approvals")
+        );
+        assert_eq!(server().approvals_page(false).page_url(addr), None);
+        // An MCP endpoint in the page's place leaves no page to link to.
+        assert_eq!(server().path("/approvals").page_url(addr), None);
+        assert_eq!(server().path("/approvals/mcp").page_url(addr), None);
+        assert!(server().path("/approvals-mcp").page_url(addr).is_some());
+    }
+
+    #[test]
+    fn the_page_url_reaches_the_sessions_shared_state() {
+        let url = "http://127.0.0.1:1/approvals".to_owned();
+        let (endpoint, page) = server().into_state(Some(url.clone()));
+        assert_eq!(endpoint.state.shared.approval_page, Some(url));
+        assert!(page.is_some());
+        let (endpoint, page) = server().approvals_page(false).into_state(None);
+        assert_eq!(endpoint.state.shared.approval_page, None);
+        assert!(page.is_none());
+    }
 }

@@ -1,0 +1,121 @@
+//! The approvals page: where a person sees what waits for a decision and decides it, from
+//! a browser, on the same listener as the MCP endpoint (`/approvals`).
+//!
+//! - `GET /approvals`: signed out, a login form (one field, `token`: a bearer token the
+//!   server's [`Authenticator`] knows; it is posted, never put in a URL). Signed in, every
+//!   pending approval (`data-approval-id="<id>"`) with its summary, requester, tool,
+//!   channel, redacted arguments, age and expiry, and the last decisions. A principal
+//!   holding `approvals:grant` gets a form per item (an optional `reason`, buttons
+//!   `decision=grant` and `decision=reject`), except on the items it asked for itself.
+//! - `GET /approvals/{id}`: one approval (the `approve_url` of a parked call), or why it
+//!   cannot be decided any more.
+//! - `POST /approvals/login`, `POST /approvals/logout`, `POST /approvals/{id}`: forms,
+//!   each with a CSRF token, answered with `303` when they went through.
+//!
+//! Decisions go through [`ToolRegistry::decide_approval`] on the `web` channel as the
+//! signed-in principal, so the core's rules apply (named approver, scope, never the
+//! caller of the parked call) and each decision is audited. A refusal is shown with the
+//! status that says which: `403` (self-approval, missing scope, bad CSRF token), `404`,
+//! `409` (already decided or expired), `401` (not signed in).
+//!
+//! Sessions live in memory (random 128-bit ids, at most 1000, ended after 30 min idle or
+//! 12 h, and on logout); the browser holds the id in an `HttpOnly`, `SameSite=Strict`
+//! cookie scoped to `/approvals` (`Secure` too when a proxy says the request came over
+//! https with `X-Forwarded-Proto`; on plain loopback http a `Secure` cookie would never be
+//! sent back). The login form carries its own CSRF token, in a cookie of the same kind.
+//! The page's requests pass the same `Host`/`Origin` checks as `/mcp`, so another site can
+//! neither read it (DNS rebinding) nor post to it; every response carries a strict
+//! `Content-Security-Policy` (nothing loads but the inline stylesheet, forms post only
+//! here, no framing), `X-Frame-Options: DENY`, `Cache-Control: no-store` and
+//! `Referrer-Policy: same-origin`. Forms are capped at 16 KiB, reasons at
+//! [`MAX_REASON_CHARS`] characters; every text an agent or a person supplied is
+//! HTML-escaped.
+//!
+//! [`Authenticator`]: crate::auth::Authenticator
+//! [`ToolRegistry::decide_approval`]: milpa::ToolRegistry::decide_approval
+
+mod cookies;
+mod escape;
+mod form;
+mod logins;
+mod relative_time;
+mod render;
+mod routes;
+mod security_headers;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::HeaderMap;
+use axum::routing::{get, post};
+use milpa::ToolRegistry;
+use tower_http::validate_request::ValidateRequestHeaderLayer;
+
+use crate::auth::Authenticator;
+use crate::http::HostOriginCheck;
+pub(crate) use logins::LoginLimits;
+use logins::{Login, LoginSessions};
+
+/// Where the page is served.
+pub const PAGE_PATH: &str = "/approvals";
+
+/// The longest reason a decision may carry, in characters.
+pub const MAX_REASON_CHARS: usize = 500;
+
+/// What the page's handlers share.
+pub(crate) struct PageState {
+    registry: Arc<ToolRegistry>,
+    auth: Option<Arc<dyn Authenticator>>,
+    logins: LoginSessions,
+    body_read_timeout: Duration,
+}
+
+impl PageState {
+    /// The page for `registry`'s approval queue, signing people in through `auth`.
+    pub(crate) fn new(
+        registry: Arc<ToolRegistry>,
+        auth: Option<Arc<dyn Authenticator>>,
+        limits: LoginLimits,
+        body_read_timeout: Duration,
+    ) -> Arc<PageState> {
+        Arc::new(PageState {
+            registry,
+            auth,
+            logins: LoginSessions::new(limits),
+            body_read_timeout,
+        })
+    }
+
+    /// The signed-in session the request's cookie names, if it is live.
+    fn login(&self, headers: &HeaderMap) -> Option<Login> {
+        self.logins.find(cookies::read(headers, cookies::SESSION)?)
+    }
+
+    /// Whether anyone can sign in (there is an authenticator to check tokens).
+    fn can_log_in(&self) -> bool {
+        self.auth.is_some()
+    }
+}
+
+/// Whether an MCP endpoint at `mcp_path` leaves room for the page.
+pub(crate) fn fits_beside(mcp_path: &str) -> bool {
+    let mcp_path = mcp_path.trim_end_matches('/');
+    mcp_path != PAGE_PATH && !mcp_path.starts_with("/approvals/")
+}
+
+/// The page's routes with their checks: `Host`/`Origin` first, then the handlers; every
+/// response gets the security headers.
+pub(crate) fn router(state: Arc<PageState>, hosts: HostOriginCheck) -> Router {
+    let routes = Router::new()
+        .route(PAGE_PATH, get(routes::queue))
+        .route(
+            "/approvals/login",
+            get(routes::login_get).post(routes::login),
+        )
+        .route("/approvals/logout", post(routes::logout))
+        .route("/approvals/{id}", get(routes::item).post(routes::decide))
+        .with_state(state)
+        .layer(ValidateRequestHeaderLayer::custom(hosts));
+    security_headers::apply(routes)
+}

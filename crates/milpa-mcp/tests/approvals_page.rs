@@ -1,0 +1,782 @@
+//! The approvals page over plain HTTP: login by token, the session cookie, the queue, grant
+//! and reject through the page (and what the parked call's replay then does), CSRF,
+//! scopes, self-approval, escaping of hostile arguments, the Origin check, logout.
+
+mod common;
+mod page_client;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::SystemTime;
+
+use common::{http, http_initialize, start_http};
+use milpa::audit::{AuditOutcome, MemoryAuditSink};
+use milpa::confirm::unix_millis;
+use milpa::{ErrorCode, ToolContext, ToolDefinition, ToolRegistry, ToolResult};
+use milpa_mcp::HttpServer;
+use milpa_mcp::auth::StaticTokens;
+use page_client::{PageClient, csrf, decisions_section, pending_section, set_cookies};
+use serde_json::{Value, json};
+
+/// The agent whose calls get parked (it holds every scope, approvals:grant included).
+const AGENT: &str = "agent-token";
+const ALICE: &str = "alice-token";
+const BOB: &str = "bob-token";
+/// A principal that may look but not decide.
+const CAROL: &str = "carol-token";
+
+struct Page {
+    addr: std::net::SocketAddr,
+    registry: Arc<ToolRegistry>,
+    audit: Arc<MemoryAuditSink>,
+    runs: Arc<AtomicUsize>,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+fn tokens() -> StaticTokens {
+    let mut tokens = StaticTokens::new();
+    tokens.insert_token(AGENT, "agent-7", ["*"]);
+    tokens.insert_token(ALICE, "alice", ["approvals:grant"]);
+    tokens.insert_token(BOB, "bob", ["approvals:grant", "ops:read"]);
+    tokens.insert_token(CAROL, "carol", ["ops:read"]);
+    tokens
+}
+
+async fn start_with(configure: impl FnOnce(HttpServer) -> HttpServer) -> Page {
+    let audit = Arc::new(MemoryAuditSink::new());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut registry = ToolRegistry::builder().audit_sink(audit.clone()).build();
+    let counter = runs.clone();
+    registry
+        .register(
+            ToolDefinition::builder("deploy")
+                .description("Deploys a service")
+                .input_schema(json!({
+                    "type": "object",
+                    "properties": {"env": {"type": "string"}, "note": {"type": "string"}},
+                    "required": ["env"]
+                }))
+                .mutating(true)
+                .requires_human_approval(true)
+                .sync(move |args, _| {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    json!({"deployed": args["env"]})
+                }),
+        )
+        .unwrap();
+    let registry = Arc::new(registry);
+    let (addr, stop) = start_http(configure(HttpServer::new(registry.clone()))).await;
+    Page {
+        addr,
+        registry,
+        audit,
+        runs,
+        _stop: stop,
+    }
+}
+
+async fn start() -> Page {
+    start_with(|server| server.authenticator(tokens())).await
+}
+
+fn agent() -> ToolContext {
+    ToolContext::mcp("r1", Some("agent-7".into()), ["*"])
+}
+
+/// Parks a `deploy` call by the agent; returns the approval id.
+async fn park(page: &Page, args: Value) -> String {
+    let parked = page.registry.call("deploy", args, &agent()).await;
+    assert_eq!(
+        parked.code(),
+        Some(&ErrorCode::ApprovalPending),
+        "{parked:?}"
+    );
+    parked.data["approval_id"].as_str().unwrap().to_owned()
+}
+
+async fn replay(page: &Page, id: &str) -> ToolResult {
+    page.registry
+        .call("deploy", json!({"confirm_token": id}), &agent())
+        .await
+}
+
+async fn state(page: &Page, id: &str) -> String {
+    let approval = page.registry.approvals().get(id).await.unwrap().unwrap();
+    approval
+        .state(unix_millis(SystemTime::now()))
+        .as_str()
+        .to_owned()
+}
+
+fn card(id: &str) -> String {
+    format!("data-approval-id=\"{id}\"")
+}
+
+fn decisions_recorded(page: &Page) -> usize {
+    page.audit
+        .records()
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.outcome,
+                AuditOutcome::ApprovalGranted | AuditOutcome::ApprovalRejected
+            )
+        })
+        .count()
+}
+
+/// One `tools/call` over the MCP endpoint with a bearer token; the call's result.
+async fn mcp_call(addr: std::net::SocketAddr, token: &str, name: &str, args: Value) -> Value {
+    let auth = format!("Bearer {token}");
+    let session = http_initialize(addr, &[("Authorization", &auth)]).await;
+    let headers = [
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+        ("Authorization", auth.as_str()),
+    ];
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": name, "arguments": args}});
+    let response = http(addr, "POST", &headers, body.to_string().as_bytes()).await;
+    assert_eq!(response.status, 200, "{response:?}");
+    let messages = if response
+        .header("content-type")
+        .is_some_and(|t| t.contains("json"))
+    {
+        vec![response.json()]
+    } else {
+        response.sse_messages()
+    };
+    messages
+        .into_iter()
+        .find(|m| m["id"] == json!(7))
+        .expect("the call's response")["result"]
+        .clone()
+}
+
+#[tokio::test]
+async fn login_sets_a_strict_http_only_session_cookie_and_a_wrong_token_gets_401() {
+    let page = start().await;
+    let mut browser = PageClient::new(page.addr);
+
+    let form = browser.get("/approvals").await;
+    assert_eq!(form.status, 200);
+    assert!(form.body.contains("name=\"token\""), "{}", form.body);
+    assert!(form.body.contains("action=\"/approvals/login\""));
+    assert!(form.body.contains("method=\"post\""));
+    assert!(
+        form.body
+            .contains("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">")
+    );
+    assert_eq!(
+        form.header("content-security-policy"),
+        Some(
+            "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        )
+    );
+    assert_eq!(form.header("x-frame-options"), Some("DENY"));
+    assert_eq!(form.header("cache-control"), Some("no-store"));
+    assert_eq!(form.header("referrer-policy"), Some("same-origin"));
+    assert!(
+        form.header("content-type")
+            .unwrap()
+            .starts_with("text/html")
+    );
+
+    // A wrong token: 401, the form again with a message, no session, the token not echoed.
+    let wrong = "not-a-token-4d9f";
+    let csrf_token = csrf(&form.body);
+    let refused = browser
+        .post_form(
+            "/approvals/login",
+            &[
+                ("csrf", &csrf_token),
+                ("next", "/approvals"),
+                ("token", wrong),
+            ],
+        )
+        .await;
+    assert_eq!(refused.status, 401);
+    assert!(
+        refused.body.contains("does not know that token"),
+        "{}",
+        refused.body
+    );
+    assert!(!refused.body.contains(wrong));
+    assert!(
+        set_cookies(&refused)
+            .iter()
+            .all(|c| !c.starts_with("milpa_approvals_session"))
+    );
+    assert!(browser.cookie("milpa_approvals_session").is_none());
+
+    // Without the login form's CSRF token: 403, not even the right token gets in.
+    let mut stranger = PageClient::new(page.addr);
+    let forged = stranger
+        .post_form(
+            "/approvals/login",
+            &[("token", ALICE), ("next", "/approvals")],
+        )
+        .await;
+    assert_eq!(forged.status, 403);
+    assert!(stranger.cookie("milpa_approvals_session").is_none());
+
+    let login = browser.login(ALICE).await;
+    assert_eq!(login.status, 303, "{login:?}");
+    assert_eq!(login.header("location"), Some("/approvals"));
+    let session = set_cookies(&login)
+        .into_iter()
+        .find(|c| c.starts_with("milpa_approvals_session="))
+        .expect("a session cookie");
+    assert!(session.contains("; HttpOnly"), "{session}");
+    assert!(session.contains("; SameSite=Strict"), "{session}");
+    assert!(session.contains("; Path=/approvals"), "{session}");
+    assert!(!session.contains("Secure"), "loopback http: {session}");
+    assert_eq!(browser.cookie("milpa_approvals_session").unwrap().len(), 32);
+    assert!(!login.header("location").unwrap().contains(ALICE));
+
+    let queue = browser.get("/approvals").await;
+    assert_eq!(queue.status, 200);
+    assert!(
+        queue.body.contains("<b id=\"principal\">alice</b>"),
+        "{}",
+        queue.body
+    );
+    assert!(queue.body.contains("Nothing is waiting for a decision."));
+    assert!(!queue.body.contains("name=\"token\""));
+
+    // Behind a proxy that says https, the cookie is Secure.
+    let mut proxied = PageClient::new(page.addr);
+    let form = proxied
+        .request("GET", "/approvals", &[("X-Forwarded-Proto", "https")], b"")
+        .await;
+    let login = proxied
+        .post_form_with(
+            "/approvals/login",
+            &[("csrf", &csrf(&form.body)), ("token", BOB)],
+            &[("X-Forwarded-Proto", "https")],
+        )
+        .await;
+    assert_eq!(login.status, 303);
+    assert!(
+        set_cookies(&login)
+            .iter()
+            .any(|c| c.starts_with("milpa_approvals_session=") && c.ends_with("; Secure"))
+    );
+}
+
+#[tokio::test]
+async fn a_grant_on_the_page_lets_the_parked_call_run_once() {
+    let page = start().await;
+    // The agent's call, over MCP, is parked.
+    let parked = mcp_call(
+        page.addr,
+        AGENT,
+        "deploy",
+        json!({"env": "prod", "note": "weekly release"}),
+    )
+    .await;
+    assert_eq!(parked["isError"], json!(true), "{parked}");
+    assert_eq!(parked["_meta"]["milpa"]["code"], json!("APPROVAL_PENDING"));
+    let id = parked["structuredContent"]["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(page.runs.load(Ordering::SeqCst), 0);
+
+    let mut alice = PageClient::new(page.addr);
+    let queue = alice.logged_in(ALICE).await;
+    let pending = pending_section(&queue.body);
+    assert!(pending.contains(&card(&id)), "{}", queue.body);
+    assert!(
+        pending.contains("deploy(<wbr>env=prod, note=weekly release)"),
+        "{pending}"
+    );
+    assert!(
+        pending.contains("<dt>Asked by</dt><dd>agent-7</dd>"),
+        "{pending}"
+    );
+    assert!(
+        pending.contains("Tool call · <span class=\"tool\">deploy</span>"),
+        "{pending}"
+    );
+    assert!(pending.contains("<dt>Channel</dt><dd>mcp</dd>"));
+    assert!(pending.contains("just now") || pending.contains("s ago"));
+    assert!(pending.contains("<dt>Expires</dt>"), "{pending}");
+    assert!(
+        pending.contains(">in 59 min</time>") || pending.contains(">in 1 h</time>"),
+        "{pending}"
+    );
+    assert!(
+        pending.contains("&quot;weekly release&quot;"),
+        "the arguments: {pending}"
+    );
+    assert!(pending.contains("name=\"decision\" value=\"grant\""));
+    assert!(pending.contains("name=\"decision\" value=\"reject\""));
+    assert!(pending.contains("name=\"reason\""));
+    assert!(pending.contains(&format!("action=\"/approvals/{id}\"")));
+    assert!(
+        queue
+            .body
+            .contains("<span class=\"count\" id=\"pending-count\">1</span>")
+    );
+
+    let granted = alice
+        .decide(&queue, &id, "grant", "release window is open")
+        .await;
+    assert_eq!(granted.status, 303, "{granted:?}");
+    assert_eq!(granted.header("location"), Some("/approvals"));
+
+    let after = alice.get("/approvals").await;
+    assert!(
+        after.body.contains("class=\"notice done\""),
+        "{}",
+        after.body
+    );
+    assert!(after.body.contains("Granted deploy("));
+    assert!(!pending_section(&after.body).contains(&card(&id)));
+    let decisions = decisions_section(&after.body);
+    assert!(
+        decisions.contains(&format!("data-decided-id=\"{id}\"")),
+        "{decisions}"
+    );
+    assert!(decisions.contains("Granted, not run yet"));
+    assert!(decisions.contains("by <b>alice</b>"));
+    assert!(decisions.contains("release window is open"));
+    // The notice is shown once.
+    let again = alice.get("/approvals").await;
+    assert!(!again.body.contains("class=\"notice done\""));
+
+    // The decision is audited under the approver, on the web channel.
+    let records = page.audit.records();
+    let decision = records
+        .iter()
+        .find(|r| r.outcome == AuditOutcome::ApprovalGranted)
+        .expect("an approval_granted record");
+    assert_eq!(decision.principal.as_deref(), Some("alice"));
+    assert_eq!(decision.channel, "web");
+    assert_eq!(decision.tool, "deploy");
+    assert_eq!(decision.args["approval_id"], json!(id));
+    assert_eq!(decision.args["reason"], json!("release window is open"));
+
+    // The agent's replay runs the first call's arguments, once.
+    let ran = mcp_call(page.addr, AGENT, "deploy", json!({"confirm_token": id})).await;
+    assert_eq!(ran["isError"], json!(false), "{ran}");
+    assert_eq!(ran["structuredContent"], json!({"deployed": "prod"}));
+    assert_eq!(page.runs.load(Ordering::SeqCst), 1);
+    let twice = mcp_call(page.addr, AGENT, "deploy", json!({"confirm_token": id})).await;
+    assert_eq!(twice["isError"], json!(true));
+    assert_eq!(page.runs.load(Ordering::SeqCst), 1);
+
+    let later = alice.get("/approvals").await;
+    assert!(decisions_section(&later.body).contains("Granted, ran"));
+}
+
+#[tokio::test]
+async fn a_rejection_with_a_reason_forbids_the_replay_naming_who_and_why() {
+    let page = start().await;
+    let id = park(&page, json!({"env": "prod"})).await;
+    let mut bob = PageClient::new(page.addr);
+    let queue = bob.logged_in(BOB).await;
+    let rejected = bob.decide(&queue, &id, "reject", "not on a Friday").await;
+    assert_eq!(rejected.status, 303, "{rejected:?}");
+    let after = bob.get("/approvals").await;
+    assert!(after.body.contains("Rejected deploy("), "{}", after.body);
+    assert!(
+        decisions_section(&after.body).contains("<span class=\"badge rejected\">Rejected</span>")
+    );
+
+    let replayed = replay(&page, &id).await;
+    assert_eq!(replayed.code(), Some(&ErrorCode::Forbidden), "{replayed:?}");
+    let message = replayed.error.clone().unwrap_or_default();
+    assert!(message.contains("bob"), "{message}");
+    assert!(message.contains("not on a Friday"), "{message}");
+    assert_eq!(page.runs.load(Ordering::SeqCst), 0);
+    let record = page
+        .audit
+        .records()
+        .into_iter()
+        .find(|r| r.outcome == AuditOutcome::ApprovalRejected)
+        .expect("an approval_rejected record");
+    assert_eq!(record.principal.as_deref(), Some("bob"));
+}
+
+#[tokio::test]
+async fn a_missing_or_wrong_csrf_token_is_refused_and_nothing_changes() {
+    let page = start().await;
+    let id = park(&page, json!({"env": "prod"})).await;
+    let mut alice = PageClient::new(page.addr);
+    let queue = alice.logged_in(ALICE).await;
+    let path = format!("/approvals/{id}");
+
+    let without = alice.post_form(&path, &[("decision", "grant")]).await;
+    assert_eq!(without.status, 403, "{without:?}");
+    assert!(
+        without.body.contains("CSRF token is missing or wrong"),
+        "{}",
+        without.body
+    );
+    let wrong = alice
+        .post_form(
+            &path,
+            &[
+                ("csrf", "0123456789abcdef0123456789abcdef"),
+                ("decision", "grant"),
+            ],
+        )
+        .await;
+    assert_eq!(wrong.status, 403);
+    // Another session's token is no good either.
+    let mut bob = PageClient::new(page.addr);
+    let bobs = bob.logged_in(BOB).await;
+    let crossed = alice
+        .post_form(&path, &[("csrf", &csrf(&bobs.body)), ("decision", "grant")])
+        .await;
+    assert_eq!(crossed.status, 403);
+
+    assert_eq!(state(&page, &id).await, "pending");
+    assert_eq!(decisions_recorded(&page), 0);
+    assert!(pending_section(&alice.get("/approvals").await.body).contains(&card(&id)));
+    // The right one still works afterwards.
+    let granted = alice.decide(&queue, &id, "grant", "").await;
+    assert_eq!(granted.status, 303);
+    assert_eq!(state(&page, &id).await, "granted");
+}
+
+#[tokio::test]
+async fn a_principal_without_the_grant_scope_sees_no_buttons_and_cannot_decide() {
+    let page = start().await;
+    let id = park(&page, json!({"env": "prod"})).await;
+    let mut carol = PageClient::new(page.addr);
+    let queue = carol.logged_in(CAROL).await;
+    assert!(
+        pending_section(&queue.body).contains(&card(&id)),
+        "{}",
+        queue.body
+    );
+    assert!(!queue.body.contains("name=\"decision\""));
+    assert!(
+        queue
+            .body
+            .contains("does not carry the scope <code>approvals:grant</code>")
+    );
+
+    // Posting directly, with its own valid CSRF token, is refused by the core's rule.
+    let posted = carol.decide(&queue, &id, "grant", "").await;
+    assert_eq!(posted.status, 403, "{posted:?}");
+    assert!(posted.body.contains("approvals:grant"), "{}", posted.body);
+    assert_eq!(state(&page, &id).await, "pending");
+    assert_eq!(decisions_recorded(&page), 0);
+    assert!(
+        page.audit
+            .records()
+            .iter()
+            .any(|r| r.outcome == AuditOutcome::ApprovalRefused
+                && r.principal.as_deref() == Some("carol"))
+    );
+}
+
+#[tokio::test]
+async fn the_caller_of_a_parked_call_sees_it_but_cannot_decide_it() {
+    let page = start().await;
+    let id = park(&page, json!({"env": "prod"})).await;
+    let mut agent = PageClient::new(page.addr);
+    let queue = agent.logged_in(AGENT).await;
+    let pending = pending_section(&queue.body);
+    assert!(pending.contains(&card(&id)));
+    assert!(pending.contains("You asked for this; another person must decide."));
+    assert!(!pending.contains("name=\"decision\""), "{pending}");
+
+    for decision in ["grant", "reject"] {
+        let posted = agent.decide(&queue, &id, decision, "").await;
+        assert_eq!(posted.status, 403, "{posted:?}");
+        assert!(posted.body.contains("cannot decide it"), "{}", posted.body);
+    }
+    assert_eq!(state(&page, &id).await, "pending");
+    assert_eq!(page.runs.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn hostile_arguments_are_escaped() {
+    let page = start().await;
+    let hostile = "<script>alert(\"pwned\")</script><img src=x onerror=alert(1)>";
+    let id = park(&page, json!({"env": hostile, "note": "'><b>bold</b>"})).await;
+    let mut alice = PageClient::new(page.addr);
+    let queue = alice.logged_in(ALICE).await;
+    let item = alice.get(&format!("/approvals/{id}")).await;
+    for body in [&queue.body, &item.body] {
+        assert!(body.contains(&card(&id)));
+        assert!(!body.contains("<script>"), "{body}");
+        assert!(!body.contains("<img"));
+        assert!(!body.contains("<b>bold"));
+        assert!(body.contains("&lt;script&gt;alert("), "{body}");
+        assert!(body.contains("&#39;&gt;&lt;b&gt;bold"));
+    }
+}
+
+#[tokio::test]
+async fn foreign_origins_and_hosts_are_refused() {
+    let page = start().await;
+    let id = park(&page, json!({"env": "prod"})).await;
+    let mut alice = PageClient::new(page.addr);
+    let queue = alice.logged_in(ALICE).await;
+    let fields = [
+        ("csrf", csrf(&queue.body)),
+        ("decision", "grant".to_owned()),
+    ];
+    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let path = format!("/approvals/{id}");
+    for origin in [
+        "http://evil.example",
+        "null",
+        "https://127.0.0.1.evil.example",
+    ] {
+        let posted = alice
+            .post_form_with(&path, &fields, &[("Origin", origin)])
+            .await;
+        assert_eq!(posted.status, 403, "{origin}: {posted:?}");
+    }
+    let login = alice
+        .post_form_with(
+            "/approvals/login",
+            &[("token", BOB)],
+            &[("Origin", "http://evil.example")],
+        )
+        .await;
+    assert_eq!(login.status, 403);
+    // DNS rebinding: a page served under another name cannot read the queue.
+    let rebound = alice
+        .request("GET", "/approvals", &[("Host", "evil.example")], b"")
+        .await;
+    assert_eq!(rebound.status, 403);
+    assert!(!rebound.body.contains(&card(&id)));
+    assert_eq!(state(&page, &id).await, "pending");
+    // Without an Origin (a non-browser client) the CSRF token is what counts.
+    let plain = alice.post_form_with(&path, &fields, &[]).await;
+    assert_eq!(plain.status, 303);
+}
+
+#[tokio::test]
+async fn logout_ends_the_session() {
+    let page = start().await;
+    let id = park(&page, json!({"env": "prod"})).await;
+    let mut alice = PageClient::new(page.addr);
+    let queue = alice.logged_in(ALICE).await;
+    let old_cookie = alice.cookie("milpa_approvals_session").unwrap().to_owned();
+    let token = csrf(&queue.body);
+
+    // Logout needs the session's CSRF token too.
+    let forged = alice.post_form("/approvals/logout", &[]).await;
+    assert_eq!(forged.status, 403);
+    assert!(
+        alice
+            .get("/approvals")
+            .await
+            .body
+            .contains("id=\"principal\"")
+    );
+
+    let out = alice
+        .post_form("/approvals/logout", &[("csrf", &token)])
+        .await;
+    assert_eq!(out.status, 303);
+    assert!(
+        set_cookies(&out)
+            .iter()
+            .any(|c| c.starts_with("milpa_approvals_session=;") && c.contains("Max-Age=0"))
+    );
+    assert!(
+        alice
+            .get("/approvals")
+            .await
+            .body
+            .contains("name=\"token\"")
+    );
+
+    // The old cookie is dead on the server, not only forgotten by the browser.
+    alice.set_cookie("milpa_approvals_session", Some(&old_cookie));
+    let page_again = alice.get("/approvals").await;
+    assert!(page_again.body.contains("name=\"token\""));
+    let posted = alice
+        .post_form(
+            &format!("/approvals/{id}"),
+            &[("csrf", &token), ("decision", "grant")],
+        )
+        .await;
+    assert_eq!(posted.status, 401, "{posted:?}");
+    assert!(posted.body.contains("name=\"token\""));
+    assert_eq!(state(&page, &id).await, "pending");
+}
+
+#[tokio::test]
+async fn one_item_has_its_own_page_and_refusals_say_which() {
+    let page = start().await;
+    let id = park(&page, json!({"env": "staging"})).await;
+    let mut alice = PageClient::new(page.addr);
+
+    // Signed out, the item's page asks to sign in and comes back to the item.
+    let form = alice.get(&format!("/approvals/{id}")).await;
+    assert_eq!(form.status, 200);
+    assert!(
+        form.body
+            .contains(&format!("name=\"next\" value=\"/approvals/{id}\""))
+    );
+    let login = alice
+        .post_form(
+            "/approvals/login",
+            &[
+                ("csrf", &csrf(&form.body)),
+                ("next", &format!("/approvals/{id}")),
+                ("token", ALICE),
+            ],
+        )
+        .await;
+    assert_eq!(
+        login.header("location"),
+        Some(format!("/approvals/{id}").as_str())
+    );
+
+    let item = alice.get(&format!("/approvals/{id}")).await;
+    assert_eq!(item.status, 200);
+    assert!(item.body.contains(&card(&id)));
+    assert!(item.body.contains("name=\"decision\" value=\"grant\""));
+
+    let unknown = alice.get("/approvals/no-such-approval").await;
+    assert_eq!(unknown.status, 404);
+    assert!(unknown.body.contains("No approval has the id"));
+    let unknown_post = alice.decide(&item, "no-such-approval", "grant", "").await;
+    assert_eq!(unknown_post.status, 404);
+
+    let no_choice = alice.decide(&item, &id, "maybe", "").await;
+    assert_eq!(no_choice.status, 400);
+    let long = "x".repeat(501);
+    let too_long = alice.decide(&item, &id, "grant", &long).await;
+    assert_eq!(too_long.status, 400);
+    assert!(too_long.body.contains("limited to 500 characters"));
+    let huge = "y".repeat(20 * 1024);
+    let too_large = alice.decide(&item, &id, "grant", &huge).await;
+    assert_eq!(too_large.status, 413);
+    assert_eq!(state(&page, &id).await, "pending");
+
+    let granted = alice.decide(&item, &id, "grant", "ok").await;
+    assert_eq!(granted.status, 303);
+    let decided = alice.get(&format!("/approvals/{id}")).await;
+    assert_eq!(decided.status, 200);
+    assert!(
+        decided
+            .body
+            .contains("Already decided: granted, not run yet by alice"),
+        "{}",
+        decided.body
+    );
+    assert!(!decided.body.contains(&card(&id)));
+    assert!(!decided.body.contains("name=\"decision\""));
+
+    let mut bob = PageClient::new(page.addr);
+    let bobs = bob.logged_in(BOB).await;
+    let late = bob.decide(&bobs, &id, "reject", "").await;
+    assert_eq!(late.status, 409, "{late:?}");
+    assert!(late.body.contains("already decided"), "{}", late.body);
+    assert_eq!(state(&page, &id).await, "granted");
+}
+
+#[tokio::test]
+async fn without_an_authenticator_the_page_says_nobody_can_sign_in() {
+    let page = start_with(|server| server).await;
+    let mut browser = PageClient::new(page.addr);
+    let form = browser.get("/approvals").await;
+    assert_eq!(form.status, 200);
+    assert!(form.body.contains("no tokens configured"), "{}", form.body);
+    assert!(!form.body.contains("name=\"token\""));
+    let tried = browser
+        .post_form(
+            "/approvals/login",
+            &[("csrf", &cookie_csrf(&browser)), ("token", ALICE)],
+        )
+        .await;
+    assert_eq!(tried.status, 401);
+    assert!(tried.body.contains("no tokens configured"));
+}
+
+fn cookie_csrf(browser: &PageClient) -> String {
+    browser.cookie("milpa_approvals_login").unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn the_page_can_be_turned_off() {
+    let page = start_with(|server| server.authenticator(tokens()).approvals_page(false)).await;
+    let mut browser = PageClient::new(page.addr);
+    assert_eq!(browser.get("/approvals").await.status, 404);
+    let login = browser
+        .post_form("/approvals/login", &[("token", ALICE)])
+        .await;
+    assert!(login.status >= 400, "{login:?}");
+    assert!(browser.cookie("milpa_approvals_session").is_none());
+}
+
+#[tokio::test]
+async fn a_long_queue_shows_the_oldest_hundred_and_says_there_are_more() {
+    let page = start().await;
+    let mut ids = Vec::new();
+    for n in 0..101 {
+        ids.push(park(&page, json!({"env": format!("env-{n}")})).await);
+    }
+    let mut alice = PageClient::new(page.addr);
+    let queue = alice.logged_in(ALICE).await;
+    assert!(
+        queue.body.contains("id=\"pending-count\">100+</span>"),
+        "{}",
+        &queue.body[..2000]
+    );
+    assert!(
+        queue
+            .body
+            .contains("Showing the 100 oldest; more are waiting.")
+    );
+    assert_eq!(
+        pending_section(&queue.body)
+            .matches("data-approval-id=")
+            .count(),
+        100
+    );
+    // Deciding one makes room: all the rest fit.
+    let granted = alice.decide(&queue, &ids[0], "grant", "").await;
+    assert_eq!(granted.status, 303);
+    let queue = alice.get("/approvals").await;
+    assert!(queue.body.contains("id=\"pending-count\">100</span>"));
+    assert!(!queue.body.contains("more are waiting"));
+}
+
+#[tokio::test]
+async fn an_id_with_path_characters_stays_in_its_segment() {
+    use milpa::verification::VerificationRequest;
+    let page = start().await;
+    let id = "a/../../mcp?x=1#y";
+    page.registry
+        .approvals()
+        .verifier()
+        .request(
+            VerificationRequest::new("rotate the signing key")
+                .id(id)
+                .requested_by("agent-7"),
+        )
+        .await
+        .unwrap();
+    let mut alice = PageClient::new(page.addr);
+    let queue = alice.logged_in(ALICE).await;
+    let encoded = "a%2F..%2F..%2Fmcp%3Fx%3D1%23y";
+    assert!(
+        queue
+            .body
+            .contains(&format!("action=\"/approvals/{encoded}\"")),
+        "{}",
+        pending_section(&queue.body)
+    );
+    assert!(queue.body.contains("Verification request"));
+    let item = alice.get(&format!("/approvals/{encoded}")).await;
+    assert_eq!(item.status, 200);
+    let granted = alice.decide(&queue, encoded, "grant", "").await;
+    assert_eq!(granted.status, 303, "{granted:?}");
+    assert_eq!(state(&page, id).await, "granted");
+}
