@@ -74,9 +74,11 @@ impl Server {
         let mut server = HttpServer::new(registry.clone())
             .authenticator(tokens)
             .options(options);
-        if page {
-            server = server.approval_page_url(format!("http://{addr}/approvals"));
-        }
+        server = if page {
+            server.approval_page_url(format!("http://{addr}/approvals"))
+        } else {
+            server.approvals_page(false)
+        };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(server.serve_listener(listener, async {
             let _ = stopped.await;
