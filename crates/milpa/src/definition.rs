@@ -263,6 +263,9 @@ pub struct ToolOptions {
     pub version: Option<String>,
     /// JSON Schema of the result's structured data, shown in listings.
     pub output_schema: Option<Value>,
+    /// The upstream MCP server the tool forwards to, when it is a gateway tool (policies
+    /// see it as the tool's `upstream` attribute).
+    pub upstream: Option<String>,
 }
 
 impl Default for ToolOptions {
@@ -277,6 +280,7 @@ impl Default for ToolOptions {
             clamps: Vec::new(),
             version: None,
             output_schema: None,
+            upstream: None,
         }
     }
 }
@@ -383,6 +387,11 @@ impl ToolDefinition {
         self.options.requires_human_approval
     }
 
+    /// The upstream MCP server the tool forwards to, if it is a gateway tool.
+    pub fn upstream(&self) -> Option<&str> {
+        self.options.upstream.as_deref()
+    }
+
     /// The code that runs.
     #[inline]
     pub fn tool(&self) -> &Arc<dyn Tool> {
@@ -452,6 +461,12 @@ impl ToolDefinitionBuilder {
     /// (`confirm = "human"`).
     pub fn requires_human_approval(mut self, human: bool) -> Self {
         self.options.requires_human_approval = human;
+        self
+    }
+
+    /// Marks the tool as forwarding to the upstream MCP server `name` (a gateway tool).
+    pub fn upstream(mut self, name: impl Into<String>) -> Self {
+        self.options.upstream = Some(name.into());
         self
     }
 

@@ -48,6 +48,9 @@ pub enum ErrorCode {
     /// `APPROVAL_PENDING`: the call is parked until a person approves it; nothing ran.
     /// Replay it with `confirm_token = <approval_id>` once approved.
     ApprovalPending,
+    /// `UPSTREAM_UNAVAILABLE`: the upstream MCP server a gateway tool forwards to is down or
+    /// unreachable; the rest of the server keeps serving.
+    UpstreamUnavailable,
     /// Any other code a tool chose.
     Other(Box<str>),
 }
@@ -70,6 +73,7 @@ impl ErrorCode {
             ErrorCode::ResultTooLarge => "RESULT_TOO_LARGE",
             ErrorCode::Unavailable => "UNAVAILABLE",
             ErrorCode::ApprovalPending => "APPROVAL_PENDING",
+            ErrorCode::UpstreamUnavailable => "UPSTREAM_UNAVAILABLE",
             ErrorCode::Other(code) => code,
         }
     }
@@ -91,6 +95,7 @@ impl ErrorCode {
             "RESULT_TOO_LARGE" => ErrorCode::ResultTooLarge,
             "UNAVAILABLE" => ErrorCode::Unavailable,
             "APPROVAL_PENDING" => ErrorCode::ApprovalPending,
+            "UPSTREAM_UNAVAILABLE" => ErrorCode::UpstreamUnavailable,
             other => ErrorCode::Other(other.into()),
         }
     }
