@@ -554,6 +554,13 @@ impl ToolRegistryBuilder {
         self
     }
 
+    /// Judges every call the rest of the gate allowed, with its arguments (see
+    /// [`CallPolicy`](crate::policy::CallPolicy)).
+    pub fn call_policy(mut self, policy: Arc<dyn crate::policy::CallPolicy>) -> Self {
+        self.gate.set_call_policy(policy);
+        self
+    }
+
     /// The finished (empty) registry.
     pub fn build(self) -> ToolRegistry {
         ToolRegistry {

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::context::ToolContext;
 use crate::definition::ToolDefinition;
 use crate::events::TOOL_EXECUTING;
+use crate::policy::CallPolicy;
 use crate::policy::ChannelPolicy;
 use crate::rate_limit::Quota;
 use crate::registry::RegisteredTool;
@@ -25,6 +26,7 @@ pub(crate) struct StageFacts<'a> {
     pub rule_provider: bool,
     pub confirmation_ttl: Duration,
     pub approval_ttl: Duration,
+    pub call_policy: Option<&'a dyn CallPolicy>,
     // Private: the only way to get facts is `new`, from a registered tool.
     registered: &'a RegisteredTool,
 }
@@ -47,6 +49,7 @@ impl<'a> StageFacts<'a> {
             rule_provider: wiring.gate.has_rule_provider(),
             confirmation_ttl: wiring.confirmation_ttl,
             approval_ttl: wiring.approvals.ttl(),
+            call_policy: wiring.gate.call_policy().map(|p| p.as_ref()),
             registered: tool,
         }
     }

@@ -6,7 +6,9 @@ use crate::inspect::StageFacts;
 use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::pipeline::{Call, Flow};
 use crate::pipeline::{StepKind, step};
-use crate::policy::Authorization;
+use std::sync::Arc;
+
+use crate::policy::{Authorization, CallPolicy, PolicyDecision, PolicyInput};
 use crate::result::ToolResult;
 
 pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
@@ -26,8 +28,23 @@ pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
         "authorize"
     );
     match verdict {
-        Authorization::Allowed => Flow::Continue,
+        Authorization::Allowed => match call.wiring.gate.call_policy() {
+            None => Flow::Continue,
+            // Boxed: a registry without a call policy keeps every call's future small.
+            Some(policy) => Box::pin(judge(call, policy.clone())).await,
+        },
         Authorization::Denied(reason) => {
+            call.finish(ToolResult::forbidden(reason), AuditOutcome::Denied)
+        }
+    }
+}
+
+/// The call policy's turn, last: it sees the validated, clamped arguments and can only deny.
+async fn judge(call: &mut Call<'_>, policy: Arc<dyn CallPolicy>) -> Flow {
+    let input = PolicyInput::new(call.ctx, &call.tool().definition, &call.args);
+    match policy.evaluate(input).await {
+        PolicyDecision::Continue => Flow::Continue,
+        PolicyDecision::Deny(reason) => {
             call.finish(ToolResult::forbidden(reason), AuditOutcome::Denied)
         }
     }
@@ -60,6 +77,13 @@ pub(crate) fn describe(facts: &StageFacts<'_>) -> InvocationStep {
         "rules: provider wired (checked after scopes; an allow skips block_mutating)".to_owned()
     } else {
         "rules: no provider".to_owned()
+    });
+    parts.push(match facts.call_policy {
+        Some(policy) => format!(
+            "call policy (checked last, sees the arguments, can only deny): {}",
+            policy.describe(facts.tool)
+        ),
+        None => "call policy: none".to_owned(),
     });
     step(
         StepKind::Authorize,

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::context::{ToolContext, channel};
 use crate::definition::ToolDefinition;
+use crate::policy::call_policy::CallPolicy;
 use crate::policy::channel::ChannelPolicy;
 use crate::policy::rules::{PolicyRuleProvider, RuleEffect, RuleQuery};
 
@@ -26,6 +27,7 @@ pub struct PolicyGate {
     // A handful of channels: a linear scan beats hashing here.
     policies: Vec<(Box<str>, ChannelPolicy)>,
     rule_provider: Option<Arc<dyn PolicyRuleProvider>>,
+    call_policy: Option<Arc<dyn CallPolicy>>,
 }
 
 impl Default for PolicyGate {
@@ -38,6 +40,7 @@ impl Default for PolicyGate {
                 (channel::TELEGRAM.into(), ChannelPolicy::TELEGRAM),
             ],
             rule_provider: None,
+            call_policy: None,
         }
     }
 }
@@ -47,6 +50,7 @@ impl std::fmt::Debug for PolicyGate {
         f.debug_struct("PolicyGate")
             .field("policies", &self.policies)
             .field("rule_provider", &self.rule_provider.is_some())
+            .field("call_policy", &self.call_policy.is_some())
             .finish()
     }
 }
@@ -93,6 +97,17 @@ impl PolicyGate {
     /// Whether a rule provider is set.
     pub fn has_rule_provider(&self) -> bool {
         self.rule_provider.is_some()
+    }
+
+    /// Judges every call the rest of the gate allowed, arguments included (see
+    /// [`CallPolicy`]); it can only deny.
+    pub fn set_call_policy(&mut self, policy: Arc<dyn CallPolicy>) {
+        self.call_policy = Some(policy);
+    }
+
+    /// The call policy, if one is set.
+    pub fn call_policy(&self) -> Option<&Arc<dyn CallPolicy>> {
+        self.call_policy.as_ref()
     }
 
     /// Whether a call of `tool` in `ctx` must be confirmed first: the tool asks for it, or

@@ -1,9 +1,11 @@
 //! Authorization: [`PolicyGate`] with per-channel policies and an optional rule provider.
 
+mod call_policy;
 mod channel;
 mod gate;
 mod rules;
 
+pub use call_policy::{CallPolicy, PolicyDecision, PolicyInput};
 pub use channel::ChannelPolicy;
 pub use gate::{Authorization, Confirmation, PolicyGate};
 pub(crate) use gate::{CallerDenial, blocks_mutating, caller_denial};

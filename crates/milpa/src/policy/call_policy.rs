@@ -1,0 +1,54 @@
+//! [`CallPolicy`]: a policy over the whole call (caller, tool, channel, mode and the
+//! arguments), checked last in the authorize stage.
+//!
+//! Scopes, the channel policy and the rule provider decide on *who* calls *which* tool. Some
+//! rules need the arguments ("refunds only under 100", "no writes outside /srv"): a call
+//! policy sees them, after validation and clamping, so it judges exactly what would run. It
+//! runs only when everything before it allowed the call, and it can only deny: deny wins.
+//!
+//! The Cedar engine (`milpa-cedar`) is one; a host may write its own.
+
+use serde_json::Value;
+
+use crate::context::ToolContext;
+use crate::deferred::Deferred;
+use crate::definition::ToolDefinition;
+
+/// The call a [`CallPolicy`] judges.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct PolicyInput<'a> {
+    /// The caller, channel and mode.
+    pub ctx: &'a ToolContext,
+    /// The tool.
+    pub tool: &'a ToolDefinition,
+    /// The arguments as validated and clamped (what the tool would receive).
+    pub args: &'a Value,
+}
+
+impl<'a> PolicyInput<'a> {
+    /// The input for a call of `tool` with `args` in `ctx`.
+    pub fn new(ctx: &'a ToolContext, tool: &'a ToolDefinition, args: &'a Value) -> Self {
+        PolicyInput { ctx, tool, args }
+    }
+}
+
+/// What a [`CallPolicy`] decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PolicyDecision {
+    /// Nothing against it: the call goes on.
+    Continue,
+    /// Denied; the message becomes the `FORBIDDEN` result's error.
+    Deny(String),
+}
+
+/// A policy over whole calls, checked at the end of the authorize stage.
+pub trait CallPolicy: Send + Sync + 'static {
+    /// Judges one call. In-memory policies answer with [`Deferred::ready`].
+    fn evaluate<'a>(&'a self, input: PolicyInput<'a>) -> Deferred<'a, PolicyDecision>;
+
+    /// For `inspect`: what is wired and which of its policies can apply to `tool` (one
+    /// line, e.g. `cedar (policy.cedar, default allow): may apply: deny-big-refunds`).
+    fn describe(&self, tool: &ToolDefinition) -> String;
+}
