@@ -46,7 +46,6 @@ pub mod demo;
 mod local_tokens;
 pub mod manifest;
 pub mod notify;
-pub mod process_tree;
 pub mod setup;
 pub mod store;
 pub mod template;
