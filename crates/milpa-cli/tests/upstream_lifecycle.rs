@@ -54,7 +54,9 @@ command = ["sh", "-c", "echo $$ > {slow_pid}; exec sleep 60"]
 fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         // A zombie has ended; only its parent's wait is missing.
-        Ok(stat) => !stat[stat.rfind(')').unwrap() + 1..].trim_start().starts_with('Z'),
+        Ok(stat) => !stat[stat.rfind(')').unwrap() + 1..]
+            .trim_start()
+            .starts_with('Z'),
         Err(_) => false,
     }
 }
