@@ -9,6 +9,7 @@
 //! milpa call TOOL [ARGS_JSON] [--channel C] [--actor P] [--scope S]... [--plan]
 //!            [--confirm-token T] [--json]
 //! milpa serve [--stdio | --http ADDR] [--audit FILE]
+//! milpa proxy [--http ADDR] [--name N] -- CMD [ARG]...
 //! milpa approvals [list] [--json]
 //! milpa approvals show ID [--json]
 //! milpa approvals grant ID [--actor P] [--reason TEXT]
