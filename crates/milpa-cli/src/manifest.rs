@@ -436,7 +436,7 @@ pub struct UpstreamSpec {
     pub name: Spanned<String>,
     /// A stdio child: the argv, never a shell.
     pub command: Option<Spanned<Vec<String>>>,
-    /// A Streamable HTTP server's endpoint (not supported yet: refused with a message).
+    /// A Streamable HTTP server's endpoint (`http://` only).
     pub url: Option<Spanned<String>>,
     /// The environment variable holding the HTTP server's bearer token.
     pub bearer_env: Option<Spanned<String>>,
@@ -474,12 +474,20 @@ impl UpstreamSpec {
 
     /// The gateway's configuration of this upstream.
     pub fn config(&self) -> milpa_gateway::UpstreamConfig {
-        let command = self
-            .command
-            .as_ref()
-            .map(|c| c.get_ref().clone())
-            .unwrap_or_default();
-        let mut config = milpa_gateway::UpstreamConfig::stdio(self.name(), command);
+        let mut config = match (&self.url, &self.command) {
+            (Some(url), _) => milpa_gateway::UpstreamConfig::http(
+                self.name(),
+                url.get_ref().clone(),
+                self.bearer_env.as_ref().map(|b| b.get_ref().clone()),
+            ),
+            (None, command) => milpa_gateway::UpstreamConfig::stdio(
+                self.name(),
+                command
+                    .as_ref()
+                    .map(|c| c.get_ref().clone())
+                    .unwrap_or_default(),
+            ),
+        };
         if let milpa_gateway::Transport::Stdio { env, .. } = &mut config.transport {
             env.extend(self.env.iter().map(|(k, v)| (k.clone(), v.clone())));
         }
@@ -520,32 +528,50 @@ impl UpstreamSpec {
                 format!("upstream `{name}`: the name takes letters, digits, `_`, `-` and `.`"),
             ));
         }
-        if let Some(url) = &self.url {
-            return Err(at(
-                url.span().start,
-                format!(
-                    "upstream `{name}`: Streamable HTTP upstreams (`url`) are not supported yet; \
-                     use `command`"
-                ),
-            ));
-        }
-        if let Some(bearer) = &self.bearer_env {
-            return Err(at(
-                bearer.span().start,
-                format!("upstream `{name}`: `bearer_env` goes with `url`"),
-            ));
-        }
-        let Some(command) = &self.command else {
-            return Err(at(
-                name_at,
-                format!("upstream `{name}`: set `command` (a stdio server)"),
-            ));
-        };
-        if command.get_ref().first().is_none_or(String::is_empty) {
-            return Err(at(
-                command.span().start,
-                format!("upstream `{name}`: command must name a program"),
-            ));
+        match (&self.command, &self.url) {
+            (Some(_), Some(url)) => {
+                return Err(at(
+                    url.span().start,
+                    format!("upstream `{name}`: set `command` or `url`, not both"),
+                ));
+            }
+            (None, None) => {
+                return Err(at(
+                    name_at,
+                    format!("upstream `{name}`: set `command` (a stdio server) or `url` (HTTP)"),
+                ));
+            }
+            (Some(command), None) => {
+                if command.get_ref().first().is_none_or(String::is_empty) {
+                    return Err(at(
+                        command.span().start,
+                        format!("upstream `{name}`: command must name a program"),
+                    ));
+                }
+                if let Some(bearer) = &self.bearer_env {
+                    return Err(at(
+                        bearer.span().start,
+                        format!("upstream `{name}`: `bearer_env` goes with `url`"),
+                    ));
+                }
+            }
+            (None, Some(url)) => {
+                if !url.get_ref().starts_with("http://") {
+                    return Err(at(
+                        url.span().start,
+                        format!(
+                            "upstream `{name}`: url must start with http:// (no TLS here; \
+                             put a local TLS terminator in front of an https:// server)"
+                        ),
+                    ));
+                }
+                if !self.env.is_empty() {
+                    return Err(at(
+                        name_at,
+                        format!("upstream `{name}`: `env` goes with `command`"),
+                    ));
+                }
+            }
         }
         for (glob, over) in &self.tools {
             if let Some(timeout) = &over.timeout_seconds {

@@ -38,6 +38,21 @@ impl UpstreamConfig {
         }
     }
 
+    /// A Streamable HTTP upstream at `url`, with the bearer token in the environment
+    /// variable `bearer_env` (when given).
+    pub fn http(
+        name: impl Into<String>,
+        url: String,
+        bearer_env: Option<String>,
+    ) -> UpstreamConfig {
+        UpstreamConfig {
+            name: name.into(),
+            transport: Transport::Http { url, bearer_env },
+            prefix: None,
+            overrides: Vec::new(),
+        }
+    }
+
     /// The prefix our names of its tools start with.
     pub fn prefix(&self) -> String {
         self.prefix
@@ -67,6 +82,14 @@ pub enum Transport {
         /// Variables set in the child's environment, besides `PATH`, `HOME` and `LANG`
         /// (everything else of milpa's environment is withheld).
         env: Vec<(String, String)>,
+    },
+    /// A Streamable HTTP server (`http://` only).
+    Http {
+        /// The MCP endpoint, e.g. `http://127.0.0.1:9000/mcp`.
+        url: String,
+        /// The environment variable (of milpa's own environment) holding its bearer
+        /// token; read at each launch, never kept in the configuration.
+        bearer_env: Option<String>,
     },
 }
 

@@ -1,5 +1,6 @@
-//! One JSON-RPC session with an upstream MCP server: newline-delimited messages over a
-//! child's standard input and output, requests matched to answers by id.
+//! One JSON-RPC session with an upstream MCP server, requests matched to answers by id: over
+//! a child's standard input and output (newline-delimited messages), or over Streamable
+//! HTTP (see [`crate::http`], which feeds what it receives into [`dispatch`]).
 //!
 //! - a request whose caller goes away before the answer (the call was cancelled, or hit
 //!   its hard timeout) sends `notifications/cancelled` for its id, so the upstream stops
@@ -42,9 +43,9 @@ pub enum CallError {
 
 type Answer = Result<Value, CallError>;
 
-/// State the reader task and the requesters share.
+/// State the transport tasks and the requesters share.
 #[derive(Default)]
-struct Shared {
+pub(crate) struct Shared {
     pending: Mutex<HashMap<u64, oneshot::Sender<Answer>>>,
     progress: Mutex<HashMap<String, CallHandle>>,
     /// Set once the session ended: why.
@@ -70,6 +71,13 @@ impl Shared {
         lock(&self.progress).clear();
     }
 
+    /// Fails the waiting request `id` (its message could not be delivered).
+    pub(crate) fn fail(&self, id: u64, why: String) {
+        if let Some(answer) = lock(&self.pending).remove(&id) {
+            let _ = answer.send(Err(CallError::Unavailable(why)));
+        }
+    }
+
     fn closed(&self) -> Option<String> {
         lock(&self.closed).clone()
     }
@@ -90,15 +98,31 @@ impl Connection {
         input: impl AsyncRead + Unpin + Send + 'static,
         output: impl AsyncWrite + Unpin + Send + 'static,
     ) -> Connection {
+        Connection::with_transport(upstream, |name, lines, outgoing, shared| {
+            tokio::spawn(write_lines(output, lines, Arc::clone(&shared)));
+            tokio::spawn(read_messages(name, input, outgoing, shared));
+        })
+    }
+
+    /// A session whose messages `start` carries: it gets the upstream's name, the messages
+    /// to send (serialized), a sender for replies, and the state to dispatch answers into.
+    pub(crate) fn with_transport(
+        upstream: Arc<str>,
+        start: impl FnOnce(
+            Arc<str>,
+            mpsc::UnboundedReceiver<String>,
+            mpsc::UnboundedSender<String>,
+            Arc<Shared>,
+        ),
+    ) -> Connection {
         let shared = Arc::new(Shared::default());
         let (outgoing, lines) = mpsc::unbounded_channel();
-        tokio::spawn(write_lines(output, lines, Arc::clone(&shared)));
-        tokio::spawn(read_messages(
+        start(
             Arc::clone(&upstream),
-            input,
+            lines,
             outgoing.clone(),
             Arc::clone(&shared),
-        ));
+        );
         Connection {
             upstream,
             outgoing,
@@ -253,7 +277,8 @@ async fn read_messages(
     }
 }
 
-fn dispatch(
+/// Handles one message from the upstream: an answer, a notification or a request.
+pub(crate) fn dispatch(
     upstream: &str,
     message: Value,
     outgoing: &mpsc::UnboundedSender<String>,

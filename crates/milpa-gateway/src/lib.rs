@@ -1,6 +1,7 @@
 //! # milpa-gateway
 //!
-//! Upstream MCP servers behind milpa's pipeline (DESIGN §7). Each tool an upstream lists
+//! Upstream MCP servers behind milpa's pipeline (DESIGN §7): stdio children and
+//! Streamable HTTP servers (`http://`, with an optional bearer token). Each tool an upstream lists
 //! becomes a tool of ours named `<prefix><name>` with the upstream's input schema (compiled
 //! once by the registry), so every call is validated, authorized, rate limited, confirmed
 //! or parked for approval, audited, and only then forwarded as `tools/call`. The
@@ -24,19 +25,22 @@
 //! - A stdio upstream runs with a cleared environment (`PATH`, `HOME`, `LANG` and its
 //!   configured variables, see [`child_env`]); its standard error goes to the log (target
 //!   `milpa::upstream`) with its name.
-//! - While it is down its calls fail with `UPSTREAM_UNAVAILABLE` and a message naming it; it
-//!   is restarted with backoff ([`UpstreamState`] says where it is).
+//! - While it is down its calls fail with `UPSTREAM_UNAVAILABLE` and a message naming it; a
+//!   stdio server is restarted with backoff ([`UpstreamState`] says where it is); an HTTP
+//!   server is tried again by each call.
 //! - Cancelling a call (or its hard timeout) sends `notifications/cancelled` upstream; the
 //!   upstream's progress for a call reaches our caller.
 //!
-//! Not yet: Streamable HTTP upstreams, relaying the upstream's sampling and elicitation
-//! requests (they are answered "method not found"), re-discovery on `list_changed`.
+//! Not yet: `https://` upstreams (no TLS stack here), a new HTTP session when the server
+//! forgets ours, relaying the upstream's sampling and elicitation requests (they are
+//! answered "method not found"), re-discovery on `list_changed`.
 
 pub mod child_env;
 pub mod config;
 mod connection;
 pub mod error;
 mod forward;
+mod http;
 pub mod process_tree;
 pub mod upstream;
 

@@ -1,13 +1,14 @@
 //! A running upstream: its child process, its session, its state, and the supervisor that
 //! restarts it with backoff when it dies.
 //!
-//! [`Upstream::start`] launches the child, runs the MCP handshake (`initialize`, then
+//! [`Upstream::start`] launches the child (or opens the HTTP session), runs the MCP handshake (`initialize`, then
 //! `notifications/initialized`) and discovers the tools (`tools/list`, every page); start-up
-//! fails with an error naming the upstream when any of that fails. Afterwards a supervisor
-//! task waits on the child: when it exits, its whole process tree is killed, calls waiting
+//! fails with an error naming the upstream when any of that fails. For a stdio server a
+//! supervisor task then waits on the child: when it exits, its whole process tree is killed, calls waiting
 //! on it fail with `UPSTREAM_UNAVAILABLE`, and it is launched again after 0.5 s, doubling up
 //! to 30 s while launches keep failing (back to 0.5 s once it stayed up 30 s). Dropping the
-//! [`Upstream`] stops the supervisor and kills the child's whole process tree.
+//! [`Upstream`] stops the supervisor and kills the child's whole process tree. An HTTP
+//! server has no process here: each call reaches it or fails with `UPSTREAM_UNAVAILABLE`.
 
 use std::fmt;
 use std::process::Stdio;
@@ -108,7 +109,7 @@ impl Shared {
 pub struct Upstream {
     shared: Arc<Shared>,
     tools: Vec<Value>,
-    supervisor: JoinHandle<()>,
+    supervisor: Option<JoinHandle<()>>,
 }
 
 impl fmt::Debug for Upstream {
@@ -138,7 +139,11 @@ impl Upstream {
             state: Mutex::new(UpstreamState::Ready),
             connection: Mutex::new(Some(Arc::clone(&live.connection))),
         });
-        let supervisor = tokio::spawn(supervise(Arc::clone(&shared), live));
+        // An HTTP upstream has no process to watch: each call reaches it or fails.
+        let supervisor = live
+            .child
+            .is_some()
+            .then(|| tokio::spawn(supervise(Arc::clone(&shared), live)));
         Ok(Upstream {
             shared,
             tools,
@@ -174,21 +179,60 @@ impl Upstream {
 impl Drop for Upstream {
     fn drop(&mut self) {
         // The task owns the child and its process tree: dropping its future kills both.
-        self.supervisor.abort();
+        if let Some(supervisor) = &self.supervisor {
+            supervisor.abort();
+        }
     }
 }
 
-/// A launched child with its session.
+/// A launched upstream: its session, and for a stdio server the child and its tree.
 struct Live {
     connection: Arc<Connection>,
-    child: Child,
-    tree: ProcessTree,
+    child: Option<(Child, ProcessTree)>,
 }
 
-/// Starts the child and runs the handshake.
+/// Starts the child (or opens the HTTP session) and runs the handshake.
 async fn launch(config: &UpstreamConfig) -> Result<Live, GatewayError> {
     let name: Arc<str> = Arc::from(config.name.as_str());
-    let Transport::Stdio { command, env } = &config.transport;
+    let config_error = |message: String| GatewayError::Config {
+        upstream: config.name.clone(),
+        message,
+    };
+    let (connection, child) = match &config.transport {
+        Transport::Stdio { command, env } => {
+            let (connection, child, tree) = spawn_child(config, name, command, env)?;
+            (connection, Some((child, tree)))
+        }
+        Transport::Http { url, bearer_env } => {
+            let uri: hyper::Uri = url
+                .parse()
+                .map_err(|e| config_error(format!("`{url}` is not a URL ({e})")))?;
+            if uri.scheme_str() != Some("http") {
+                return Err(config_error(format!(
+                    "`{url}`: only http:// upstreams are supported (no TLS here); \
+                     put a local TLS terminator in front of an https:// server"
+                )));
+            }
+            let bearer = match bearer_env {
+                Some(variable) => Some(std::env::var(variable).map_err(|_| {
+                    config_error(format!("the variable `{variable}` (bearer_env) is not set"))
+                })?),
+                None => None,
+            };
+            (Arc::new(crate::http::open(name, uri, bearer)), None)
+        }
+    };
+    handshake(config, &connection).await?;
+    Ok(Live { connection, child })
+}
+
+/// Starts a stdio server in a process group of its own, with a cleared environment.
+fn spawn_child(
+    config: &UpstreamConfig,
+    name: Arc<str>,
+    command: &[String],
+    env: &[(String, String)],
+) -> Result<(Arc<Connection>, Child, ProcessTree), GatewayError> {
     let Some((program, args)) = command.split_first() else {
         return Err(GatewayError::Config {
             upstream: config.name.clone(),
@@ -222,6 +266,11 @@ async fn launch(config: &UpstreamConfig) -> Result<Live, GatewayError> {
         tokio::spawn(log_stderr(Arc::clone(&name), stderr));
     }
     let connection = Arc::new(Connection::open(name, stdout, stdin));
+    Ok((connection, child, tree))
+}
+
+/// `initialize`, then `notifications/initialized`.
+async fn handshake(config: &UpstreamConfig, connection: &Connection) -> Result<(), GatewayError> {
     let handshake = async {
         let answer = connection
             .request(
@@ -246,11 +295,7 @@ async fn launch(config: &UpstreamConfig) -> Result<Live, GatewayError> {
         connection.notify("notifications/initialized", json!({}))
     };
     match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
-        Ok(Ok(())) => Ok(Live {
-            connection,
-            child,
-            tree,
-        }),
+        Ok(Ok(())) => Ok(()),
         Ok(Err(error)) => Err(GatewayError::Handshake {
             upstream: config.name.clone(),
             why: format!("initialize failed: {error}"),
@@ -299,8 +344,11 @@ async fn supervise(shared: Arc<Shared>, mut live: Live) {
     let mut delay = INITIAL_BACKOFF;
     loop {
         let up_since = Instant::now();
-        let status = live.child.wait().await;
-        live.tree.kill();
+        let Some((child, tree)) = live.child.as_mut() else {
+            return;
+        };
+        let status = child.wait().await;
+        tree.kill();
         let mut why = match status {
             Ok(status) => format!("the server exited ({status})"),
             Err(error) => format!("the server could not be watched ({error})"),
