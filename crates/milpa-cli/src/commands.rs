@@ -251,7 +251,7 @@ fn tools_command(
         Some(ToolsCommand::Inspect(mut inspect)) => {
             // `milpa tools --json inspect T` means the same as `milpa tools inspect T --json`.
             inspect.json |= args.json;
-            crate::commands::inspect(registry, inspect)
+            crate::commands::inspect(registry, upstreams, inspect)
         }
         None if args.json => {
             print_json(&registry.tool_summaries())?;
@@ -361,15 +361,39 @@ pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-fn inspect(registry: &ToolRegistry, args: crate::cli::InspectArgs) -> Result<u8, CliError> {
+/// The plan of a call; for an upstream tool, also the upstream and its state now (`upstream`
+/// in the JSON, a last line in the text).
+fn inspect(
+    registry: &ToolRegistry,
+    upstreams: &[Upstream],
+    args: crate::cli::InspectArgs,
+) -> Result<u8, CliError> {
     let ctx = context(&args.caller);
     let Some(plan) = milpa::inspect::InvocationPlan::build(registry, &args.tool, &ctx) else {
         return Err(CliError::failed(format!("Tool not found: {}", args.tool)));
     };
+    let upstream = registry
+        .get(&args.tool)
+        .and_then(|d| d.upstream())
+        .and_then(|name| upstreams.iter().find(|u| u.name() == name));
     if args.json {
-        print_json(&plan.to_json())?;
+        let mut json = plan.to_json();
+        if let (Some(upstream), Some(fields)) = (upstream, json.as_object_mut()) {
+            fields.insert(
+                "upstream".into(),
+                serde_json::json!({"name": upstream.name(), "state": upstream.state().to_string()}),
+            );
+        }
+        print_json(&json)?;
     } else {
         emit(&plan.to_text());
+        if let Some(upstream) = upstream {
+            emit(&format!(
+                "\nupstream: {} ({})\n",
+                upstream.name(),
+                upstream.state()
+            ));
+        }
     }
     Ok(EXIT_OK)
 }

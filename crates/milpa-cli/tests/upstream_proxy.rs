@@ -101,7 +101,7 @@ fn proxy_lists_prefixed_tools_with_their_schemas_and_forwards_calls() {
 }
 
 #[test]
-fn milpa_tools_shows_upstream_tools_with_their_upstream_and_its_state() {
+fn milpa_tools_and_inspect_show_upstream_tools_with_their_upstream_and_its_state() {
     let sb = Sandbox::new();
     let upstream = upstream_manifest(&sb);
     let manifest = format!(
@@ -128,6 +128,27 @@ fn milpa_tools_shows_upstream_tools_with_their_upstream_and_its_state() {
     assert!(write.contains("mutating"), "{write}");
     let state = lines.iter().find(|l| l.starts_with("up ")).unwrap();
     assert!(state.contains("ready"), "{state}");
+
+    let inspected = run_manifest(
+        &sb,
+        &manifest,
+        &["--store", "memory", "tools", "inspect", "u_greet"],
+    );
+    assert_eq!(inspected.code, 0, "{}", inspected.stderr);
+    assert!(
+        inspected.stdout.ends_with("\nupstream: up (ready)\n"),
+        "{}",
+        inspected.stdout
+    );
+    let json = run_manifest(
+        &sb,
+        &manifest,
+        &["--store", "memory", "tools", "inspect", "u_greet", "--json"],
+    );
+    assert_eq!(
+        json.json()["upstream"],
+        json!({"name": "up", "state": "ready"})
+    );
 }
 
 #[test]

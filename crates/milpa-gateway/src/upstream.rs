@@ -1,14 +1,15 @@
 //! A running upstream: its child process, its session, its state, and the supervisor that
 //! restarts it with backoff when it dies.
 //!
-//! [`Upstream::start`] launches the child (or opens the HTTP session), runs the MCP handshake (`initialize`, then
-//! `notifications/initialized`) and discovers the tools (`tools/list`, every page); start-up
-//! fails with an error naming the upstream when any of that fails. For a stdio server a
-//! supervisor task then waits on the child: when it exits, its whole process tree is killed, calls waiting
-//! on it fail with `UPSTREAM_UNAVAILABLE`, and it is launched again after 0.5 s, doubling up
-//! to 30 s while launches keep failing (back to 0.5 s once it stayed up 30 s). Dropping the
-//! [`Upstream`] stops the supervisor and kills the child's whole process tree. An HTTP
-//! server has no process here: each call reaches it or fails with `UPSTREAM_UNAVAILABLE`.
+//! [`Upstream::start`] launches the child (or opens the HTTP session), runs the MCP
+//! handshake (`initialize`, then `notifications/initialized`) and discovers the tools
+//! (`tools/list`, every page); start-up fails with an error naming the upstream when any of
+//! that fails. For a stdio server a supervisor task then waits on the child: when it exits,
+//! its whole process tree is killed, calls waiting on it fail with `UPSTREAM_UNAVAILABLE`,
+//! and it is launched again after 0.5 s, doubling up to 30 s while launches keep failing
+//! (back to 0.5 s once it stayed up 30 s). Dropping the [`Upstream`] stops the supervisor and
+//! kills the child's whole process tree. An HTTP server has no process here: each call
+//! reaches it or fails with `UPSTREAM_UNAVAILABLE`.
 
 use std::fmt;
 use std::process::Stdio;
