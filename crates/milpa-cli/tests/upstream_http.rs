@@ -80,7 +80,7 @@ fn code(result: &Value) -> &str {
 }
 
 #[test]
-fn an_http_upstream_is_listed_and_called_with_its_bearer_token_and_its_loss_is_reported() {
+fn an_http_upstream_is_called_with_its_bearer_token_its_loss_is_reported_and_its_return_noticed() {
     let sb = Sandbox::new();
     let (upstream, addr) = start_upstream(&sb);
     let manifest = proxy_manifest(&sb, addr);
@@ -110,6 +110,25 @@ fn an_http_upstream_is_listed_and_called_with_its_bearer_token_and_its_loss_is_r
     // The server keeps serving.
     let listed = client.request("tools/list", json!({}));
     assert_eq!(listed["result"]["tools"][0]["name"], "web__greet");
+
+    // The upstream back on the same address knows nothing of our session: a new one is
+    // opened and the call goes through.
+    let (_again, again_addr) = spawn_http(
+        &sb,
+        &[
+            "--store",
+            "memory",
+            "--manifest",
+            "upstream.toml",
+            "serve",
+            "--http",
+            &addr.to_string(),
+        ],
+    );
+    assert_eq!(again_addr, addr);
+    let back = client.call("web__greet", json!({"who": "bea"}));
+    assert_eq!(back["isError"], false, "{back}");
+    assert_eq!(back["content"][0]["text"], "hello bea");
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! JSON message (or a batch), or a `text/event-stream` whose events carry the messages
 //! (progress first, then the answer), `202 Accepted` for a notification. The session id the
 //! server hands out at `initialize` (`Mcp-Session-Id`) goes on every later message, and the
-//! bearer token, when configured, on all of them.
+//! bearer token, when configured, on all of them. A server that forgot the session (it
+//! restarted) answers `404`; a new session is then opened and the message sent again.
 //!
 //! Plain `http://` only (there is no TLS stack in the workspace): meant for servers on the
 //! same host or behind a local TLS terminator.
@@ -11,12 +12,13 @@ use std::sync::{Arc, Mutex};
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
+use hyper::body::Incoming;
 use hyper::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
-use hyper::{Method, Request, StatusCode, Uri};
+use hyper::{Method, Request, Response, StatusCode, Uri};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use crate::PROTOCOL_VERSION;
@@ -31,6 +33,8 @@ struct Endpoint {
     uri: Uri,
     bearer: Option<String>,
     session: Mutex<Option<String>>,
+    /// Held while a new session is opened, so concurrent messages open one, not many.
+    renewing: tokio::sync::Mutex<()>,
     client: Client<HttpConnector, Full<Bytes>>,
 }
 
@@ -42,6 +46,7 @@ pub(crate) fn open(upstream: Arc<str>, uri: Uri, bearer: Option<String>) -> Conn
             uri,
             bearer,
             session: Mutex::new(None),
+            renewing: tokio::sync::Mutex::new(()),
             client: Client::builder(TokioExecutor::new()).build_http(),
         });
         tokio::spawn(post_messages(endpoint, lines, outgoing, shared));
@@ -96,40 +101,107 @@ fn chain(error: &dyn std::error::Error) -> String {
     text
 }
 
-/// Posts one message and dispatches whatever comes back.
+/// Posts one message and dispatches whatever comes back. When the server no longer knows
+/// our session (`404` to a message that carried one: it restarted, or dropped the session),
+/// a new session is opened and the message sent once more.
 async fn exchange(
     endpoint: &Endpoint,
     line: String,
     outgoing: &mpsc::UnboundedSender<String>,
     shared: &Shared,
 ) -> Result<(), String> {
+    let line = Bytes::from(line);
+    let (mut response, sent_session) = post(endpoint, line.clone()).await?;
+    if response.status() == StatusCode::NOT_FOUND && sent_session.is_some() {
+        renew(endpoint, sent_session).await?;
+        response = post(endpoint, line).await?.0;
+    }
+    read_messages(endpoint, response, |message| {
+        dispatch(&endpoint.upstream, message, outgoing, shared);
+    })
+    .await
+}
+
+/// Posts `body` with the session id (when there is one) and the token; notes the session
+/// id the answer carries. Returns the answer and the session id it was sent with.
+async fn post(
+    endpoint: &Endpoint,
+    body: Bytes,
+) -> Result<(Response<Incoming>, Option<String>), String> {
     let mut request = Request::builder()
         .method(Method::POST)
         .uri(&endpoint.uri)
         .header(CONTENT_TYPE, "application/json")
         .header(ACCEPT, "application/json, text/event-stream")
         .header("mcp-protocol-version", PROTOCOL_VERSION);
-    if let Some(session) = lock(&endpoint.session).clone() {
+    let session = lock(&endpoint.session).clone();
+    if let Some(session) = &session {
         request = request.header(SESSION_HEADER, session);
     }
     if let Some(bearer) = &endpoint.bearer {
         request = request.header(AUTHORIZATION, format!("Bearer {bearer}"));
     }
     let request = request
-        .body(Full::new(Bytes::from(line)))
+        .body(Full::new(body))
         .map_err(|e| format!("could not build the request: {e}"))?;
     let response = endpoint
         .client
         .request(request)
         .await
         .map_err(|e| format!("could not reach {}: {}", endpoint.uri, chain(&e)))?;
-    if let Some(session) = response
+    if let Some(new) = response
         .headers()
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
     {
-        *lock(&endpoint.session) = Some(session.to_owned());
+        *lock(&endpoint.session) = Some(new.to_owned());
     }
+    Ok((response, session))
+}
+
+/// Opens a new session in place of `stale` (unless another message did so already):
+/// `initialize`, then `notifications/initialized`.
+async fn renew(endpoint: &Endpoint, stale: Option<String>) -> Result<(), String> {
+    let _renewing = endpoint.renewing.lock().await;
+    {
+        let mut session = lock(&endpoint.session);
+        if *session != stale {
+            return Ok(());
+        }
+        *session = None;
+    }
+    tracing::info!(
+        target: "milpa::upstream",
+        upstream = %endpoint.upstream,
+        "the server forgot our session; opening a new one"
+    );
+    let initialize = json!({"jsonrpc": "2.0", "id": "milpa-session", "method": "initialize",
+    "params": {
+        "protocolVersion": PROTOCOL_VERSION,
+        "capabilities": {},
+        "clientInfo": {"name": "milpa-gateway", "version": env!("CARGO_PKG_VERSION")}
+    }});
+    let (response, _) = post(endpoint, Bytes::from(initialize.to_string())).await?;
+    let mut answered = false;
+    read_messages(endpoint, response, |message| {
+        answered |= message["result"]["protocolVersion"].is_string();
+    })
+    .await?;
+    if !answered {
+        return Err(format!("{} refused a new session", endpoint.uri));
+    }
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    post(endpoint, Bytes::from(initialized.to_string())).await?;
+    Ok(())
+}
+
+/// Hands every message of an answer (one JSON message or batch, or an event stream) to
+/// `deliver`, as it arrives.
+async fn read_messages(
+    endpoint: &Endpoint,
+    response: Response<Incoming>,
+    mut deliver: impl FnMut(Value),
+) -> Result<(), String> {
     let status = response.status();
     if status == StatusCode::ACCEPTED {
         return Ok(());
@@ -143,11 +215,9 @@ async fn exchange(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|t| t.starts_with("text/event-stream"));
     let mut body = response.into_body();
-    let deliver = |message: Value| match message {
-        Value::Array(batch) => batch
-            .into_iter()
-            .for_each(|m| dispatch(&endpoint.upstream, m, outgoing, shared)),
-        message => dispatch(&endpoint.upstream, message, outgoing, shared),
+    let mut deliver = |message: Value| match message {
+        Value::Array(batch) => batch.into_iter().for_each(&mut deliver),
+        message => deliver(message),
     };
     if !event_stream {
         let bytes = body
