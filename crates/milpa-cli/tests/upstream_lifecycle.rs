@@ -19,6 +19,11 @@ fn code(result: &Value) -> &str {
 /// build's `milpa serve`, whose tools are `pid` (the upstream server's pid) and `slow`
 /// (writes its own pid to `slow.pid`, then sleeps).
 fn start(sb: &Sandbox) -> StdioClient {
+    start_with(sb, "")
+}
+
+/// [`start`], with `overrides` (TOML) after the upstream's entry.
+fn start_with(sb: &Sandbox, overrides: &str) -> StdioClient {
     let slow_pid = sb.path().join("slow.pid");
     let upstream = sb.write(
         "upstream.toml",
@@ -39,7 +44,7 @@ command = ["sh", "-c", "echo $$ > {slow_pid}; exec sleep 60"]
     let manifest = sb.write(
         "m.toml",
         &format!(
-            "[[upstreams]]\nname = \"up\"\ncommand = {}\n",
+            "[[upstreams]]\nname = \"up\"\ncommand = {}\n{overrides}",
             upstream_command(&upstream)
         ),
     );
@@ -152,4 +157,14 @@ fn cancelling_a_slow_upstream_call_cancels_it_upstream() {
     // And the proxy still serves.
     let answer = client.call("up__pid", json!({}));
     assert_eq!(answer["isError"], false, "{answer}");
+}
+
+#[test]
+fn a_timeout_override_ends_a_slow_upstream_call_and_cancels_it_upstream() {
+    let sb = Sandbox::new();
+    let mut client = start_with(&sb, "[upstreams.tools.\"slow\"]\ntimeout_seconds = 1\n");
+    let answer = client.call("up__slow", json!({}));
+    assert_eq!(code(&answer), "TIMEOUT", "{answer}");
+    let sleeper = read_pid(&sb.path().join("slow.pid")).expect("the upstream tool started");
+    wait_until("the upstream command to be killed", || !alive(sleeper));
 }

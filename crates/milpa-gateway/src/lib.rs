@@ -31,9 +31,9 @@
 //! - Cancelling a call (or its hard timeout) sends `notifications/cancelled` upstream; the
 //!   upstream's progress for a call reaches our caller.
 //!
-//! Not yet: `https://` upstreams (no TLS stack here), a new HTTP session when the server
-//! forgets ours, relaying the upstream's sampling and elicitation requests (they are
-//! answered "method not found"), re-discovery on `list_changed`.
+//! Not yet: `https://` upstreams (no TLS stack here), relaying the upstream's sampling and
+//! elicitation requests (they are answered "method not found"), re-discovery on
+//! `list_changed`.
 
 pub mod child_env;
 pub mod config;
