@@ -278,3 +278,58 @@ fn an_upstream_that_cannot_start_stops_start_up_naming_it() {
         not_mcp.stderr
     );
 }
+
+#[test]
+fn proxy_over_http_serves_the_upstream_with_the_manifests_tokens_and_audits_each_call() {
+    let sb = Sandbox::new();
+    let upstream = upstream_manifest(&sb);
+    sb.write(
+        "tokens.toml",
+        &format!(
+            "[[auth.tokens]]\nsha256 = \"{}\"\nprincipal = \"agent\"\nscopes = [\"*\"]\n",
+            milpa_mcp::auth::sha256_hex("agent-token")
+        ),
+    );
+    let milpa_bin = assert_cmd::cargo::cargo_bin("milpa").display().to_string();
+    let upstream = upstream.display().to_string();
+    let (_server, addr) = common::http::spawn_http(
+        &sb,
+        &[
+            "--store",
+            "memory",
+            "--manifest",
+            "tokens.toml",
+            "proxy",
+            "--http",
+            "127.0.0.1:0",
+            "--name",
+            "up",
+            "--audit",
+            "audit.jsonl",
+            "--",
+            &milpa_bin,
+            "--store",
+            "memory",
+            "--manifest",
+            &upstream,
+            "serve",
+        ],
+    );
+    let auth = [("Authorization", "Bearer agent-token")];
+    let session = common::http::initialize(addr, &auth);
+    let greeted = common::http::call(addr, &session, &auth, "up__greet", json!({"who": "eva"}));
+    assert_eq!(greeted["content"][0]["text"], "hello eva", "{greeted}");
+    assert_eq!(greeted["_meta"]["milpa"]["principal"], "agent");
+    let failed = common::http::call(addr, &session, &auth, "up__fail", json!({}));
+    assert_eq!(failed["isError"], true, "{failed}");
+
+    let audit = std::fs::read_to_string(sb.path().join("audit.jsonl")).unwrap();
+    let records: Vec<Value> = audit
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(records.len(), 2, "{audit}");
+    assert_eq!(records[0]["tool"], "up__greet", "{audit}");
+    assert_eq!(records[0]["principal"], "agent", "{audit}");
+    assert_eq!(records[1]["tool"], "up__fail", "{audit}");
+}
