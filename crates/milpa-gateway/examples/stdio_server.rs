@@ -26,6 +26,10 @@ fn tools() -> Vec<ToolDefinition> {
             .sync(|args: &Value, _: &ToolContext| args["text"].clone()),
         ToolDefinition::builder("pixel")
             .description("A red pixel")
+            .output_schema(json!({
+                "type": "object",
+                "properties": {"width": {"type": "integer"}}
+            }))
             .sync(|_: &Value, _: &ToolContext| {
                 content::result_with_structured(
                     [

@@ -7,6 +7,7 @@
 //!   working on it;
 //! - `notifications/progress` for a token a request sent goes to that request's
 //!   [`CallHandle`], so our caller sees the upstream's progress;
+//! - `notifications/message` (the server's log) goes to our log with the upstream's name;
 //! - requests from the upstream are answered: `ping` with `{}`, anything else (sampling,
 //!   elicitation, roots) with "method not found", since milpa does not relay them yet;
 //! - when the session ends (the child closed its output, or could not be written to),
@@ -311,6 +312,18 @@ pub(crate) fn dispatch(
                     params["message"].as_str(),
                 );
             }
+        }
+        (Some("notifications/message"), None) => {
+            // The server's own log goes to ours, like its standard error.
+            let params = &message["params"];
+            tracing::info!(
+                target: "milpa::upstream",
+                upstream,
+                level = params["level"].as_str().unwrap_or("info"),
+                logger = params["logger"].as_str().unwrap_or(""),
+                "{}",
+                params["data"]
+            );
         }
         (Some(method), None) => {
             tracing::debug!(target: "milpa::upstream", upstream, method, "notification ignored");

@@ -44,7 +44,12 @@ pub fn definitions(upstream: &Upstream) -> Vec<(String, ToolDefinition)> {
             Some(schema @ Value::Object(_)) => schema.clone(),
             _ => json!({"type": "object"}),
         };
-        let definition = ToolDefinition::builder(format!("{prefix}{remote}"))
+        let mut builder = ToolDefinition::builder(format!("{prefix}{remote}"));
+        // Its structured content comes back unchanged, so the upstream's schema of it holds.
+        if let Some(output @ Value::Object(_)) = tool.get("outputSchema") {
+            builder = builder.output_schema(output.clone());
+        }
+        let definition = builder
             .description(
                 tool.get("description")
                     .and_then(Value::as_str)

@@ -63,6 +63,14 @@ async fn discovery_follows_every_page_and_tools_keep_their_schema_and_safety() {
     assert_eq!(echo.upstream(), Some("ex"));
     assert!(!echo.is_mutating(), "the upstream says readOnlyHint");
     assert!(registry.get("ex__wipe").unwrap().is_mutating());
+    assert_eq!(
+        registry.get("ex__pixel").unwrap().options().output_schema,
+        Some(json!({"type": "object", "properties": {"width": {"type": "integer"}}}))
+    );
+    assert_eq!(
+        registry.get("ex__echo").unwrap().options().output_schema,
+        None
+    );
 }
 
 #[tokio::test]
