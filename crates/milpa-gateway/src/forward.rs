@@ -37,7 +37,6 @@ pub fn definitions(upstream: &Upstream) -> Vec<(String, ToolDefinition)> {
         if over.hide == Some(true) {
             continue;
         }
-        let read_only = tool["annotations"]["readOnlyHint"] == Value::Bool(true);
         let confirm = over.confirm.unwrap_or(Confirm::No);
         let timeout = over.timeout.unwrap_or(DEFAULT_CALL_TIMEOUT);
         let schema = match tool.get("inputSchema") {
@@ -57,7 +56,7 @@ pub fn definitions(upstream: &Upstream) -> Vec<(String, ToolDefinition)> {
             )
             .input_schema(schema)
             .scopes(over.scopes.unwrap_or_default())
-            .mutating(over.mutating.unwrap_or(!read_only))
+            .mutating(is_mutating(tool, over.mutating))
             .requires_confirmation(confirm == Confirm::Caller)
             .requires_human_approval(confirm == Confirm::Human)
             .timeout(timeout)
@@ -70,6 +69,13 @@ pub fn definitions(upstream: &Upstream) -> Vec<(String, ToolDefinition)> {
         out.push((remote.to_owned(), definition));
     }
     out
+}
+
+/// Whether an upstream tool counts as mutating: as the override says, else unless the
+/// upstream declares it `readOnlyHint: true` (fail closed: no annotation, or anything else
+/// than `true`, is mutating).
+fn is_mutating(tool: &Value, overridden: Option<bool>) -> bool {
+    overridden.unwrap_or(tool["annotations"]["readOnlyHint"] != Value::Bool(true))
 }
 
 /// Registers `upstream`'s tools. A name taken already (by any tool, another upstream's
@@ -182,6 +188,28 @@ fn call_result(upstream: &str, mut answer: Value) -> ToolResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tools_are_mutating_unless_the_upstream_says_read_only() {
+        assert!(is_mutating(&json!({"name": "t"}), None));
+        assert!(is_mutating(
+            &json!({"annotations": {"readOnlyHint": "yes"}}),
+            None
+        ));
+        assert!(is_mutating(
+            &json!({"annotations": {"destructiveHint": false}}),
+            None
+        ));
+        assert!(!is_mutating(
+            &json!({"annotations": {"readOnlyHint": true}}),
+            None
+        ));
+        assert!(is_mutating(
+            &json!({"annotations": {"readOnlyHint": true}}),
+            Some(true)
+        ));
+        assert!(!is_mutating(&json!({"name": "t"}), Some(false)));
+    }
 
     #[test]
     fn results_keep_blocks_structure_and_error_flag() {
