@@ -39,6 +39,9 @@ pub enum Command {
     Call(CallArgs),
     /// Serve the tools over MCP (stdio by default, or Streamable HTTP).
     Serve(ServeArgs),
+    /// Serve one upstream MCP server (a stdio command) through the pipeline: its tools,
+    /// prefixed `<name>__`, with the manifest's policy.
+    Proxy(ProxyArgs),
     /// List, show, grant or reject the approvals waiting for a person (calls parked by a
     /// `confirm = "human"` gate, and verification requests).
     Approvals(ApprovalsArgs),
@@ -287,6 +290,47 @@ pub struct ServeArgs {
     /// Append one JSON line per call outcome to FILE [default: audit to stderr]
     #[arg(long, value_name = "FILE")]
     pub audit: Option<PathBuf>,
+}
+
+/// `milpa proxy`.
+#[derive(Debug, Args)]
+pub struct ProxyArgs {
+    /// Serve Streamable HTTP on ADDR (a loopback address, as for `serve --http`) instead of
+    /// standard input and output.
+    #[arg(long, value_name = "ADDR", value_parser = parse_http_addr)]
+    pub http: Option<SocketAddr>,
+
+    /// The upstream's name (and so the prefix `<name>__`) [default: the command's file name]
+    #[arg(long, value_name = "N")]
+    pub name: Option<String>,
+
+    /// Append one JSON line per call outcome to FILE [default: audit to stderr]
+    #[arg(long, value_name = "FILE")]
+    pub audit: Option<PathBuf>,
+
+    /// The upstream server: a program and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+impl ProxyArgs {
+    /// The upstream's name: `--name`, else the program's file name.
+    pub fn upstream_name(&self) -> String {
+        if let Some(name) = &self.name {
+            return name.clone();
+        }
+        let program = self.command.first().map(String::as_str).unwrap_or_default();
+        let file = program.rsplit('/').next().unwrap_or(program);
+        file.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    }
 }
 
 /// Reads `--http`: a socket address, `localhost:PORT`, or a bare port (on 127.0.0.1).

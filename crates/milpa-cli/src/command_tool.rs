@@ -33,8 +33,8 @@ use serde_json::{Map, Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::manifest::{CommandToolSpec, Confirm};
-use crate::process_tree;
 use crate::template::ArgTemplate;
+use milpa_gateway::{child_env, process_tree};
 
 /// How much of standard error a failure message quotes (its end).
 pub const STDERR_TAIL_BYTES: usize = 2048;
@@ -43,7 +43,7 @@ pub const STDERR_TAIL_BYTES: usize = 2048;
 pub const COMMAND_FAILED: &str = "COMMAND_FAILED";
 
 /// Environment variables every command gets (when milpa has them).
-pub const BASE_ENV: [&str; 3] = ["PATH", "HOME", "LANG"];
+pub use milpa_gateway::child_env::BASE_ENV;
 
 /// A program run as a tool. Build it with [`CommandTool::from_spec`].
 #[derive(Debug, Clone)]
@@ -159,7 +159,7 @@ impl CommandTool {
     }
 
     fn environment(&self) -> Vec<(String, OsString)> {
-        environment(&self.env)
+        child_env::inherited(&self.env)
     }
 
     async fn run(&self, args: &Value) -> Result<ToolOutput, ToolError> {
@@ -207,17 +207,6 @@ impl CommandTool {
             status, out, truncated, &err,
         ))))
     }
-}
-
-/// What a program milpa starts sees of milpa's environment: [`BASE_ENV`] and the variables
-/// `allowed` names (each when set).
-pub(crate) fn environment(allowed: &[String]) -> Vec<(String, OsString)> {
-    BASE_ENV
-        .iter()
-        .map(|name| (*name).to_owned())
-        .chain(allowed.iter().cloned())
-        .filter_map(|name| std::env::var_os(&name).map(|value| (name, value)))
-        .collect()
 }
 
 impl Tool for CommandTool {

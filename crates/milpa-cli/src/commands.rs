@@ -12,14 +12,16 @@ use milpa::{ToolContext, ToolRegistry, ToolResult, channel};
 use serde_json::Value;
 
 use crate::cli::{
-    AuditArgs, AuditCommand, CallArgs, CallerArgs, Cli, Command, ServeArgs, ToolsArgs, ToolsCommand,
+    AuditArgs, AuditCommand, CallArgs, CallerArgs, Cli, Command, ProxyArgs, ServeArgs, ToolsArgs,
+    ToolsCommand,
 };
 use crate::local_tokens::LocalTokens;
-use crate::manifest::Manifest;
+use crate::manifest::{Manifest, UpstreamSpec};
 use crate::notify::ApprovalNotifier;
 use crate::setup::{ToolsFn, authenticator, build_registry_with, server_options};
 use crate::store::{self, StoreUrl, Stores};
 use crate::{CliError, EXIT_CALL_FAILED, EXIT_OK, approvals, load_manifest};
+use milpa_gateway::{Upstream, UpstreamConfig};
 
 /// Runs a parsed command line; returns the exit code.
 pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
@@ -29,10 +31,14 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
         &|name| std::env::var_os(name),
         &manifest,
     )?;
-    let serving = matches!(cli.command, Command::Serve(_));
+    let serving = matches!(cli.command, Command::Serve(_) | Command::Proxy(_));
     match &cli.command {
-        Command::Serve(ServeArgs { audit: None, .. }) => init_tracing("warn,milpa::audit=info"),
-        Command::Serve(_) | Command::Audit(_) => init_tracing("warn"),
+        Command::Serve(ServeArgs { audit: None, .. })
+        | Command::Proxy(ProxyArgs { audit: None, .. }) => {
+            init_tracing("warn,milpa::audit=info,milpa::upstream=info")
+        }
+        Command::Serve(_) | Command::Proxy(_) => init_tracing("warn,milpa::upstream=info"),
+        Command::Audit(_) => init_tracing("warn"),
         Command::Tools(_) | Command::Call(_) | Command::Approvals(_) => {
             init_tracing("warn,milpa::audit=off")
         }
@@ -45,12 +51,14 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
     let notifier = ApprovalNotifier::from_manifest(&manifest).map(Arc::new);
     let code = match cli.command {
         Command::Tools(args) => {
-            let registry = registry(&manifest, &stores, None, None, tools)?;
-            tools_command(&registry, args)
+            let mut registry = registry(&manifest, &stores, None, None, tools)?;
+            let upstreams = start_upstreams(&runtime, &mut registry, upstream_configs(&manifest))?;
+            tools_command(&registry, &upstreams, args)
         }
         Command::Call(args) => {
             let audit = with_store_trail(Arc::new(TracingAuditSink), &stores);
-            let registry = registry(&manifest, &stores, Some(audit), notifier.as_ref(), tools)?;
+            let mut registry = registry(&manifest, &stores, Some(audit), notifier.as_ref(), tools)?;
+            let _upstreams = start_upstreams(&runtime, &mut registry, upstream_configs(&manifest))?;
             runtime.block_on(async {
                 let code = tokio::select! {
                     code = call(&registry, &stores, args) => code,
@@ -71,7 +79,29 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
                 code
             })
         }
-        Command::Serve(args) => serve(&runtime, &manifest, &stores, notifier, tools, args),
+        Command::Serve(args) => {
+            let upstreams = upstream_configs(&manifest);
+            serve(
+                &runtime, &manifest, &stores, notifier, tools, upstreams, args,
+            )
+        }
+        Command::Proxy(args) => {
+            let mut upstreams = upstream_configs(&manifest);
+            upstreams.push(UpstreamConfig::stdio(
+                args.upstream_name(),
+                args.command.clone(),
+            ));
+            let serve_args = ServeArgs {
+                stdio: args.http.is_none(),
+                http: args.http,
+                audit: args.audit,
+            };
+            // Only the upstream's tools (and the manifest's own), not the demo toolset.
+            let no_tools: Box<ToolsFn<'_>> = Box::new(|_, _| Ok(()));
+            serve(
+                &runtime, &manifest, &stores, notifier, no_tools, upstreams, serve_args,
+            )
+        }
         Command::Approvals(args) => {
             let audit = with_store_trail(Arc::new(TracingAuditSink), &stores);
             let registry = registry(&manifest, &stores, Some(audit), None, tools)?;
@@ -94,6 +124,34 @@ fn registry(
 ) -> Result<ToolRegistry, CliError> {
     build_registry_with(manifest, stores, audit, notifier, tools)
         .map_err(|e| CliError::usage(e.to_string()))
+}
+
+/// The manifest's `[[upstreams]]`.
+fn upstream_configs(manifest: &Manifest) -> Vec<UpstreamConfig> {
+    manifest
+        .upstreams
+        .iter()
+        .map(UpstreamSpec::config)
+        .collect()
+}
+
+/// Starts each upstream (handshake and discovery) and registers its tools; the first that
+/// fails stops start-up with a message naming it. Keep what this returns alive while the
+/// tools are served: dropping an upstream ends its server's process tree.
+fn start_upstreams(
+    runtime: &tokio::runtime::Runtime,
+    registry: &mut ToolRegistry,
+    configs: Vec<UpstreamConfig>,
+) -> Result<Vec<Upstream>, CliError> {
+    let mut started = Vec::with_capacity(configs.len());
+    for config in configs {
+        let upstream = runtime
+            .block_on(Upstream::start(config))
+            .map_err(|e| CliError::failed(e.to_string()))?;
+        milpa_gateway::register(registry, &upstream).map_err(|e| CliError::usage(e.to_string()))?;
+        started.push(upstream);
+    }
+    Ok(started)
 }
 
 /// `sink`, and the store's trail too when the store keeps one.
@@ -184,12 +242,16 @@ pub(crate) fn print_json(value: &impl serde::Serialize) -> Result<(), CliError> 
     Ok(())
 }
 
-fn tools_command(registry: &ToolRegistry, args: ToolsArgs) -> Result<u8, CliError> {
+fn tools_command(
+    registry: &ToolRegistry,
+    upstreams: &[Upstream],
+    args: ToolsArgs,
+) -> Result<u8, CliError> {
     match args.command {
         Some(ToolsCommand::Inspect(mut inspect)) => {
             // `milpa tools --json inspect T` means the same as `milpa tools inspect T --json`.
             inspect.json |= args.json;
-            crate::commands::inspect(registry, inspect)
+            crate::commands::inspect(registry, upstreams, inspect)
         }
         None if args.json => {
             print_json(&registry.tool_summaries())?;
@@ -197,13 +259,18 @@ fn tools_command(registry: &ToolRegistry, args: ToolsArgs) -> Result<u8, CliErro
         }
         None => {
             emit(&tool_table(registry));
+            if !upstreams.is_empty() {
+                emit(&upstream_table(registry, upstreams));
+            }
             Ok(EXIT_OK)
         }
     }
 }
 
 /// The tools as a table: name, flags, scopes, description (its first line).
+/// An UPSTREAM column appears when some tool forwards to an upstream MCP server.
 pub(crate) fn tool_table(registry: &ToolRegistry) -> String {
+    let with_upstreams = registry.definitions().any(|d| d.upstream().is_some());
     let rows: Vec<Vec<String>> = registry
         .definitions()
         .map(|d| {
@@ -217,15 +284,45 @@ pub(crate) fn tool_table(registry: &ToolRegistry) -> String {
             if d.requires_human_approval() {
                 flags.push("approval");
             }
-            vec![
+            let mut row = vec![
                 d.name().to_owned(),
                 or_dash(flags.join(",")),
                 or_dash(d.scopes().join(",")),
-                d.description().lines().next().unwrap_or("").to_owned(),
+            ];
+            if with_upstreams {
+                row.push(d.upstream().unwrap_or("-").to_owned());
+            }
+            row.push(d.description().lines().next().unwrap_or("").to_owned());
+            row
+        })
+        .collect();
+    if with_upstreams {
+        table(
+            &["NAME", "FLAGS", "SCOPES", "UPSTREAM", "DESCRIPTION"],
+            &rows,
+        )
+    } else {
+        table(&["NAME", "FLAGS", "SCOPES", "DESCRIPTION"], &rows)
+    }
+}
+
+/// The upstreams: name, state now, and how many of their tools are served.
+fn upstream_table(registry: &ToolRegistry, upstreams: &[Upstream]) -> String {
+    let rows: Vec<Vec<String>> = upstreams
+        .iter()
+        .map(|upstream| {
+            let served = registry
+                .definitions()
+                .filter(|d| d.upstream() == Some(upstream.name()))
+                .count();
+            vec![
+                upstream.name().to_owned(),
+                upstream.state().to_string(),
+                served.to_string(),
             ]
         })
         .collect();
-    table(&["NAME", "FLAGS", "SCOPES", "DESCRIPTION"], &rows)
+    table(&["UPSTREAM", "STATE", "TOOLS"], &rows)
 }
 
 fn or_dash(text: String) -> String {
@@ -264,15 +361,39 @@ pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-fn inspect(registry: &ToolRegistry, args: crate::cli::InspectArgs) -> Result<u8, CliError> {
+/// The plan of a call; for an upstream tool, also the upstream and its state now (`upstream`
+/// in the JSON, a last line in the text).
+fn inspect(
+    registry: &ToolRegistry,
+    upstreams: &[Upstream],
+    args: crate::cli::InspectArgs,
+) -> Result<u8, CliError> {
     let ctx = context(&args.caller);
     let Some(plan) = milpa::inspect::InvocationPlan::build(registry, &args.tool, &ctx) else {
         return Err(CliError::failed(format!("Tool not found: {}", args.tool)));
     };
+    let upstream = registry
+        .get(&args.tool)
+        .and_then(|d| d.upstream())
+        .and_then(|name| upstreams.iter().find(|u| u.name() == name));
     if args.json {
-        print_json(&plan.to_json())?;
+        let mut json = plan.to_json();
+        if let (Some(upstream), Some(fields)) = (upstream, json.as_object_mut()) {
+            fields.insert(
+                "upstream".into(),
+                serde_json::json!({"name": upstream.name(), "state": upstream.state().to_string()}),
+            );
+        }
+        print_json(&json)?;
     } else {
         emit(&plan.to_text());
+        if let Some(upstream) = upstream {
+            emit(&format!(
+                "\nupstream: {} ({})\n",
+                upstream.name(),
+                upstream.state()
+            ));
+        }
     }
     Ok(EXIT_OK)
 }
@@ -384,6 +505,7 @@ fn serve(
     stores: &Stores,
     notifier: Option<Arc<ApprovalNotifier>>,
     tools: Box<ToolsFn<'_>>,
+    upstreams: Vec<UpstreamConfig>,
     args: ServeArgs,
 ) -> Result<u8, CliError> {
     let log_or_file: Arc<dyn AuditSink> = match &args.audit {
@@ -393,13 +515,9 @@ fn serve(
         None => Arc::new(TracingAuditSink),
     };
     let audit = with_store_trail(log_or_file, stores);
-    let registry = Arc::new(registry(
-        manifest,
-        stores,
-        Some(audit),
-        notifier.as_ref(),
-        tools,
-    )?);
+    let mut registry = registry(manifest, stores, Some(audit), notifier.as_ref(), tools)?;
+    let _upstreams = start_upstreams(runtime, &mut registry, upstreams)?;
+    let registry = Arc::new(registry);
     let options = server_options(manifest);
     if let Some(addr) = args.http {
         if !addr.ip().is_loopback() {

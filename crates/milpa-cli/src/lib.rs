@@ -9,6 +9,7 @@
 //! milpa call TOOL [ARGS_JSON] [--channel C] [--actor P] [--scope S]... [--plan]
 //!            [--confirm-token T] [--json]
 //! milpa serve [--stdio | --http ADDR] [--audit FILE]
+//! milpa proxy [--http ADDR] [--name N] -- CMD [ARG]...
 //! milpa approvals [list] [--json]
 //! milpa approvals show ID [--json]
 //! milpa approvals grant ID [--actor P] [--reason TEXT]
@@ -46,7 +47,6 @@ pub mod demo;
 mod local_tokens;
 pub mod manifest;
 pub mod notify;
-pub mod process_tree;
 pub mod setup;
 pub mod store;
 pub mod template;

@@ -1,4 +1,5 @@
-//! The manifest (`milpa.toml`): server info, policy, bearer tokens and command tools.
+//! The manifest (`milpa.toml`): server info, policy, bearer tokens, command tools and
+//! upstream MCP servers.
 //!
 //! Every table refuses keys it does not know, and every error names the file, the line and
 //! what is wrong (`milpa.toml:12: unknown field `comand`, expected one of …`), so a typo
@@ -121,6 +122,9 @@ pub struct Manifest {
     /// `[[tools]]`: tools that run programs.
     #[serde(default)]
     pub tools: Vec<CommandToolSpec>,
+    /// `[[upstreams]]`: MCP servers whose tools are served through the pipeline.
+    #[serde(default)]
+    pub upstreams: Vec<UpstreamSpec>,
     /// Where the manifest was read from (`None` for the built-in defaults).
     #[serde(skip)]
     source: Option<PathBuf>,
@@ -424,6 +428,167 @@ impl CommandToolSpec {
     }
 }
 
+/// `[[upstreams]]`: an MCP server whose tools become ours (DESIGN §7).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamSpec {
+    /// The upstream's name (messages, logs, listings, the default prefix).
+    pub name: Spanned<String>,
+    /// A stdio child: the argv, never a shell.
+    pub command: Option<Spanned<Vec<String>>>,
+    /// A Streamable HTTP server's endpoint (`http://` only).
+    pub url: Option<Spanned<String>>,
+    /// The environment variable holding the HTTP server's bearer token.
+    pub bearer_env: Option<Spanned<String>>,
+    /// Variables set in the child's environment besides `PATH`, `HOME` and `LANG`.
+    #[serde(default)]
+    pub env: IndexMap<String, String>,
+    /// Put before each tool's name; default `"<name>__"`, `""` allowed.
+    pub prefix: Option<String>,
+    /// `[upstreams.tools."GLOB"]`: overrides by glob over the upstream's own tool names.
+    #[serde(default)]
+    pub tools: IndexMap<String, UpstreamToolOverride>,
+}
+
+/// `[upstreams.tools."GLOB"]`: how the matching upstream tools behave here.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamToolOverride {
+    /// Whether the tools change state (default: unless the upstream says `readOnlyHint`).
+    pub mutating: Option<bool>,
+    /// Who confirms a call first.
+    pub confirm: Option<Confirm>,
+    /// Scopes of which the caller needs one.
+    pub scopes: Option<Vec<String>>,
+    /// Soft and hard timeout of a call, in seconds.
+    pub timeout_seconds: Option<Spanned<u64>>,
+    /// Leave the tools out.
+    pub hide: Option<bool>,
+}
+
+impl UpstreamSpec {
+    /// The upstream's name.
+    pub fn name(&self) -> &str {
+        self.name.get_ref()
+    }
+
+    /// The gateway's configuration of this upstream.
+    pub fn config(&self) -> milpa_gateway::UpstreamConfig {
+        let mut config = match (&self.url, &self.command) {
+            (Some(url), _) => milpa_gateway::UpstreamConfig::http(
+                self.name(),
+                url.get_ref().clone(),
+                self.bearer_env.as_ref().map(|b| b.get_ref().clone()),
+            ),
+            (None, command) => milpa_gateway::UpstreamConfig::stdio(
+                self.name(),
+                command
+                    .as_ref()
+                    .map(|c| c.get_ref().clone())
+                    .unwrap_or_default(),
+            ),
+        };
+        if let milpa_gateway::Transport::Stdio { env, .. } = &mut config.transport {
+            env.extend(self.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        config.prefix = self.prefix.clone();
+        config.overrides = self
+            .tools
+            .iter()
+            .map(|(glob, over)| {
+                let mut gateway = milpa_gateway::ToolOverride::default();
+                gateway.mutating = over.mutating;
+                gateway.confirm = over.confirm.map(|confirm| match confirm {
+                    Confirm::No => milpa_gateway::Confirm::No,
+                    Confirm::Caller => milpa_gateway::Confirm::Caller,
+                    Confirm::Human => milpa_gateway::Confirm::Human,
+                });
+                gateway.scopes = over.scopes.clone();
+                gateway.timeout = over
+                    .timeout_seconds
+                    .as_ref()
+                    .map(|t| std::time::Duration::from_secs(*t.get_ref()));
+                gateway.hide = over.hide;
+                (glob.clone(), gateway)
+            })
+            .collect();
+        config
+    }
+
+    fn check(&self, at: &dyn Fn(usize, String) -> ManifestError) -> Result<(), ManifestError> {
+        let name = self.name();
+        let name_at = self.name.span().start;
+        if name.is_empty()
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        {
+            return Err(at(
+                name_at,
+                format!("upstream `{name}`: the name takes letters, digits, `_`, `-` and `.`"),
+            ));
+        }
+        match (&self.command, &self.url) {
+            (Some(_), Some(url)) => {
+                return Err(at(
+                    url.span().start,
+                    format!("upstream `{name}`: set `command` or `url`, not both"),
+                ));
+            }
+            (None, None) => {
+                return Err(at(
+                    name_at,
+                    format!("upstream `{name}`: set `command` (a stdio server) or `url` (HTTP)"),
+                ));
+            }
+            (Some(command), None) => {
+                if command.get_ref().first().is_none_or(String::is_empty) {
+                    return Err(at(
+                        command.span().start,
+                        format!("upstream `{name}`: command must name a program"),
+                    ));
+                }
+                if let Some(bearer) = &self.bearer_env {
+                    return Err(at(
+                        bearer.span().start,
+                        format!("upstream `{name}`: `bearer_env` goes with `url`"),
+                    ));
+                }
+            }
+            (None, Some(url)) => {
+                if !url.get_ref().starts_with("http://") {
+                    return Err(at(
+                        url.span().start,
+                        format!(
+                            "upstream `{name}`: url must start with http:// (no TLS here; \
+                             put a local TLS terminator in front of an https:// server)"
+                        ),
+                    ));
+                }
+                if !self.env.is_empty() {
+                    return Err(at(
+                        name_at,
+                        format!("upstream `{name}`: `env` goes with `command`"),
+                    ));
+                }
+            }
+        }
+        for (glob, over) in &self.tools {
+            if let Some(timeout) = &over.timeout_seconds {
+                if *timeout.get_ref() == 0 {
+                    return Err(at(
+                        timeout.span().start,
+                        format!(
+                            "upstream `{name}`: tools.\"{glob}\".timeout_seconds must be at least 1"
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A command tool's `confirm`: `false`, `true` or `"human"`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -687,6 +852,18 @@ impl Manifest {
             }
             seen.push(name);
             tool.check(name, &at)?;
+        }
+        let mut upstreams: Vec<&str> = Vec::new();
+        for upstream in &self.upstreams {
+            let name = upstream.name();
+            if upstreams.contains(&name) {
+                return Err(at(
+                    upstream.name.span().start,
+                    format!("upstream `{name}` is declared twice"),
+                ));
+            }
+            upstreams.push(name);
+            upstream.check(&at)?;
         }
         Ok(())
     }

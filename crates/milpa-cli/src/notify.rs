@@ -25,10 +25,10 @@ use milpa::verification::VERIFICATION_REQUESTED;
 use serde_json::{Map, Value};
 use tokio_util::task::TaskTracker;
 
-use crate::command_tool::{environment, read_tail};
+use crate::command_tool::read_tail;
 use crate::manifest::Manifest;
-use crate::process_tree;
 use crate::template::ArgTemplate;
+use milpa_gateway::{child_env, process_tree};
 
 /// How long a notify command may run before its process group is killed, unless
 /// `notify_timeout_seconds` says otherwise.
@@ -206,7 +206,7 @@ impl ApprovalNotifier {
         command
             .args(&argv)
             .env_clear()
-            .envs(environment(&self.env))
+            .envs(child_env::inherited(&self.env))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

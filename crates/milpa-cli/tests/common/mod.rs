@@ -4,6 +4,7 @@
 
 pub mod http;
 pub mod redis;
+pub mod stdio;
 
 use std::path::{Path, PathBuf};
 
@@ -97,4 +98,19 @@ pub fn run(cmd: &mut Command) -> Run {
 /// Runs `milpa ARGS…` on `manifest` and returns what it printed.
 pub fn run_manifest(sandbox: &Sandbox, manifest: &str, args: &[&str]) -> Run {
     run(sandbox.with_manifest(manifest).args(args))
+}
+
+/// A manifest line `command = [...]` that runs this build's `milpa` as a stdio MCP server
+/// (memory store) on the manifest `upstream_manifest`: a real upstream for gateway tests.
+pub fn upstream_command(upstream_manifest: &Path) -> String {
+    let milpa = assert_cmd::cargo::cargo_bin("milpa");
+    serde_json::json!([
+        milpa.display().to_string(),
+        "--store",
+        "memory",
+        "--manifest",
+        upstream_manifest.display().to_string(),
+        "serve"
+    ])
+    .to_string()
 }

@@ -1,4 +1,5 @@
-//! Ending everything a command tool started, including what left its process group.
+//! Ending everything a child program started (a command tool, a notify command, a stdio
+//! upstream), including what left its process group.
 //!
 //! A command runs in its own process group, and killing the group ends the program and
 //! whatever it started in the usual way. A descendant that called `setsid` (or `setpgid`)
@@ -12,7 +13,7 @@
 //! is killed with `SIGKILL`: those still below it (walking `/proc` by parent pid) and the
 //! orphans milpa adopted, then milpa reaps what it adopted. The setting is process-wide and
 //! lasts as long as the milpa process (`milpa call`, `milpa serve`, or a program built on
-//! [`crate::main_with`]): any orphaned descendant of that process is adopted by it.
+//! `milpa_cli::main_with`): any orphaned descendant of that process is adopted by it.
 //!
 //! Adopted orphans carry no mark of the call they came from. An orphan is killed when no
 //! running call could have started it: each running call registers its program's pid and
@@ -21,6 +22,10 @@
 //! never taken for orphans: a program embedding milpa-cli that starts children of its own
 //! in the same group keeps them. One that starts children in a group of their own and
 //! outlives their parent should know that they will be taken for a command's orphans.
+//!
+//! A stdio upstream (see [`crate::upstream`]) is registered like a running call for as long
+//! as it runs: an orphan that appears while an upstream runs is left to it and killed when
+//! the upstream ends (restart or shutdown), not when an unrelated command tool's call ends.
 //!
 //! **Other systems** get the process group kill only: a descendant that left the group
 //! survives the call.
@@ -43,7 +48,7 @@ fn process_table() -> MutexGuard<'static, ()> {
 
 /// Starts `command` (a program in a process group of its own) and registers it, as one
 /// step that no orphan scan can fall between.
-pub(crate) fn spawn(
+pub fn spawn(
     command: &mut tokio::process::Command,
 ) -> std::io::Result<(tokio::process::Child, ProcessTree)> {
     adopt_orphans();
@@ -62,7 +67,7 @@ fn adopt_orphans() {
 /// A command's program while it runs: killing it (or dropping it) ends the program's process
 /// group and, on Linux, every process the program started, wherever it went.
 #[derive(Debug)]
-pub(crate) struct ProcessTree {
+pub struct ProcessTree {
     root: Option<Pid>,
     #[cfg(target_os = "linux")]
     start: Option<u64>,
@@ -82,7 +87,7 @@ impl ProcessTree {
     }
 
     /// Kills the program's group and (Linux) every descendant; the second call does nothing.
-    pub(crate) fn kill(&mut self) {
+    pub fn kill(&mut self) {
         let Some(root) = self.root.take() else {
             return;
         };

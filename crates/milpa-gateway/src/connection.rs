@@ -1,0 +1,353 @@
+//! One JSON-RPC session with an upstream MCP server, requests matched to answers by id: over
+//! a child's standard input and output (newline-delimited messages), or over Streamable
+//! HTTP (see [`crate::http`], which feeds what it receives into [`dispatch`]).
+//!
+//! - a request whose caller goes away before the answer (the call was cancelled, or hit
+//!   its hard timeout) sends `notifications/cancelled` for its id, so the upstream stops
+//!   working on it;
+//! - `notifications/progress` for a token a request sent goes to that request's
+//!   [`CallHandle`], so our caller sees the upstream's progress;
+//! - `notifications/message` (the server's log) goes to our log with the upstream's name;
+//! - requests from the upstream are answered: `ping` with `{}`, anything else (sampling,
+//!   elicitation, roots) with "method not found", since milpa does not relay them yet;
+//! - when the session ends (the child closed its output, or could not be written to),
+//!   every waiting request fails with [`CallError::Unavailable`] and the reason.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use milpa::call_handle::CallHandle;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, oneshot};
+
+/// JSON-RPC "method not found".
+const METHOD_NOT_FOUND: i64 = -32601;
+
+/// Why a request to the upstream got no result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// The session is gone (or never was): the reason.
+    #[error("{0}")]
+    Unavailable(String),
+    /// The upstream answered with a JSON-RPC error.
+    #[error("{message} (JSON-RPC error {code})")]
+    Rpc {
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The upstream's message.
+        message: String,
+    },
+}
+
+type Answer = Result<Value, CallError>;
+
+/// State the transport tasks and the requesters share.
+#[derive(Default)]
+pub(crate) struct Shared {
+    pending: Mutex<HashMap<u64, oneshot::Sender<Answer>>>,
+    progress: Mutex<HashMap<String, CallHandle>>,
+    /// Set once the session ended: why.
+    closed: Mutex<Option<String>>,
+    next_id: AtomicU64,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shared {
+    /// Ends the session (the first reason wins) and fails every waiting request.
+    fn close(&self, why: &str) {
+        let why = {
+            let mut closed = lock(&self.closed);
+            closed.get_or_insert_with(|| why.to_owned()).clone()
+        };
+        let waiting: Vec<_> = lock(&self.pending).drain().collect();
+        for (_, answer) in waiting {
+            let _ = answer.send(Err(CallError::Unavailable(why.clone())));
+        }
+        lock(&self.progress).clear();
+    }
+
+    /// Fails the waiting request `id` (its message could not be delivered).
+    pub(crate) fn fail(&self, id: u64, why: String) {
+        if let Some(answer) = lock(&self.pending).remove(&id) {
+            let _ = answer.send(Err(CallError::Unavailable(why)));
+        }
+    }
+
+    fn closed(&self) -> Option<String> {
+        lock(&self.closed).clone()
+    }
+}
+
+/// A live session with one upstream. Cheap to share behind an `Arc`.
+pub(crate) struct Connection {
+    upstream: Arc<str>,
+    outgoing: mpsc::UnboundedSender<String>,
+    shared: Arc<Shared>,
+}
+
+impl Connection {
+    /// Starts the reader and writer tasks over `input` (what the upstream writes) and
+    /// `output` (what it reads).
+    pub(crate) fn open(
+        upstream: Arc<str>,
+        input: impl AsyncRead + Unpin + Send + 'static,
+        output: impl AsyncWrite + Unpin + Send + 'static,
+    ) -> Connection {
+        Connection::with_transport(upstream, |name, lines, outgoing, shared| {
+            tokio::spawn(write_lines(output, lines, Arc::clone(&shared)));
+            tokio::spawn(read_messages(name, input, outgoing, shared));
+        })
+    }
+
+    /// A session whose messages `start` carries: it gets the upstream's name, the messages
+    /// to send (serialized), a sender for replies, and the state to dispatch answers into.
+    pub(crate) fn with_transport(
+        upstream: Arc<str>,
+        start: impl FnOnce(
+            Arc<str>,
+            mpsc::UnboundedReceiver<String>,
+            mpsc::UnboundedSender<String>,
+            Arc<Shared>,
+        ),
+    ) -> Connection {
+        let shared = Arc::new(Shared::default());
+        let (outgoing, lines) = mpsc::unbounded_channel();
+        start(
+            Arc::clone(&upstream),
+            lines,
+            outgoing.clone(),
+            Arc::clone(&shared),
+        );
+        Connection {
+            upstream,
+            outgoing,
+            shared,
+        }
+    }
+
+    /// Ends the session: waiting requests fail with `why`.
+    pub(crate) fn close(&self, why: &str) {
+        self.shared.close(why);
+    }
+
+    /// Sends a notification (no answer expected).
+    pub(crate) fn notify(&self, method: &str, params: Value) -> Result<(), CallError> {
+        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}))
+    }
+
+    fn send(&self, message: Value) -> Result<(), CallError> {
+        if let Some(why) = self.shared.closed() {
+            return Err(CallError::Unavailable(why));
+        }
+        self.outgoing
+            .send(message.to_string())
+            .map_err(|_| CallError::Unavailable("its input is closed".into()))
+    }
+
+    /// Sends a request and waits for its answer. With `progress`, the request carries a
+    /// progress token and the upstream's progress for it goes to that handle. Dropping the
+    /// future before the answer tells the upstream the request is cancelled.
+    pub(crate) async fn request(
+        &self,
+        method: &str,
+        mut params: Value,
+        progress: Option<CallHandle>,
+    ) -> Answer {
+        let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let (answer, answered) = oneshot::channel();
+        lock(&self.shared.pending).insert(id, answer);
+        let mut in_flight = InFlight {
+            connection: self,
+            id,
+            token: None,
+            answered: false,
+        };
+        if let (Some(handle), Some(fields)) = (progress, params.as_object_mut()) {
+            let token = format!("milpa-{id}");
+            fields.insert("_meta".into(), json!({"progressToken": token}));
+            lock(&self.shared.progress).insert(token.clone(), handle);
+            in_flight.token = Some(token);
+        }
+        // A session that closed after the entry went in has already drained it; one that
+        // closed before is caught by `send`.
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        let answer = answered.await;
+        in_flight.answered = true;
+        match answer {
+            Ok(answer) => answer,
+            Err(_) => Err(CallError::Unavailable(
+                self.shared
+                    .closed()
+                    .unwrap_or_else(|| "the session ended".into()),
+            )),
+        }
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.shared.close("the gateway shut down");
+    }
+}
+
+/// A request waiting for its answer; dropped early, it cancels the request upstream.
+struct InFlight<'a> {
+    connection: &'a Connection,
+    id: u64,
+    token: Option<String>,
+    answered: bool,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if let Some(token) = &self.token {
+            lock(&self.connection.shared.progress).remove(token);
+        }
+        if self.answered {
+            return;
+        }
+        let waiting = lock(&self.connection.shared.pending)
+            .remove(&self.id)
+            .is_some();
+        if waiting {
+            tracing::debug!(
+                target: "milpa::upstream",
+                upstream = %self.connection.upstream,
+                request = self.id,
+                "cancelling the upstream request"
+            );
+            let _ = self.connection.notify(
+                "notifications/cancelled",
+                json!({"requestId": self.id, "reason": "The caller cancelled the call"}),
+            );
+        }
+    }
+}
+
+async fn write_lines(
+    mut output: impl AsyncWrite + Unpin,
+    mut lines: mpsc::UnboundedReceiver<String>,
+    shared: Arc<Shared>,
+) {
+    while let Some(mut line) = lines.recv().await {
+        line.push('\n');
+        let written = async {
+            output.write_all(line.as_bytes()).await?;
+            output.flush().await
+        };
+        if let Err(error) = written.await {
+            shared.close(&format!("could not write to it ({error})"));
+            return;
+        }
+    }
+}
+
+async fn read_messages(
+    upstream: Arc<str>,
+    input: impl AsyncRead + Unpin,
+    outgoing: mpsc::UnboundedSender<String>,
+    shared: Arc<Shared>,
+) {
+    let mut lines = BufReader::new(input).lines();
+    loop {
+        match lines.next_line().await {
+            Ok(Some(line)) if line.trim().is_empty() => {}
+            Ok(Some(line)) => match serde_json::from_str::<Value>(&line) {
+                Ok(message) => dispatch(&upstream, message, &outgoing, &shared),
+                Err(error) => tracing::warn!(
+                    target: "milpa::upstream",
+                    upstream = %upstream,
+                    "ignored a line that is not JSON ({error})"
+                ),
+            },
+            Ok(None) => {
+                shared.close("it closed its output");
+                return;
+            }
+            Err(error) => {
+                shared.close(&format!("could not read from it ({error})"));
+                return;
+            }
+        }
+    }
+}
+
+/// Handles one message from the upstream: an answer, a notification or a request.
+pub(crate) fn dispatch(
+    upstream: &str,
+    message: Value,
+    outgoing: &mpsc::UnboundedSender<String>,
+    shared: &Shared,
+) {
+    let id = message.get("id").cloned();
+    match (message.get("method").and_then(Value::as_str), id) {
+        (Some(method), Some(id)) => {
+            let reply = if method == "ping" {
+                json!({"jsonrpc": "2.0", "id": id, "result": {}})
+            } else {
+                json!({"jsonrpc": "2.0", "id": id, "error": {
+                    "code": METHOD_NOT_FOUND,
+                    "message": format!("milpa does not relay `{method}` from upstream servers")
+                }})
+            };
+            let _ = outgoing.send(reply.to_string());
+        }
+        (Some("notifications/progress"), None) => {
+            let params = &message["params"];
+            let token = match &params["progressToken"] {
+                Value::String(token) => token.clone(),
+                other => other.to_string(),
+            };
+            let handle = lock(&shared.progress).get(&token).cloned();
+            if let (Some(handle), Some(progress)) = (handle, params["progress"].as_f64()) {
+                handle.progress(
+                    progress,
+                    params["total"].as_f64(),
+                    params["message"].as_str(),
+                );
+            }
+        }
+        (Some("notifications/message"), None) => {
+            // The server's own log goes to ours, like its standard error.
+            let params = &message["params"];
+            tracing::info!(
+                target: "milpa::upstream",
+                upstream,
+                level = params["level"].as_str().unwrap_or("info"),
+                logger = params["logger"].as_str().unwrap_or(""),
+                "{}",
+                params["data"]
+            );
+        }
+        (Some(method), None) => {
+            tracing::debug!(target: "milpa::upstream", upstream, method, "notification ignored");
+        }
+        (None, Some(id)) => {
+            let Some(id) = id.as_u64() else {
+                return;
+            };
+            let Some(answer) = lock(&shared.pending).remove(&id) else {
+                return;
+            };
+            let result = match (message.get("result"), message.get("error")) {
+                (Some(result), _) => Ok(result.clone()),
+                (None, Some(error)) => Err(CallError::Rpc {
+                    code: error["code"].as_i64().unwrap_or(0),
+                    message: error["message"].as_str().unwrap_or("no message").to_owned(),
+                }),
+                (None, None) => Err(CallError::Rpc {
+                    code: 0,
+                    message: "an answer with neither result nor error".into(),
+                }),
+            };
+            let _ = answer.send(result);
+        }
+        (None, None) => {}
+    }
+}

@@ -1,0 +1,298 @@
+//! Streamable HTTP upstreams: every message is a `POST` to the endpoint; the answer is one
+//! JSON message (or a batch), or a `text/event-stream` whose events carry the messages
+//! (progress first, then the answer), `202 Accepted` for a notification. The session id the
+//! server hands out at `initialize` (`Mcp-Session-Id`) goes on every later message, and the
+//! bearer token, when configured, on all of them. A server that forgot the session (it
+//! restarted) answers `404`; a new session is then opened and the message sent again.
+//!
+//! Plain `http://` only (there is no TLS stack in the workspace): meant for servers on the
+//! same host or behind a local TLS terminator.
+
+use std::sync::{Arc, Mutex};
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper::body::Incoming;
+use hyper::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode, Uri};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::PROTOCOL_VERSION;
+use crate::connection::{Connection, Shared, dispatch};
+
+/// The session header.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Where messages go, and what every one of them carries.
+struct Endpoint {
+    upstream: Arc<str>,
+    uri: Uri,
+    bearer: Option<String>,
+    session: Mutex<Option<String>>,
+    /// Held while a new session is opened, so concurrent messages open one, not many.
+    renewing: tokio::sync::Mutex<()>,
+    client: Client<HttpConnector, Full<Bytes>>,
+}
+
+/// A session with the server at `uri`, sending `bearer` (when given) as its token.
+pub(crate) fn open(upstream: Arc<str>, uri: Uri, bearer: Option<String>) -> Connection {
+    Connection::with_transport(upstream, move |name, lines, outgoing, shared| {
+        let endpoint = Arc::new(Endpoint {
+            upstream: name,
+            uri,
+            bearer,
+            session: Mutex::new(None),
+            renewing: tokio::sync::Mutex::new(()),
+            client: Client::builder(TokioExecutor::new()).build_http(),
+        });
+        tokio::spawn(post_messages(endpoint, lines, outgoing, shared));
+    })
+}
+
+async fn post_messages(
+    endpoint: Arc<Endpoint>,
+    mut lines: mpsc::UnboundedReceiver<String>,
+    outgoing: mpsc::UnboundedSender<String>,
+    shared: Arc<Shared>,
+) {
+    while let Some(line) = lines.recv().await {
+        let endpoint = Arc::clone(&endpoint);
+        let outgoing = outgoing.clone();
+        let shared = Arc::clone(&shared);
+        // Each message is its own exchange: a long call's stream does not hold up others.
+        tokio::spawn(async move {
+            let request_id = serde_json::from_str::<Value>(&line)
+                .ok()
+                .filter(|m| m.get("method").is_some())
+                .and_then(|m| m["id"].as_u64());
+            let outcome = exchange(&endpoint, line, &outgoing, &shared).await;
+            if let Some(id) = request_id {
+                // Delivered answers are gone from the table already; this fails the rest.
+                let why = match outcome {
+                    Ok(()) => "the server ended its answer without a result".to_owned(),
+                    Err(why) => why,
+                };
+                shared.fail(id, why);
+            } else if let Err(why) = outcome {
+                tracing::warn!(target: "milpa::upstream", upstream = %endpoint.upstream, "{why}");
+            }
+        });
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The error and its causes, one after the other ("client error (Connect): tcp connect
+/// error: Connection refused").
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Posts one message and dispatches whatever comes back. When the server no longer knows
+/// our session (`404` to a message that carried one: it restarted, or dropped the session),
+/// a new session is opened and the message sent once more.
+async fn exchange(
+    endpoint: &Endpoint,
+    line: String,
+    outgoing: &mpsc::UnboundedSender<String>,
+    shared: &Shared,
+) -> Result<(), String> {
+    let line = Bytes::from(line);
+    let (mut response, sent_session) = post(endpoint, line.clone()).await?;
+    if response.status() == StatusCode::NOT_FOUND && sent_session.is_some() {
+        renew(endpoint, sent_session).await?;
+        response = post(endpoint, line).await?.0;
+    }
+    read_messages(endpoint, response, |message| {
+        dispatch(&endpoint.upstream, message, outgoing, shared);
+    })
+    .await
+}
+
+/// Posts `body` with the session id (when there is one) and the token; notes the session
+/// id the answer carries. Returns the answer and the session id it was sent with.
+async fn post(
+    endpoint: &Endpoint,
+    body: Bytes,
+) -> Result<(Response<Incoming>, Option<String>), String> {
+    let mut request = Request::builder()
+        .method(Method::POST)
+        .uri(&endpoint.uri)
+        .header(CONTENT_TYPE, "application/json")
+        .header(ACCEPT, "application/json, text/event-stream")
+        .header("mcp-protocol-version", PROTOCOL_VERSION);
+    let session = lock(&endpoint.session).clone();
+    if let Some(session) = &session {
+        request = request.header(SESSION_HEADER, session);
+    }
+    if let Some(bearer) = &endpoint.bearer {
+        request = request.header(AUTHORIZATION, format!("Bearer {bearer}"));
+    }
+    let request = request
+        .body(Full::new(body))
+        .map_err(|e| format!("could not build the request: {e}"))?;
+    let response = endpoint
+        .client
+        .request(request)
+        .await
+        .map_err(|e| format!("could not reach {}: {}", endpoint.uri, chain(&e)))?;
+    if let Some(new) = response
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+    {
+        *lock(&endpoint.session) = Some(new.to_owned());
+    }
+    Ok((response, session))
+}
+
+/// Opens a new session in place of `stale` (unless another message did so already):
+/// `initialize`, then `notifications/initialized`.
+async fn renew(endpoint: &Endpoint, stale: Option<String>) -> Result<(), String> {
+    let _renewing = endpoint.renewing.lock().await;
+    {
+        let mut session = lock(&endpoint.session);
+        if *session != stale {
+            return Ok(());
+        }
+        *session = None;
+    }
+    tracing::info!(
+        target: "milpa::upstream",
+        upstream = %endpoint.upstream,
+        "the server forgot our session; opening a new one"
+    );
+    let initialize = json!({"jsonrpc": "2.0", "id": "milpa-session", "method": "initialize",
+    "params": {
+        "protocolVersion": PROTOCOL_VERSION,
+        "capabilities": {},
+        "clientInfo": {"name": "milpa-gateway", "version": env!("CARGO_PKG_VERSION")}
+    }});
+    let (response, _) = post(endpoint, Bytes::from(initialize.to_string())).await?;
+    let mut answered = false;
+    read_messages(endpoint, response, |message| {
+        answered |= message["result"]["protocolVersion"].is_string();
+    })
+    .await?;
+    if !answered {
+        return Err(format!("{} refused a new session", endpoint.uri));
+    }
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    post(endpoint, Bytes::from(initialized.to_string())).await?;
+    Ok(())
+}
+
+/// Hands every message of an answer (one JSON message or batch, or an event stream) to
+/// `deliver`, as it arrives.
+async fn read_messages(
+    endpoint: &Endpoint,
+    response: Response<Incoming>,
+    mut deliver: impl FnMut(Value),
+) -> Result<(), String> {
+    let status = response.status();
+    if status == StatusCode::ACCEPTED {
+        return Ok(());
+    }
+    if !status.is_success() {
+        return Err(format!("{} answered HTTP {status}", endpoint.uri));
+    }
+    let event_stream = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("text/event-stream"));
+    let mut body = response.into_body();
+    let mut deliver = |message: Value| match message {
+        Value::Array(batch) => batch.into_iter().for_each(&mut deliver),
+        message => deliver(message),
+    };
+    if !event_stream {
+        let bytes = body
+            .collect()
+            .await
+            .map_err(|e| format!("could not read the answer: {}", chain(&e)))?
+            .to_bytes();
+        if !bytes.is_empty() {
+            let message = serde_json::from_slice(&bytes)
+                .map_err(|e| format!("the answer is not JSON ({e})"))?;
+            deliver(message);
+        }
+        return Ok(());
+    }
+    let mut events = EventBuffer::default();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| format!("the event stream broke: {}", chain(&e)))?;
+        if let Some(data) = frame.data_ref() {
+            for data in events.push(data) {
+                match serde_json::from_str(&data) {
+                    Ok(message) => deliver(message),
+                    Err(error) => tracing::warn!(
+                        target: "milpa::upstream",
+                        upstream = %endpoint.upstream,
+                        "ignored an event that is not JSON ({error})"
+                    ),
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Server-sent events as they arrive in pieces: the `data` of each complete event.
+#[derive(Default)]
+struct EventBuffer {
+    pending: String,
+}
+
+impl EventBuffer {
+    /// Adds `bytes`; returns the data of the events they completed.
+    fn push(&mut self, bytes: &[u8]) -> Vec<String> {
+        self.pending
+            .push_str(&String::from_utf8_lossy(bytes).replace('\r', ""));
+        let mut complete = Vec::new();
+        while let Some(end) = self.pending.find("\n\n") {
+            let event: String = self.pending.drain(..end + 2).collect();
+            let data: Vec<&str> = event
+                .lines()
+                .filter_map(|line| line.strip_prefix("data:"))
+                .map(|data| data.strip_prefix(' ').unwrap_or(data))
+                .collect();
+            if !data.is_empty() {
+                complete.push(data.join("\n"));
+            }
+        }
+        complete
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_cut_where_they_end_whatever_the_pieces() {
+        let mut buffer = EventBuffer::default();
+        assert!(
+            buffer
+                .push(b"id: 1\r\nevent: message\r\ndata: {\"a\"")
+                .is_empty()
+        );
+        assert_eq!(
+            buffer.push(b":1}\r\n\r\n: keep-alive\n\ndata: 2\n\n"),
+            ["{\"a\":1}", "2"]
+        );
+    }
+}

@@ -1,0 +1,54 @@
+//! # milpa-gateway
+//!
+//! Upstream MCP servers behind milpa's pipeline (DESIGN §7): stdio children and
+//! Streamable HTTP servers (`http://`, with an optional bearer token). Each tool an upstream lists
+//! becomes a tool of ours named `<prefix><name>` with the upstream's input schema (compiled
+//! once by the registry), so every call is validated, authorized, rate limited, confirmed
+//! or parked for approval, audited, and only then forwarded as `tools/call`. The
+//! upstream's content blocks, `structuredContent` and `isError` come back unchanged (through
+//! the content convention of [`milpa_mcp::content`]).
+//!
+//! ```no_run
+//! # async fn run(registry: &mut milpa::ToolRegistry) -> Result<(), milpa_gateway::GatewayError> {
+//! use milpa_gateway::{Upstream, UpstreamConfig};
+//!
+//! let config = UpstreamConfig::stdio("fs", vec!["mcp-server-filesystem".into(), "/srv".into()]);
+//! let upstream = Upstream::start(config).await?;
+//! milpa_gateway::register(registry, &upstream)?;     // fs__read_file, fs__write_file, …
+//! // keep `upstream` alive while serving: dropping it ends the server's process tree
+//! # Ok(()) }
+//! ```
+//!
+//! - A tool is mutating unless the upstream annotates it `readOnlyHint: true` (fail
+//!   closed); overrides by glob ([`ToolOverride`]) set `mutating`, `confirm`, `scopes`,
+//!   the timeout, or hide it.
+//! - A stdio upstream runs with a cleared environment (`PATH`, `HOME`, `LANG` and its
+//!   configured variables, see [`child_env`]); its standard error goes to the log (target
+//!   `milpa::upstream`) with its name.
+//! - While it is down its calls fail with `UPSTREAM_UNAVAILABLE` and a message naming it; a
+//!   stdio server is restarted with backoff ([`UpstreamState`] says where it is); an HTTP
+//!   server is tried again by each call.
+//! - Cancelling a call (or its hard timeout) sends `notifications/cancelled` upstream; the
+//!   upstream's progress for a call reaches our caller.
+//!
+//! Not yet: `https://` upstreams (no TLS stack here), relaying the upstream's sampling and
+//! elicitation requests (they are answered "method not found"), re-discovery on
+//! `list_changed`.
+
+pub mod child_env;
+pub mod config;
+mod connection;
+pub mod error;
+mod forward;
+mod http;
+pub mod process_tree;
+pub mod upstream;
+
+pub use config::{Confirm, ToolOverride, Transport, UpstreamConfig};
+pub use connection::CallError;
+pub use error::GatewayError;
+pub use forward::{definitions, register};
+pub use upstream::{Upstream, UpstreamState};
+
+/// The MCP protocol revision milpa asks upstreams for.
+pub const PROTOCOL_VERSION: &str = "2025-06-18";

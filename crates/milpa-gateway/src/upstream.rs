@@ -1,0 +1,388 @@
+//! A running upstream: its child process, its session, its state, and the supervisor that
+//! restarts it with backoff when it dies.
+//!
+//! [`Upstream::start`] launches the child (or opens the HTTP session), runs the MCP
+//! handshake (`initialize`, then `notifications/initialized`) and discovers the tools
+//! (`tools/list`, every page); start-up fails with an error naming the upstream when any of
+//! that fails. For a stdio server a supervisor task then waits on the child: when it exits,
+//! its whole process tree is killed, calls waiting on it fail with `UPSTREAM_UNAVAILABLE`,
+//! and it is launched again after 0.5 s, doubling up to 30 s while launches keep failing
+//! (back to 0.5 s once it stayed up 30 s). Dropping the [`Upstream`] stops the supervisor and
+//! kills the child's whole process tree. An HTTP server has no process here: each call
+//! reaches it or fails with `UPSTREAM_UNAVAILABLE`.
+
+use std::fmt;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Child;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use crate::config::{Transport, UpstreamConfig};
+use crate::connection::{CallError, Connection};
+use crate::error::GatewayError;
+use crate::process_tree::{self, ProcessTree};
+use crate::{PROTOCOL_VERSION, child_env};
+
+/// The first restart delay.
+const INITIAL_BACKOFF: Duration = Duration::from_millis(500);
+/// The longest restart delay.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// An upstream that stayed up this long restarts after [`INITIAL_BACKOFF`] again.
+const STABLE_AFTER: Duration = Duration::from_secs(30);
+/// How long the handshake and discovery may take.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Discovery stops after this many pages (an upstream whose cursors never end).
+const MAX_PAGES: usize = 1000;
+
+/// Where an upstream is in its life, for listings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum UpstreamState {
+    /// Being launched (handshake under way).
+    Starting,
+    /// Serving calls.
+    Ready,
+    /// Down for `why`; launched again at `retry_at`.
+    Down {
+        /// What happened.
+        why: String,
+        /// When the next launch starts.
+        retry_at: Instant,
+    },
+}
+
+impl fmt::Display for UpstreamState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UpstreamState::Starting => f.write_str("starting"),
+            UpstreamState::Ready => f.write_str("ready"),
+            UpstreamState::Down { why, retry_at } => {
+                let wait = retry_at.saturating_duration_since(Instant::now());
+                write!(f, "down: {why}; restarting in {:.1}s", wait.as_secs_f64())
+            }
+        }
+    }
+}
+
+/// What the supervisor and the tools share.
+pub(crate) struct Shared {
+    pub(crate) config: UpstreamConfig,
+    state: Mutex<UpstreamState>,
+    connection: Mutex<Option<Arc<Connection>>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shared {
+    pub(crate) fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    pub(crate) fn state(&self) -> UpstreamState {
+        lock(&self.state).clone()
+    }
+
+    fn set_state(&self, state: UpstreamState) {
+        *lock(&self.state) = state;
+    }
+
+    /// The live session, or why there is none.
+    pub(crate) fn connection(&self) -> Result<Arc<Connection>, CallError> {
+        if let Some(connection) = lock(&self.connection).as_ref() {
+            return Ok(Arc::clone(connection));
+        }
+        Err(CallError::Unavailable(self.state().to_string()))
+    }
+
+    fn set_connection(&self, connection: Option<Arc<Connection>>) {
+        *lock(&self.connection) = connection;
+    }
+}
+
+/// A running upstream MCP server. Dropping it ends the child's whole process tree.
+pub struct Upstream {
+    shared: Arc<Shared>,
+    tools: Vec<Value>,
+    supervisor: Option<JoinHandle<()>>,
+}
+
+impl fmt::Debug for Upstream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Upstream")
+            .field("name", &self.shared.name())
+            .field("state", &self.shared.state())
+            .field("tools", &self.tools.len())
+            .finish()
+    }
+}
+
+impl Upstream {
+    /// Launches the upstream, runs the handshake and discovers its tools. Needs a Tokio
+    /// runtime (the supervisor is a task on it).
+    pub async fn start(config: UpstreamConfig) -> Result<Upstream, GatewayError> {
+        let live = launch(&config).await?;
+        let tools = tokio::time::timeout(HANDSHAKE_TIMEOUT, list_tools(&live.connection))
+            .await
+            .unwrap_or_else(|_| Err(CallError::Unavailable("tools/list timed out".into())))
+            .map_err(|error| GatewayError::Handshake {
+                upstream: config.name.clone(),
+                why: format!("tools/list failed: {error}"),
+            })?;
+        let shared = Arc::new(Shared {
+            config,
+            state: Mutex::new(UpstreamState::Ready),
+            connection: Mutex::new(Some(Arc::clone(&live.connection))),
+        });
+        // An HTTP upstream has no process to watch: each call reaches it or fails.
+        let supervisor = live
+            .child
+            .is_some()
+            .then(|| tokio::spawn(supervise(Arc::clone(&shared), live)));
+        Ok(Upstream {
+            shared,
+            tools,
+            supervisor,
+        })
+    }
+
+    /// The upstream's name.
+    pub fn name(&self) -> &str {
+        self.shared.name()
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &UpstreamConfig {
+        &self.shared.config
+    }
+
+    /// Where it is in its life now.
+    pub fn state(&self) -> UpstreamState {
+        self.shared.state()
+    }
+
+    /// The tools it listed at start-up, as it described them (`tools/list` entries).
+    pub fn tools(&self) -> &[Value] {
+        &self.tools
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        // The task owns the child and its process tree: dropping its future kills both.
+        if let Some(supervisor) = &self.supervisor {
+            supervisor.abort();
+        }
+    }
+}
+
+/// A launched upstream: its session, and for a stdio server the child and its tree.
+struct Live {
+    connection: Arc<Connection>,
+    child: Option<(Child, ProcessTree)>,
+}
+
+/// Starts the child (or opens the HTTP session) and runs the handshake.
+async fn launch(config: &UpstreamConfig) -> Result<Live, GatewayError> {
+    let name: Arc<str> = Arc::from(config.name.as_str());
+    let config_error = |message: String| GatewayError::Config {
+        upstream: config.name.clone(),
+        message,
+    };
+    let (connection, child) = match &config.transport {
+        Transport::Stdio { command, env } => {
+            let (connection, child, tree) = spawn_child(config, name, command, env)?;
+            (connection, Some((child, tree)))
+        }
+        Transport::Http { url, bearer_env } => {
+            let uri: hyper::Uri = url
+                .parse()
+                .map_err(|e| config_error(format!("`{url}` is not a URL ({e})")))?;
+            if uri.scheme_str() != Some("http") {
+                return Err(config_error(format!(
+                    "`{url}`: only http:// upstreams are supported (no TLS here); \
+                     put a local TLS terminator in front of an https:// server"
+                )));
+            }
+            let bearer = match bearer_env {
+                Some(variable) => Some(std::env::var(variable).map_err(|_| {
+                    config_error(format!("the variable `{variable}` (bearer_env) is not set"))
+                })?),
+                None => None,
+            };
+            (Arc::new(crate::http::open(name, uri, bearer)), None)
+        }
+    };
+    handshake(config, &connection).await?;
+    Ok(Live { connection, child })
+}
+
+/// Starts a stdio server in a process group of its own, with a cleared environment.
+fn spawn_child(
+    config: &UpstreamConfig,
+    name: Arc<str>,
+    command: &[String],
+    env: &[(String, String)],
+) -> Result<(Arc<Connection>, Child, ProcessTree), GatewayError> {
+    let Some((program, args)) = command.split_first() else {
+        return Err(GatewayError::Config {
+            upstream: config.name.clone(),
+            message: "the command is empty".into(),
+        });
+    };
+    let mut child_command = tokio::process::Command::new(program);
+    child_command
+        .args(args)
+        .env_clear()
+        .envs(child_env::inherited(&[]))
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let (mut child, tree) =
+        process_tree::spawn(&mut child_command).map_err(|source| GatewayError::Spawn {
+            upstream: config.name.clone(),
+            program: program.clone(),
+            source,
+        })?;
+    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(GatewayError::Handshake {
+            upstream: config.name.clone(),
+            why: "its standard input and output could not be opened".into(),
+        });
+    };
+    if let Some(stderr) = child.stderr.take() {
+        tokio::spawn(log_stderr(Arc::clone(&name), stderr));
+    }
+    let connection = Arc::new(Connection::open(name, stdout, stdin));
+    Ok((connection, child, tree))
+}
+
+/// `initialize`, then `notifications/initialized`.
+async fn handshake(config: &UpstreamConfig, connection: &Connection) -> Result<(), GatewayError> {
+    let handshake = async {
+        let answer = connection
+            .request(
+                "initialize",
+                json!({
+                    "protocolVersion": PROTOCOL_VERSION,
+                    "capabilities": {},
+                    "clientInfo": {"name": "milpa-gateway", "version": env!("CARGO_PKG_VERSION")}
+                }),
+                None,
+            )
+            .await?;
+        if answer
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .is_none()
+        {
+            return Err(CallError::Unavailable(
+                "its initialize answer has no protocolVersion".into(),
+            ));
+        }
+        connection.notify("notifications/initialized", json!({}))
+    };
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => Err(GatewayError::Handshake {
+            upstream: config.name.clone(),
+            why: format!("initialize failed: {error}"),
+        }),
+        Err(_) => Err(GatewayError::Handshake {
+            upstream: config.name.clone(),
+            why: "initialize timed out".into(),
+        }),
+    }
+}
+
+/// Every tool the upstream lists, following `nextCursor`.
+async fn list_tools(connection: &Connection) -> Result<Vec<Value>, CallError> {
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..MAX_PAGES {
+        let params = match &cursor {
+            Some(cursor) => json!({"cursor": cursor}),
+            None => json!({}),
+        };
+        let mut page = connection.request("tools/list", params, None).await?;
+        if let Some(Value::Array(listed)) = page.get_mut("tools").map(Value::take) {
+            tools.extend(listed);
+        }
+        match page.get("nextCursor").and_then(Value::as_str) {
+            Some(next) if !next.is_empty() => cursor = Some(next.to_owned()),
+            _ => return Ok(tools),
+        }
+    }
+    Err(CallError::Unavailable(format!(
+        "tools/list still had more after {MAX_PAGES} pages"
+    )))
+}
+
+/// The child's standard error, line by line, into our log under its name.
+async fn log_stderr(upstream: Arc<str>, stderr: tokio::process::ChildStderr) {
+    let mut lines = BufReader::new(stderr).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        tracing::info!(target: "milpa::upstream", upstream = %upstream, "{line}");
+    }
+}
+
+/// Waits on the child; when it exits, marks the upstream down and launches it again with
+/// backoff, for as long as the [`Upstream`] lives.
+async fn supervise(shared: Arc<Shared>, mut live: Live) {
+    let mut delay = INITIAL_BACKOFF;
+    loop {
+        let up_since = Instant::now();
+        let Some((child, tree)) = live.child.as_mut() else {
+            return;
+        };
+        let status = child.wait().await;
+        tree.kill();
+        let mut why = match status {
+            Ok(status) => format!("the server exited ({status})"),
+            Err(error) => format!("the server could not be watched ({error})"),
+        };
+        live.connection.close(&why);
+        shared.set_connection(None);
+        if up_since.elapsed() >= STABLE_AFTER {
+            delay = INITIAL_BACKOFF;
+        }
+        loop {
+            tracing::warn!(
+                target: "milpa::upstream",
+                upstream = %shared.name(),
+                "{why}; restarting in {:.1}s",
+                delay.as_secs_f64()
+            );
+            shared.set_state(UpstreamState::Down {
+                why: why.clone(),
+                retry_at: Instant::now() + delay,
+            });
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(MAX_BACKOFF);
+            shared.set_state(UpstreamState::Starting);
+            match launch(&shared.config).await {
+                Ok(next) => {
+                    live = next;
+                    shared.set_connection(Some(Arc::clone(&live.connection)));
+                    shared.set_state(UpstreamState::Ready);
+                    tracing::info!(target: "milpa::upstream", upstream = %shared.name(), "restarted");
+                    break;
+                }
+                Err(error) => why = error.to_string(),
+            }
+        }
+    }
+}
