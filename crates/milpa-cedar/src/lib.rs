@@ -1,0 +1,9 @@
+//! Cedar policies for milpa.
+mod args;
+mod entity_model;
+mod error;
+mod location;
+mod policy;
+
+pub use error::CedarLoadError;
+pub use policy::{CedarPolicy, DefaultEffect};
