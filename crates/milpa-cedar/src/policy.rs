@@ -355,7 +355,16 @@ fn validate(
                 source,
                 "invalid policy",
                 first_offset(error),
-                format!("policy '{}': {}", names[index].1, message(error)),
+                // Cedar's own prefix names the renumbered id; ours names the `@id`.
+                format!(
+                    "policy '{}': {}",
+                    names[index].1,
+                    message(error).replacen(
+                        &format!("for policy `{}`, ", error.policy_id()),
+                        "",
+                        1
+                    )
+                ),
                 Box::new(error.clone()),
             ))
         }
