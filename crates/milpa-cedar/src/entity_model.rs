@@ -82,6 +82,7 @@ impl RequestTemplate {
     pub(crate) fn build(
         &self,
         input: &PolicyInput<'_>,
+        tool: Entity,
     ) -> Result<(Request, Entities), RequestBuildError> {
         let ctx = input.ctx;
         let principal_uid = EntityUid::from_type_name_and_id(
@@ -99,7 +100,6 @@ impl RequestTemplate {
             HashSet::new(),
         )
         .map_err(|e| RequestBuildError(e.to_string()))?;
-        let tool = self.tool_entity(input.tool)?;
         let resource_uid = tool.uid();
         let entities = Entities::from_entities([principal, tool], None)
             .map_err(|e| RequestBuildError(e.to_string()))?;
@@ -131,7 +131,8 @@ impl RequestTemplate {
         Ok((request, entities))
     }
 
-    fn tool_entity(&self, tool: &ToolDefinition) -> Result<Entity, RequestBuildError> {
+    /// `Tool::"<name>"` with its attributes.
+    pub(crate) fn tool_entity(&self, tool: &ToolDefinition) -> Result<Entity, RequestBuildError> {
         Entity::new(
             self.tool_uid(tool.name()),
             HashMap::from([

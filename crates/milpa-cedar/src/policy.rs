@@ -5,15 +5,16 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use cedar_policy::{
-    AuthorizationError, Authorizer, Decision, Effect, Policy, PolicyId, PolicySet,
+    AuthorizationError, Authorizer, Decision, Effect, Entity, Policy, PolicyId, PolicySet,
     ResourceConstraint, ValidationError, ValidationMode, Validator,
 };
 use milpa::policy::{CallPolicy, PolicyDecision, PolicyInput};
 use milpa::{Deferred, ToolDefinition};
 
-use crate::entity_model::{RequestTemplate, schema};
+use crate::entity_model::{RequestBuildError, RequestTemplate, schema};
 use crate::error::CedarLoadError;
 use crate::location::{first_offset, line_column, message};
+use crate::tool_view::ToolViews;
 
 /// What a call no policy decides gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -55,6 +56,7 @@ pub struct CedarPolicy {
     names: Vec<(PolicyId, String)>,
     request: RequestTemplate,
     authorizer: Authorizer,
+    views: ToolViews,
 }
 
 impl std::fmt::Debug for CedarPolicy {
@@ -169,6 +171,7 @@ impl CedarPolicy {
             names,
             request: RequestTemplate::new(),
             authorizer: Authorizer::new(),
+            views: ToolViews::default(),
         })
     }
 
@@ -180,10 +183,29 @@ impl CedarPolicy {
     }
 
     fn decide(&self, input: &PolicyInput<'_>) -> PolicyDecision {
+        match self
+            .views
+            .get(input.tool, &self.policies, &self.request, |p| {
+                self.can_apply(p, input.tool.name())
+            }) {
+            Ok(view) => self.decide_against(input, &view.policies, Ok(view.entity.clone())),
+            Err(e) => self.decide_against(input, &self.policies, Err(e)),
+        }
+    }
+
+    /// The decision on `input` by `policies` (the whole set, or the part of it that can apply
+    /// to the tool: the same decision, see [`ToolViews`]).
+    fn decide_against(
+        &self,
+        input: &PolicyInput<'_>,
+        policies: &PolicySet,
+        tool_entity: Result<Entity, RequestBuildError>,
+    ) -> PolicyDecision {
         let tool = input.tool.name();
         let channel = input.ctx.channel();
         let principal = input.ctx.principal().unwrap_or("(none)");
-        let (request, entities) = match self.request.build(input) {
+        let built = tool_entity.and_then(|entity| self.request.build(input, entity));
+        let (request, entities) = match built {
             Ok(built) => built,
             // Fail closed: a call Cedar cannot judge does not run.
             Err(e) => {
@@ -193,9 +215,7 @@ impl CedarPolicy {
                 ));
             }
         };
-        let response = self
-            .authorizer
-            .is_authorized(&request, &self.policies, &entities);
+        let response = self.authorizer.is_authorized(&request, policies, &entities);
         // Cedar skips a policy whose condition fails to evaluate (an argument missing or of
         // another type). A forbid that errs counts as denying: fail closed.
         let mut erring_forbids = Vec::new();
@@ -397,5 +417,83 @@ impl CallPolicy for CedarPolicy {
                 applicable.join(", ")
             }
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use milpa::ToolContext;
+    use serde_json::json;
+
+    /// The per-tool subset ([`ToolViews`]) decides as the whole set does, for tools named in
+    /// resource scopes and not, with and without default deny, allowed, denied and erring.
+    #[test]
+    fn the_per_tool_policies_decide_as_the_whole_set() {
+        let text = r#"
+@id("r-big") forbid(principal, action, resource == Tool::"refund") when { context.args.amount >= 100 };
+@id("r-in") forbid(principal, action, resource in Tool::"refund") when { context.args.amount == 7 };
+@id("w-etc") forbid(principal, action, resource == Tool::"write") when { context.args.path like "/etc/*" };
+@id("is-tool") forbid(principal, action, resource is Tool) when { context.args has x && context.args.x == 1 };
+@id("is-in") forbid(principal, action, resource is Tool in Tool::"write") when { context.args has y };
+@id("any") forbid(principal, action, resource) when { context.channel == "http" && resource.mutating };
+@id("p-read") permit(principal, action, resource == Tool::"read");
+@id("p-admin") permit(principal, action, resource) when { principal.scopes.contains("admin") };
+"#;
+        let tools = [
+            ToolDefinition::builder("refund")
+                .mutating(true)
+                .sync(|_, _| json!(1)),
+            ToolDefinition::builder("write")
+                .upstream("fs")
+                .sync(|_, _| json!(1)),
+            ToolDefinition::builder("read")
+                .mutating(false)
+                .sync(|_, _| json!(1)),
+            ToolDefinition::builder("other").sync(|_, _| json!(1)),
+        ];
+        let contexts = [
+            ToolContext::builder("mcp")
+                .principal("a")
+                .scopes(["admin"])
+                .build(),
+            ToolContext::builder("http").principal("b").build(),
+            ToolContext::builder("cli").build(),
+        ];
+        let args = [
+            json!({"amount": 5}),
+            json!({"amount": 7}),
+            json!({"amount": 500}),
+            json!({"path": "/etc/x", "x": 1}),
+            json!({"path": "/srv/x", "y": true}),
+            json!({}),
+        ];
+        let mut denials = 0;
+        for default in [DefaultEffect::Allow, DefaultEffect::Deny] {
+            let policy = CedarPolicy::from_str("t.cedar", text, default).unwrap();
+            for tool in &tools {
+                for ctx in &contexts {
+                    for args in &args {
+                        let input = PolicyInput::new(ctx, tool, args);
+                        let whole = policy.decide_against(
+                            &input,
+                            &policy.policies,
+                            policy.request.tool_entity(tool),
+                        );
+                        assert_eq!(policy.decide(&input), whole, "{} {args}", tool.name());
+                        denials += usize::from(whole != PolicyDecision::Continue);
+                    }
+                }
+            }
+            // The subset really is smaller for a tool others' policies are pinned to.
+            let view = policy
+                .views
+                .get(&tools[2], &policy.policies, &policy.request, |p| {
+                    policy.can_apply(p, "read")
+                })
+                .unwrap();
+            assert_eq!(view.policies.policies().count(), 4);
+        }
+        assert!(denials > 20, "{denials}");
     }
 }
