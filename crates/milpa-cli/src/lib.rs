@@ -46,6 +46,7 @@ pub mod demo;
 mod local_tokens;
 pub mod manifest;
 pub mod notify;
+pub mod policy_section;
 pub mod process_tree;
 pub mod setup;
 pub mod store;
