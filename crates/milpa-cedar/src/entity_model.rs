@@ -13,8 +13,8 @@ use cedar_policy::{
     Context, Entities, Entity, EntityId, EntityTypeName, EntityUid, Request, RestrictedExpression,
     Schema,
 };
-use milpa::ToolDefinition;
 use milpa::policy::PolicyInput;
+use milpa::{ToolContext, ToolDefinition};
 use serde_json::json;
 
 use crate::args::args_record;
@@ -78,31 +78,38 @@ impl RequestTemplate {
         }
     }
 
-    /// The request and the two entities (caller, tool) for one call.
-    pub(crate) fn build(
-        &self,
-        input: &PolicyInput<'_>,
-        tool: Entity,
-    ) -> Result<(Request, Entities), RequestBuildError> {
-        let ctx = input.ctx;
-        let principal_uid = EntityUid::from_type_name_and_id(
+    /// `Principal::"<name>"` (or the anonymous one).
+    fn principal_uid(&self, ctx: &ToolContext) -> EntityUid {
+        EntityUid::from_type_name_and_id(
             self.principal_type.clone(),
             EntityId::new(ctx.principal().unwrap_or(ANONYMOUS)),
-        );
+        )
+    }
+
+    /// The entities a call's policies read: the caller (with its scopes) and the tool.
+    pub(crate) fn entities(
+        &self,
+        ctx: &ToolContext,
+        tool: Entity,
+    ) -> Result<Entities, RequestBuildError> {
         let scopes = RestrictedExpression::new_set(
             ctx.scopes()
                 .iter()
                 .map(|s| RestrictedExpression::new_string(s.clone())),
         );
         let principal = Entity::new(
-            principal_uid.clone(),
+            self.principal_uid(ctx),
             HashMap::from([("scopes".to_owned(), scopes)]),
             HashSet::new(),
         )
         .map_err(|e| RequestBuildError(e.to_string()))?;
-        let resource_uid = tool.uid();
-        let entities = Entities::from_entities([principal, tool], None)
-            .map_err(|e| RequestBuildError(e.to_string()))?;
+        Entities::from_entities([principal, tool], None)
+            .map_err(|e| RequestBuildError(e.to_string()))
+    }
+
+    /// The request for one call: who, `Action::"call"`, which tool, and the context.
+    pub(crate) fn request(&self, input: &PolicyInput<'_>) -> Result<Request, RequestBuildError> {
+        let ctx = input.ctx;
         let context = Context::from_pairs([
             (
                 "channel".to_owned(),
@@ -120,15 +127,14 @@ impl RequestTemplate {
         ])
         .map_err(|e| RequestBuildError(e.to_string()))?;
         // No schema check per call: the request is built to the schema by construction.
-        let request = Request::new(
-            principal_uid,
+        Request::new(
+            self.principal_uid(ctx),
             self.action.clone(),
-            resource_uid,
+            self.tool_uid(input.tool.name()),
             context,
             None,
         )
-        .map_err(|e| RequestBuildError(e.to_string()))?;
-        Ok((request, entities))
+        .map_err(|e| RequestBuildError(e.to_string()))
     }
 
     /// `Tool::"<name>"` with its attributes.

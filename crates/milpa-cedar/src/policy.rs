@@ -3,9 +3,10 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::sync::Arc;
 
 use cedar_policy::{
-    AuthorizationError, Authorizer, Decision, Effect, Entity, Policy, PolicyId, PolicySet,
+    AuthorizationError, Authorizer, Decision, Effect, Entities, Policy, PolicyId, PolicySet,
     ResourceConstraint, ValidationError, ValidationMode, Validator,
 };
 use milpa::policy::{CallPolicy, PolicyDecision, PolicyInput};
@@ -188,7 +189,10 @@ impl CedarPolicy {
             .get(input.tool, &self.policies, &self.request, |p| {
                 self.can_apply(p, input.tool.name())
             }) {
-            Ok(view) => self.decide_against(input, &view.policies, Ok(view.entity.clone())),
+            Ok(view) => {
+                let entities = view.entities(input.ctx, &self.request);
+                self.decide_against(input, &view.policies, entities)
+            }
             Err(e) => self.decide_against(input, &self.policies, Err(e)),
         }
     }
@@ -199,12 +203,12 @@ impl CedarPolicy {
         &self,
         input: &PolicyInput<'_>,
         policies: &PolicySet,
-        tool_entity: Result<Entity, RequestBuildError>,
+        entities: Result<Arc<Entities>, RequestBuildError>,
     ) -> PolicyDecision {
         let tool = input.tool.name();
         let channel = input.ctx.channel();
         let principal = input.ctx.principal().unwrap_or("(none)");
-        let built = tool_entity.and_then(|entity| self.request.build(input, entity));
+        let built = entities.and_then(|entities| Ok((self.request.request(input)?, entities)));
         let (request, entities) = match built {
             Ok(built) => built,
             // Fail closed: a call Cedar cannot judge does not run.
@@ -427,7 +431,8 @@ mod tests {
     use serde_json::json;
 
     /// The per-tool subset ([`ToolViews`]) decides as the whole set does, for tools named in
-    /// resource scopes and not, with and without default deny, allowed, denied and erring.
+    /// resource scopes and not, with and without default deny, allowed, denied and erring; and
+    /// so do the cached callers' entities.
     #[test]
     fn the_per_tool_policies_decide_as_the_whole_set() {
         let text = r#"
@@ -459,6 +464,8 @@ mod tests {
                 .build(),
             ToolContext::builder("http").principal("b").build(),
             ToolContext::builder("cli").build(),
+            // The same principal with other scopes: the cached entities must not be reused.
+            ToolContext::builder("mcp").principal("a").build(),
         ];
         let args = [
             json!({"amount": 5}),
@@ -478,7 +485,10 @@ mod tests {
                         let whole = policy.decide_against(
                             &input,
                             &policy.policies,
-                            policy.request.tool_entity(tool),
+                            policy
+                                .request
+                                .entities(ctx, policy.request.tool_entity(tool).unwrap())
+                                .map(Arc::new),
                         );
                         assert_eq!(policy.decide(&input), whole, "{} {args}", tool.name());
                         denials += usize::from(whole != PolicyDecision::Continue);
