@@ -21,11 +21,12 @@ fn a_syntax_error_names_file_line_and_column() {
 
 #[test]
 fn an_unknown_attribute_names_file_line_and_column() {
-    // `scope` for `scopes`, on line 3; the column counts characters (the é is two bytes).
-    let text = "// café\n@id(\"typo\")\nforbid(principal, action, resource) when { principal.scope.contains(\"x\") };\n";
+    // `scope` for `scopes`, on line 3; the column counts characters (the é before it on the
+    // line is two bytes).
+    let text = "// policies\n\n@id(\"café\") forbid(principal, action, resource) when { principal.scope.contains(\"x\") };\n";
     let message = load_error(text);
     assert!(
-        message.starts_with("policy.cedar:3:44: invalid policy: policy 'typo': "),
+        message.starts_with("policy.cedar:3:56: invalid policy: policy 'café': "),
         "{message}"
     );
     assert!(message.contains("scope"), "{message}");
