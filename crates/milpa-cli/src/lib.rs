@@ -47,6 +47,7 @@ pub mod demo;
 mod local_tokens;
 pub mod manifest;
 pub mod notify;
+pub mod policy_section;
 pub mod setup;
 pub mod store;
 pub mod template;

@@ -119,6 +119,9 @@ pub struct Manifest {
     /// `[approvals]`: how long a parked call waits for a person, and who is told.
     #[serde(default)]
     pub approvals: ApprovalsSection,
+    /// `[policy]`: Cedar policies over every call (see [`crate::policy_section`]).
+    #[serde(default)]
+    pub policy: Option<crate::policy_section::PolicySection>,
     /// `[[tools]]`: tools that run programs.
     #[serde(default)]
     pub tools: Vec<CommandToolSpec>,
@@ -823,6 +826,9 @@ impl Manifest {
             }
         }
         self.approvals.check(&at)?;
+        if let Some(policy) = &self.policy {
+            policy.check(&at)?;
+        }
         let mut hashes: Vec<String> = Vec::new();
         for token in &self.auth.tokens {
             let hash = token.sha256.get_ref();

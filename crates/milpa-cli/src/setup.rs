@@ -104,6 +104,12 @@ pub fn build_registry_with(
     if let Some(sink) = audit {
         builder = builder.audit_sink(sink);
     }
+    // `[policy]`: Cedar, checked last in the authorize stage.
+    if let Some(policy) =
+        crate::policy_section::call_policy(manifest).map_err(SetupError::Manifest)?
+    {
+        builder = builder.call_policy(policy);
+    }
     let mut registry = builder.build();
     for (channel, change) in &manifest.channels {
         let base = registry.policy_gate().channel_policy(channel);

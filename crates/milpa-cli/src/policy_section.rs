@@ -1,0 +1,99 @@
+//! `[policy]`: Cedar policies over every call (DESIGN §7), loaded from the files the manifest
+//! names and set as the registry's call policy.
+//!
+//! ```toml
+//! [policy]
+//! cedar = "policy.cedar"      # or a list; relative to the manifest's folder
+//! default = "allow"           # "deny": a call no `permit` covers is denied too
+//! ```
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use milpa_cedar::{CedarPolicy, DefaultEffect};
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::manifest::{Manifest, ManifestError};
+
+/// `[policy]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicySection {
+    /// The `.cedar` file, or several (one policy set across them).
+    pub cedar: Spanned<CedarFiles>,
+    /// What a call no policy decides gets (default `allow`: only a `forbid` denies).
+    #[serde(default)]
+    pub default: PolicyDefault,
+}
+
+/// `cedar = "a.cedar"` or `cedar = ["a.cedar", "b.cedar"]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged, expecting = "a .cedar file name or a list of them")]
+pub enum CedarFiles {
+    /// One file.
+    One(String),
+    /// Several files.
+    Many(Vec<String>),
+}
+
+impl CedarFiles {
+    /// The names as written.
+    pub fn names(&self) -> &[String] {
+        match self {
+            CedarFiles::One(name) => std::slice::from_ref(name),
+            CedarFiles::Many(names) => names,
+        }
+    }
+}
+
+/// `default = "allow" | "deny"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum PolicyDefault {
+    /// Only a `forbid` denies.
+    #[default]
+    Allow,
+    /// A call no `permit` covers is denied too.
+    Deny,
+}
+
+impl PolicySection {
+    /// Checks serde cannot do; errors point at the `cedar` line.
+    pub(crate) fn check(
+        &self,
+        at: &dyn Fn(usize, String) -> ManifestError,
+    ) -> Result<(), ManifestError> {
+        if self.cedar.get_ref().names().is_empty() {
+            return Err(at(
+                self.cedar.span().start,
+                "policy.cedar lists no file".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The manifest's Cedar policy, loaded and validated; `None` without `[policy]`. An error
+/// names the manifest line and the `.cedar` file, line and column.
+pub fn call_policy(manifest: &Manifest) -> Result<Option<Arc<CedarPolicy>>, ManifestError> {
+    let Some(section) = &manifest.policy else {
+        return Ok(None);
+    };
+    let base = manifest.base_dir().map(PathBuf::from).unwrap_or_default();
+    let files: Vec<PathBuf> = section
+        .cedar
+        .get_ref()
+        .names()
+        .iter()
+        .map(|name| base.join(name))
+        .collect();
+    let default = match section.default {
+        PolicyDefault::Allow => DefaultEffect::Allow,
+        PolicyDefault::Deny => DefaultEffect::Deny,
+    };
+    CedarPolicy::from_files(&files, default)
+        .map(|policy| Some(Arc::new(policy)))
+        .map_err(|e| manifest.error_at(Some(section.cedar.span().start), format!("[policy] {e}")))
+}
