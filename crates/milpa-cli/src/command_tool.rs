@@ -278,10 +278,10 @@ pub(crate) async fn read_tail(
 }
 
 fn cut_to_char_boundary(bytes: &mut Vec<u8>) {
-    if let Err(error) = std::str::from_utf8(bytes) {
-        if error.error_len().is_none() {
-            bytes.truncate(error.valid_up_to());
-        }
+    if let Err(error) = std::str::from_utf8(bytes)
+        && error.error_len().is_none()
+    {
+        bytes.truncate(error.valid_up_to());
     }
 }
 
@@ -291,10 +291,8 @@ fn output_data(out: &[u8], truncated: bool) -> Value {
     if out.is_empty() {
         return Value::Null;
     }
-    if !truncated {
-        if let Ok(value) = serde_json::from_slice::<Value>(out) {
-            return value;
-        }
+    if !truncated && let Ok(value) = serde_json::from_slice::<Value>(out) {
+        return value;
     }
     let text = String::from_utf8_lossy(out);
     let text = text

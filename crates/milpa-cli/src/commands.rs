@@ -444,16 +444,16 @@ async fn call(registry: &ToolRegistry, stores: &Stores, args: CallArgs) -> Resul
         .flatten();
     let Some(token) = token else {
         show(&result, &ctx, args.json)?;
-        if result.code() == Some(&milpa::ErrorCode::ApprovalPending) && args.confirm_token.is_none()
+        if result.code() == Some(&milpa::ErrorCode::ApprovalPending)
+            && args.confirm_token.is_none()
+            && let Some(id) = result.data["approval_id"].as_str()
         {
-            if let Some(id) = result.data["approval_id"].as_str() {
-                eprintln!(
-                    "milpa: a person other than {caller} approves it with `milpa approvals grant \
+            eprintln!(
+                "milpa: a person other than {caller} approves it with `milpa approvals grant \
                      {id}` (or on the /approvals page of `milpa serve --http`); then repeat the \
                      call with --confirm-token {id}",
-                    caller = ctx.principal().unwrap_or("the caller"),
-                );
-            }
+                caller = ctx.principal().unwrap_or("the caller"),
+            );
         }
         return Ok(exit_code(&result));
     };
@@ -519,13 +519,13 @@ fn serve(
     let _upstreams = start_upstreams(runtime, &mut registry, upstreams)?;
     let registry = Arc::new(registry);
     let options = server_options(manifest);
-    if let Some(addr) = args.http {
-        if !addr.ip().is_loopback() {
-            return Err(CliError::usage(format!(
-                "--http {addr}: milpa serves HTTP on loopback addresses only (127.0.0.1, [::1]); \
+    if let Some(addr) = args.http
+        && !addr.ip().is_loopback()
+    {
+        return Err(CliError::usage(format!(
+            "--http {addr}: milpa serves HTTP on loopback addresses only (127.0.0.1, [::1]); \
                  put a reverse proxy in front to reach it from elsewhere"
-            )));
-        }
+        )));
     }
     let served = runtime.block_on(async move {
         let serving = async move {
@@ -551,10 +551,10 @@ fn serve(
 const DEFAULT_AUDIT_LIMIT: usize = 50;
 
 fn audit_command(stores: &Stores, args: AuditArgs) -> Result<u8, CliError> {
-    if let Some(AuditCommand::Verify(verify)) = &args.command {
-        if let Some(file) = &verify.file {
-            return verify_file(file);
-        }
+    if let Some(AuditCommand::Verify(verify)) = &args.command
+        && let Some(file) = &verify.file
+    {
+        return verify_file(file);
     }
     let Some(trail) = stores.audit_trail() else {
         return Err(CliError::usage(match stores.url() {

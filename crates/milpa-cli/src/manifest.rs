@@ -577,15 +577,15 @@ impl UpstreamSpec {
             }
         }
         for (glob, over) in &self.tools {
-            if let Some(timeout) = &over.timeout_seconds {
-                if *timeout.get_ref() == 0 {
-                    return Err(at(
-                        timeout.span().start,
-                        format!(
-                            "upstream `{name}`: tools.\"{glob}\".timeout_seconds must be at least 1"
-                        ),
-                    ));
-                }
+            if let Some(timeout) = &over.timeout_seconds
+                && *timeout.get_ref() == 0
+            {
+                return Err(at(
+                    timeout.span().start,
+                    format!(
+                        "upstream `{name}`: tools.\"{glob}\".timeout_seconds must be at least 1"
+                    ),
+                ));
             }
         }
         Ok(())
@@ -817,13 +817,13 @@ impl Manifest {
                 ));
             }
         }
-        if let Some(ttl) = &self.confirmation.ttl_seconds {
-            if *ttl.get_ref() == 0 {
-                return Err(at(
-                    ttl.span().start,
-                    "confirmation.ttl_seconds must be at least 1".into(),
-                ));
-            }
+        if let Some(ttl) = &self.confirmation.ttl_seconds
+            && *ttl.get_ref() == 0
+        {
+            return Err(at(
+                ttl.span().start,
+                "confirmation.ttl_seconds must be at least 1".into(),
+            ));
         }
         self.approvals.check(&at)?;
         if let Some(policy) = &self.policy {
@@ -877,21 +877,21 @@ impl Manifest {
 
 impl ApprovalsSection {
     fn check(&self, at: &dyn Fn(usize, String) -> ManifestError) -> Result<(), ManifestError> {
-        if let Some(ttl) = &self.ttl_seconds {
-            if *ttl.get_ref() == 0 {
-                return Err(at(
-                    ttl.span().start,
-                    "approvals.ttl_seconds must be at least 1".into(),
-                ));
-            }
+        if let Some(ttl) = &self.ttl_seconds
+            && *ttl.get_ref() == 0
+        {
+            return Err(at(
+                ttl.span().start,
+                "approvals.ttl_seconds must be at least 1".into(),
+            ));
         }
-        if let Some(timeout) = &self.notify_timeout_seconds {
-            if *timeout.get_ref() == 0 {
-                return Err(at(
-                    timeout.span().start,
-                    "approvals.notify_timeout_seconds must be at least 1".into(),
-                ));
-            }
+        if let Some(timeout) = &self.notify_timeout_seconds
+            && *timeout.get_ref() == 0
+        {
+            return Err(at(
+                timeout.span().start,
+                "approvals.notify_timeout_seconds must be at least 1".into(),
+            ));
         }
         if let Some(command) = &self.notify_command {
             let command_at = command.span().start;
@@ -973,27 +973,27 @@ impl CommandToolSpec {
                     ),
                 ));
             }
-            if let Some(default) = &spec.default {
-                if !spec.kind.admits(default) {
-                    return Err(at(
-                        name_at,
-                        format!(
-                            "tool `{name}`: param `{param}`: default is not a {}",
-                            spec.kind.as_str()
-                        ),
-                    ));
-                }
+            if let Some(default) = &spec.default
+                && !spec.kind.admits(default)
+            {
+                return Err(at(
+                    name_at,
+                    format!(
+                        "tool `{name}`: param `{param}`: default is not a {}",
+                        spec.kind.as_str()
+                    ),
+                ));
             }
-            if let Some(allowed) = &spec.allowed {
-                if let Some(bad) = allowed.iter().find(|v| !spec.kind.admits(v)) {
-                    return Err(at(
-                        name_at,
-                        format!(
-                            "tool `{name}`: param `{param}`: enum value {bad} is not a {}",
-                            spec.kind.as_str()
-                        ),
-                    ));
-                }
+            if let Some(allowed) = &spec.allowed
+                && let Some(bad) = allowed.iter().find(|v| !spec.kind.admits(v))
+            {
+                return Err(at(
+                    name_at,
+                    format!(
+                        "tool `{name}`: param `{param}`: enum value {bad} is not a {}",
+                        spec.kind.as_str()
+                    ),
+                ));
             }
         }
         for arg in &argv[1..] {
@@ -1013,21 +1013,21 @@ impl CommandToolSpec {
                 }
             }
         }
-        if let Some(timeout) = &self.timeout_seconds {
-            if *timeout.get_ref() == 0 {
-                return Err(at(
-                    timeout.span().start,
-                    format!("tool `{name}`: timeout_seconds must be at least 1"),
-                ));
-            }
+        if let Some(timeout) = &self.timeout_seconds
+            && *timeout.get_ref() == 0
+        {
+            return Err(at(
+                timeout.span().start,
+                format!("tool `{name}`: timeout_seconds must be at least 1"),
+            ));
         }
-        if let Some(max) = &self.max_output_bytes {
-            if *max.get_ref() == 0 {
-                return Err(at(
-                    max.span().start,
-                    format!("tool `{name}`: max_output_bytes must be at least 1"),
-                ));
-            }
+        if let Some(max) = &self.max_output_bytes
+            && *max.get_ref() == 0
+        {
+            return Err(at(
+                max.span().start,
+                format!("tool `{name}`: max_output_bytes must be at least 1"),
+            ));
         }
         for var in &self.env {
             if var.is_empty() || var.contains('=') || var.contains('\0') {

@@ -73,18 +73,16 @@ pub fn identity(args: &ToolArgs, attrs: &[Attribute], ident: &Ident) -> syn::Res
 fn doc_comment(attrs: &[Attribute]) -> String {
     let mut lines = Vec::new();
     for attr in attrs {
-        if let Meta::NameValue(nv) = &attr.meta {
-            if nv.path.is_ident("doc") {
-                if let Expr::Lit(ExprLit {
-                    lit: Lit::Str(text),
-                    ..
-                }) = &nv.value
-                {
-                    let text = text.value();
-                    for line in text.split('\n') {
-                        lines.push(line.strip_prefix(' ').unwrap_or(line).trim_end().to_owned());
-                    }
-                }
+        if let Meta::NameValue(nv) = &attr.meta
+            && nv.path.is_ident("doc")
+            && let Expr::Lit(ExprLit {
+                lit: Lit::Str(text),
+                ..
+            }) = &nv.value
+        {
+            let text = text.value();
+            for line in text.split('\n') {
+                lines.push(line.strip_prefix(' ').unwrap_or(line).trim_end().to_owned());
             }
         }
     }

@@ -295,16 +295,16 @@ fn expand_impl(block: &mut ItemImpl) -> syn::Result<proc_macro2::TokenStream> {
         let Some(attr) = tool_attrs.first() else {
             // Not a tool, but a stray #[param] would be an unknown attribute: say so.
             for input in &method.sig.inputs {
-                if let syn::FnArg::Typed(pt) = input {
-                    if let Some(attr) = pt.attrs.iter().find(|a| a.path().is_ident("param")) {
-                        combine(
-                            &mut errors,
-                            syn::Error::new_spanned(
-                                attr,
-                                "#[param] only applies to a method marked #[tool]",
-                            ),
-                        );
-                    }
+                if let syn::FnArg::Typed(pt) = input
+                    && let Some(attr) = pt.attrs.iter().find(|a| a.path().is_ident("param"))
+                {
+                    combine(
+                        &mut errors,
+                        syn::Error::new_spanned(
+                            attr,
+                            "#[param] only applies to a method marked #[tool]",
+                        ),
+                    );
                 }
             }
             continue;

@@ -324,11 +324,12 @@ pub fn erase(ty: &Type, self_ty: Option<&Type>) -> Type {
             lifetime.ident = Ident::new("_", lifetime.ident.span());
         }
         fn visit_type_mut(&mut self, ty: &mut Type) {
-            if let (Some(self_ty), Type::Path(p)) = (self.self_ty, &*ty) {
-                if p.qself.is_none() && p.path.is_ident("Self") {
-                    *ty = self_ty.clone();
-                    return;
-                }
+            if let (Some(self_ty), Type::Path(p)) = (self.self_ty, &*ty)
+                && p.qself.is_none()
+                && p.path.is_ident("Self")
+            {
+                *ty = self_ty.clone();
+                return;
             }
             syn::visit_mut::visit_type_mut(self, ty);
         }

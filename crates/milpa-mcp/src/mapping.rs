@@ -64,24 +64,24 @@ pub fn render_text(tool: &str, result: &ToolResult) -> String {
             _ => error,
         };
     }
-    if result.requires_confirmation() {
-        if let Some(token) = result.confirm_token() {
-            let summary = result
-                .data
-                .get("action_summary")
-                .and_then(Value::as_str)
-                .unwrap_or(tool);
-            let expires = result
-                .data
-                .get("expires_at")
-                .and_then(Value::as_str)
-                .map(|e| format!(" before {e}"))
-                .unwrap_or_default();
-            return format!(
-                "Confirmation required: {summary}. Nothing was done yet. To proceed, call \
+    if result.requires_confirmation()
+        && let Some(token) = result.confirm_token()
+    {
+        let summary = result
+            .data
+            .get("action_summary")
+            .and_then(Value::as_str)
+            .unwrap_or(tool);
+        let expires = result
+            .data
+            .get("expires_at")
+            .and_then(Value::as_str)
+            .map(|e| format!(" before {e}"))
+            .unwrap_or_default();
+        return format!(
+            "Confirmation required: {summary}. Nothing was done yet. To proceed, call \
                  {tool} again with the argument confirm_token = \"{token}\"{expires}."
-            );
-        }
+        );
     }
     let data = match &result.data {
         Value::String(s) => Some(text_copy(s.as_bytes(), s.len())),

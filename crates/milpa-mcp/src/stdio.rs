@@ -175,12 +175,11 @@ where
                         }
                     }
                     handled += 1;
-                    if handled % ANSWER_ROUND == 0 && !out.is_empty() {
-                        if let Err(error) = write_out(&mut writer, &mut out).await {
+                    if handled % ANSWER_ROUND == 0 && !out.is_empty()
+                        && let Err(error) = write_out(&mut writer, &mut out).await {
                             write_error = Some(error);
                             break 'rounds;
                         }
-                    }
                     if handled < LINES_PER_WAKE && jobs.len() < queue_limit {
                         next = lines.next().now_or_never();
                     }
@@ -214,12 +213,12 @@ where
             if jobs.is_empty() && conn.permits.available_permits() == max_in_flight {
                 break;
             }
-            if !out.is_empty() {
-                if let Err(error) = write_out(&mut writer, &mut out).await {
-                    // Shut down below, after the loop.
-                    write_error = Some(error);
-                    break;
-                }
+            if !out.is_empty()
+                && let Err(error) = write_out(&mut writer, &mut out).await
+            {
+                // Shut down below, after the loop.
+                write_error = Some(error);
+                break;
             }
             tokio::select! {
                 biased;
@@ -242,10 +241,11 @@ where
             batch.push(message);
         }
         append(&mut out, &mut batch);
-        if write_error.is_none() && !out.is_empty() {
-            if let Err(error) = write_out(&mut writer, &mut out).await {
-                write_error = Some(error);
-            }
+        if write_error.is_none()
+            && !out.is_empty()
+            && let Err(error) = write_out(&mut writer, &mut out).await
+        {
+            write_error = Some(error);
         }
     }
     drop(tx);

@@ -178,25 +178,25 @@ const DATA_KEYWORDS: [&str; 4] = ["enum", "const", "default", "examples"];
 fn simplify(schema: &mut Value) {
     match schema {
         Value::Object(map) => {
-            if let Some(Value::Array(options)) = map.get("oneOf") {
-                if let Some(simple) = const_options(options) {
-                    map.remove("oneOf");
-                    let mut rebuilt = Map::new();
-                    if let Some(ty) = simple.ty {
-                        rebuilt.insert("type".into(), ty);
-                    }
-                    rebuilt.insert("enum".into(), Value::Array(simple.values));
-                    for (key, value) in std::mem::take(map) {
-                        rebuilt.entry(key).or_insert(value);
-                    }
-                    if !simple.docs.is_empty() {
-                        let own = rebuilt.get("description").and_then(Value::as_str);
-                        let mut text = own.map(|d| format!("{d}\n")).unwrap_or_default();
-                        text.push_str(&simple.docs.join("\n"));
-                        rebuilt.insert("description".into(), Value::String(text));
-                    }
-                    *map = rebuilt;
+            if let Some(Value::Array(options)) = map.get("oneOf")
+                && let Some(simple) = const_options(options)
+            {
+                map.remove("oneOf");
+                let mut rebuilt = Map::new();
+                if let Some(ty) = simple.ty {
+                    rebuilt.insert("type".into(), ty);
                 }
+                rebuilt.insert("enum".into(), Value::Array(simple.values));
+                for (key, value) in std::mem::take(map) {
+                    rebuilt.entry(key).or_insert(value);
+                }
+                if !simple.docs.is_empty() {
+                    let own = rebuilt.get("description").and_then(Value::as_str);
+                    let mut text = own.map(|d| format!("{d}\n")).unwrap_or_default();
+                    text.push_str(&simple.docs.join("\n"));
+                    rebuilt.insert("description".into(), Value::String(text));
+                }
+                *map = rebuilt;
             }
             for (key, value) in map.iter_mut() {
                 if !DATA_KEYWORDS.contains(&key.as_str()) {

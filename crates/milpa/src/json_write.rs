@@ -159,10 +159,10 @@ impl<M: serde::ser::SerializeMap> SerdeFields<M> {
     }
 
     fn entry<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) {
-        if self.error.is_none() {
-            if let Err(error) = self.map.serialize_entry(key, value) {
-                self.error = Some(error);
-            }
+        if self.error.is_none()
+            && let Err(error) = self.map.serialize_entry(key, value)
+        {
+            self.error = Some(error);
         }
     }
 

@@ -230,11 +230,11 @@ impl Meta {
     /// and the runtime keys are typed: use [`Meta::set_code`] for `code`.
     pub fn insert(&mut self, key: impl Into<String>, value: Value) {
         let key = key.into();
-        if key == "code" {
-            if let Value::String(code) = &value {
-                self.code = Some(ErrorCode::parse(code));
-                return;
-            }
+        if key == "code"
+            && let Value::String(code) = &value
+        {
+            self.code = Some(ErrorCode::parse(code));
+            return;
         }
         self.fields_mut().insert(key, value);
     }

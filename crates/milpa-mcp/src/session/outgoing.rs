@@ -56,12 +56,12 @@ impl ClientLink {
         params: Value,
         route: &Route,
     ) -> Result<Value, PeerError> {
-        if let Some(capability) = capability_for(method) {
-            if !self.has_capability(capability) {
-                return Err(PeerError::new(format!(
-                    "the client did not declare the {capability} capability"
-                )));
-            }
+        if let Some(capability) = capability_for(method)
+            && !self.has_capability(capability)
+        {
+            return Err(PeerError::new(format!(
+                "the client did not declare the {capability} capability"
+            )));
         }
         if method == "elicitation/create" && !self.supports_elicitation_of(&params) {
             let mode = params.get("mode").and_then(Value::as_str).unwrap_or("form");

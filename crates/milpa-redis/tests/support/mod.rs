@@ -66,11 +66,11 @@ impl RedisServer {
         };
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
-            if let Some(child) = server.child.as_mut() {
-                if let Ok(Some(status)) = child.try_wait() {
-                    server.child = None;
-                    return Err(format!("redis-server on port {port} exited with {status}"));
-                }
+            if let Some(child) = server.child.as_mut()
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                server.child = None;
+                return Err(format!("redis-server on port {port} exited with {status}"));
             }
             if ping(port) {
                 return Ok(server);

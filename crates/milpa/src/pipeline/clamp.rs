@@ -37,23 +37,23 @@ pub(crate) fn apply(value: &mut Value, clamp: &Clamp) {
     match value {
         Value::Number(n) => {
             let current = n.as_f64().unwrap_or(0.0);
-            if let Some(min) = &clamp.min {
-                if current < min.as_f64().unwrap_or(f64::MIN) {
-                    *value = Value::Number(min.clone());
-                    return;
-                }
+            if let Some(min) = &clamp.min
+                && current < min.as_f64().unwrap_or(f64::MIN)
+            {
+                *value = Value::Number(min.clone());
+                return;
             }
-            if let Some(max) = &clamp.max {
-                if current > max.as_f64().unwrap_or(f64::MAX) {
-                    *value = Value::Number(max.clone());
-                }
+            if let Some(max) = &clamp.max
+                && current > max.as_f64().unwrap_or(f64::MAX)
+            {
+                *value = Value::Number(max.clone());
             }
         }
         Value::String(text) => {
-            if let Some(limit) = clamp.max_length {
-                if let Some((cut, _)) = text.char_indices().nth(limit) {
-                    text.truncate(cut);
-                }
+            if let Some(limit) = clamp.max_length
+                && let Some((cut, _)) = text.char_indices().nth(limit)
+            {
+                text.truncate(cut);
             }
         }
         _ => {}

@@ -44,11 +44,11 @@ impl ChannelRenderer for PlainRenderer {
                 "Error: {}",
                 result.error.as_deref().unwrap_or("Unknown error")
             );
-            if result.is_blocked() {
-                if let Some(Value::String(suggestion)) = result.meta.get("suggestion") {
-                    text.push_str("\n\nSuggestion: ");
-                    text.push_str(suggestion);
-                }
+            if result.is_blocked()
+                && let Some(Value::String(suggestion)) = result.meta.get("suggestion")
+            {
+                text.push_str("\n\nSuggestion: ");
+                text.push_str(suggestion);
             }
             return text;
         }

@@ -152,10 +152,10 @@ fn allow_null(map: &mut Map<String, Value>) {
         }
         _ => {}
     }
-    if let Some(Value::Array(options)) = map.get_mut("enum") {
-        if !options.contains(&Value::Null) {
-            options.push(Value::Null);
-        }
+    if let Some(Value::Array(options)) = map.get_mut("enum")
+        && !options.contains(&Value::Null)
+    {
+        options.push(Value::Null);
     }
 }
 

@@ -273,13 +273,14 @@ async fn handle_resolve(verifier: &HumanVerifier, args: &Value, ctx: &ToolContex
     // someone else and defeat the self-approval and distinct-approver checks. Only a fully
     // trusted caller (holding `*`, like the local shell or a trusted stdio process) may
     // record a decision on someone's behalf.
-    if let Some(caller) = ctx.principal() {
-        if caller != principal && !holds_wildcard(ctx) {
-            return ToolResult::forbidden(format!(
-                "principal '{principal}' is not the caller ('{caller}'): resolve_verification \
+    if let Some(caller) = ctx.principal()
+        && caller != principal
+        && !holds_wildcard(ctx)
+    {
+        return ToolResult::forbidden(format!(
+            "principal '{principal}' is not the caller ('{caller}'): resolve_verification \
                  records decisions under the caller's own principal."
-            ));
-        }
+        ));
     }
     let subject = text_arg(args, "subject");
     let reason = text_arg(args, "reason");
