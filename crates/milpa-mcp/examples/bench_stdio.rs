@@ -6,7 +6,14 @@
 //! ```text
 //! cargo build --release -p milpa-mcp --examples
 //! target/release/examples/bench_stdio [--seconds 2] [--rounds 5] [--audit FILE]
+//!     [--tool NAME] [--proxy MILPA] [-- SERVER_CMD [ARG]...]
 //! ```
+//!
+//! `-- SERVER_CMD…` benchmarks another stdio server (its tool `--tool`, default `add`, is
+//! called with `{"a":1,"b":2}`). `--proxy MILPA` (the `milpa` binary) also starts
+//! `MILPA --store memory proxy --audit /dev/null --name up -- SERVER_CMD…` and times the same
+//! calls through it (tool `up__<tool>`), alternating rounds between the server called
+//! directly and the proxy, and prints the time each call spends in the proxy.
 //!
 //! Each figure is the median of `--rounds` measurements of `--seconds` each (with the
 //! lowest and highest), because a shared or idle virtual machine varies a lot between runs.
@@ -25,27 +32,25 @@ use milpa::audit::{AuditRecord, AuditSink};
 use milpa::{ToolContext, ToolDefinition, ToolRegistry};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, BufWriter};
-use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-fn request(id: u64) -> String {
-    let mut out = String::with_capacity(128);
-    push_request(&mut out, id);
-    out
-}
-
-fn push_request(out: &mut String, id: u64) {
+fn push_request(out: &mut String, id: u64, tool: &str) {
     use std::fmt::Write;
     out.push_str("{\"jsonrpc\":\"2.0\",\"id\":");
     let _ = write!(out, "{id}");
-    out.push_str(
-        ",\"method\":\"tools/call\",\"params\":{\"name\":\"add\",\"arguments\":{\"a\":1,\"b\":2}}}\n",
-    );
+    out.push_str(",\"method\":\"tools/call\",\"params\":{\"name\":\"");
+    out.push_str(tool);
+    out.push_str("\",\"arguments\":{\"a\":1,\"b\":2}}}\n");
 }
 
+/// A server under test: its process and the connection to it.
 struct Conn {
+    child: Child,
     writer: BufWriter<ChildStdin>,
     reader: BufReader<ChildStdout>,
     line: String,
+    /// The tool each call names.
+    tool: String,
 }
 
 impl Conn {
@@ -60,12 +65,12 @@ impl Conn {
 async fn sequential(conn: &mut Conn, seconds: f64) -> (u64, f64) {
     let started = Instant::now();
     let mut calls = 0u64;
+    let mut out = String::with_capacity(128);
     while started.elapsed().as_secs_f64() < seconds {
         for _ in 0..256 {
-            conn.writer
-                .write_all(request(calls).as_bytes())
-                .await
-                .unwrap();
+            out.clear();
+            push_request(&mut out, calls, &conn.tool);
+            conn.writer.write_all(out.as_bytes()).await.unwrap();
             conn.writer.flush().await.unwrap();
             let line = conn.read().await;
             assert!(line.contains("\"isError\":false"), "{line}");
@@ -84,7 +89,7 @@ async fn pipelined(conn: &mut Conn, seconds: f64, in_flight: u64) -> (u64, f64) 
     let mut received = 0u64;
     let mut out = String::with_capacity(in_flight as usize * 128);
     for _ in 0..in_flight {
-        push_request(&mut out, sent);
+        push_request(&mut out, sent, &conn.tool);
         sent += 1;
     }
     conn.writer.write_all(out.as_bytes()).await.unwrap();
@@ -106,7 +111,7 @@ async fn pipelined(conn: &mut Conn, seconds: f64, in_flight: u64) -> (u64, f64) 
         if lines > 0 && Instant::now() < deadline {
             out.clear();
             for _ in 0..lines {
-                push_request(&mut out, sent);
+                push_request(&mut out, sent, &conn.tool);
                 sent += 1;
             }
             conn.writer.write_all(out.as_bytes()).await.unwrap();
@@ -177,35 +182,22 @@ fn report(label: &str, rates: &mut [f64]) -> f64 {
     median
 }
 
-// The client is the harness: one thread, so it costs the server as little as possible.
-#[tokio::main(flavor = "current_thread")]
-async fn main() {
-    let mut seconds = 2.0;
-    let mut rounds = 5usize;
-    let mut audit = "/dev/null".to_owned();
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--seconds" => seconds = args.next().and_then(|s| s.parse().ok()).unwrap_or(2.0),
-            "--rounds" => rounds = args.next().and_then(|s| s.parse().ok()).unwrap_or(5).max(1),
-            "--audit" => audit = args.next().unwrap_or(audit),
-            other => panic!("unknown argument {other}"),
-        }
-    }
-    let exe = std::env::current_exe().unwrap();
-    let server = exe.with_file_name("everything");
-    let mut child = Command::new(&server)
-        .args(["--stdio", "--audit", &audit])
+/// Starts `program args…`, runs the handshake, and warms the connection up.
+async fn start(program: &str, args: &[String], tool: String) -> Conn {
+    let mut child = Command::new(program)
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
         .kill_on_drop(true)
         .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", server.display()));
+        .unwrap_or_else(|e| panic!("cannot start {program}: {e}"));
     let mut conn = Conn {
         writer: BufWriter::new(child.stdin.take().unwrap()),
         reader: BufReader::with_capacity(1 << 16, child.stdout.take().unwrap()),
+        child,
         line: String::new(),
+        tool,
     };
     conn.writer
         .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"init\",\"method\":\"initialize\",\"params\":{\"protocolVersion\":\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"bench\",\"version\":\"1\"}}}\n{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
@@ -213,24 +205,115 @@ async fn main() {
         .unwrap();
     conn.writer.flush().await.unwrap();
     conn.read().await;
-
-    // Warm up.
     sequential(&mut conn, 0.3).await;
-    let mut ones = Vec::with_capacity(rounds);
-    for _ in 0..rounds {
-        let (calls, secs) = sequential(&mut conn, seconds).await;
-        ones.push(calls as f64 / secs);
-    }
-    let one = report("stdio, 1 in flight: ", &mut ones);
     pipelined(&mut conn, 0.3, 32).await;
-    let mut manys = Vec::with_capacity(rounds);
-    for _ in 0..rounds {
-        let (calls, secs) = pipelined(&mut conn, seconds, 32).await;
-        manys.push(calls as f64 / secs);
-    }
-    let many = report("stdio, 32 in flight:", &mut manys);
-    drop(conn);
+    conn
+}
+
+async fn stop(conn: Conn) {
+    let Conn {
+        mut child,
+        writer,
+        reader,
+        ..
+    } = conn;
+    drop((writer, reader));
     let _ = child.wait().await;
+}
+
+/// Runs `rounds` measurements on each connection, alternating between them round by round
+/// (so a slow phase of a shared machine hits both alike); calls per second per connection.
+async fn alternate(
+    conns: &mut [Conn],
+    rounds: usize,
+    seconds: f64,
+    in_flight: u64,
+) -> Vec<Vec<f64>> {
+    let mut rates = vec![Vec::with_capacity(rounds); conns.len()];
+    for _ in 0..rounds {
+        for (conn, rates) in conns.iter_mut().zip(rates.iter_mut()) {
+            let (calls, secs) = if in_flight == 1 {
+                sequential(conn, seconds).await
+            } else {
+                pipelined(conn, seconds, in_flight).await
+            };
+            rates.push(calls as f64 / secs);
+        }
+    }
+    rates
+}
+
+// The client is the harness: one thread, so it costs the server as little as possible.
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let mut seconds = 2.0;
+    let mut rounds = 5usize;
+    let mut audit = "/dev/null".to_owned();
+    let mut tool = "add".to_owned();
+    let mut proxy: Option<String> = None;
+    let mut command: Vec<String> = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--seconds" => seconds = args.next().and_then(|s| s.parse().ok()).unwrap_or(2.0),
+            "--rounds" => rounds = args.next().and_then(|s| s.parse().ok()).unwrap_or(5).max(1),
+            "--audit" => audit = args.next().unwrap_or(audit),
+            "--tool" => tool = args.next().expect("--tool needs a name"),
+            "--proxy" => proxy = Some(args.next().expect("--proxy needs the milpa binary")),
+            "--" => {
+                command = args.by_ref().collect();
+                break;
+            }
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    if command.is_empty() {
+        let exe = std::env::current_exe().unwrap();
+        let server = exe.with_file_name("everything");
+        command = vec![
+            server.to_string_lossy().into_owned(),
+            "--stdio".into(),
+            "--audit".into(),
+            audit.clone(),
+        ];
+    }
+    let mut labels = vec!["direct"];
+    let mut conns = vec![start(&command[0], &command[1..], tool.clone()).await];
+    if let Some(milpa) = &proxy {
+        let mut proxy_args: Vec<String> = [
+            "--store", "memory", "proxy", "--audit", &audit, "--name", "up", "--",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        proxy_args.extend(command.iter().cloned());
+        conns.push(start(milpa, &proxy_args, format!("up__{tool}")).await);
+        labels.push("proxy ");
+    }
+
+    let ones = alternate(&mut conns, rounds, seconds, 1).await;
+    let mut one_medians = Vec::new();
+    for (label, mut rates) in labels.iter().zip(ones) {
+        one_medians.push(report(&format!("stdio {label}, 1 in flight: "), &mut rates));
+    }
+    let manys = alternate(&mut conns, rounds, seconds, 32).await;
+    let mut many_medians = Vec::new();
+    for (label, mut rates) in labels.iter().zip(manys) {
+        many_medians.push(report(&format!("stdio {label}, 32 in flight:"), &mut rates));
+    }
+    for conn in conns {
+        stop(conn).await;
+    }
+    if proxy.is_some() {
+        // Time per call through the proxy minus time per call direct, from the medians.
+        let added = |m: &[f64]| (1.0 / m[1] - 1.0 / m[0]) * 1e6;
+        println!(
+            "added by the proxy per call: 1 in flight {:.1} µs, 32 in flight {:.1} µs",
+            added(&one_medians),
+            added(&many_medians)
+        );
+    }
+    let (one, many) = (one_medians[0], many_medians[0]);
 
     let mut bases = Vec::with_capacity(rounds);
     for _ in 0..rounds {
@@ -239,7 +322,7 @@ async fn main() {
     }
     let base = report("baseline, in-process ToolRegistry::call:", &mut bases);
     println!(
-        "ratios to baseline: 1 in flight {:.2}, 32 in flight {:.2}",
+        "ratios to baseline (direct): 1 in flight {:.2}, 32 in flight {:.2}",
         one / base,
         many / base
     );

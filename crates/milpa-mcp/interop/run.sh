@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# milpa-mcp: the official MCP conformance suite against the fixture server over HTTP, and
-# interop tests with the official Python and TypeScript SDKs as clients (stdio and HTTP).
+# milpa-mcp: the official MCP conformance suite against the fixture server over HTTP,
+# interop tests with the official Python and TypeScript SDKs as clients (stdio and HTTP), and
+# the same clients through `milpa proxy` in front of third-party servers from npm
+# (@modelcontextprotocol/server-everything and server-filesystem).
 #
-#   crates/milpa-mcp/interop/run.sh [all|conformance|python|node]   (default: all)
+#   crates/milpa-mcp/interop/run.sh [all|conformance|python|node|gateway]   (default: all)
 #
 # Installs what is missing into .cache/milpa-mcp (idempotent; nothing is fetched when the
 # pinned versions are already there), builds the `everything` example, starts it on a free
@@ -23,6 +25,9 @@ NODE_VERSION=22.23.5
 CONFORMANCE_VERSION=0.1.16
 TS_SDK_VERSION=1.32.2
 PY_MCP_VERSION=2.3.0
+SERVERS_DIR="$CACHE/servers"
+EVERYTHING_VERSION=2026.8.31
+FILESYSTEM_VERSION=2026.8.31
 
 CONFORMANCE_SCENARIOS=(
   server-initialize ping tools-list logging-set-level
@@ -63,6 +68,18 @@ install_python() {
   rm -rf "$PY_DIR"
   python3 -m venv "$PY_DIR"
   "$PY_DIR/bin/pip" install --quiet --disable-pip-version-check "$want" >&2
+  echo "$want" > "$stamp"
+}
+
+# The third-party servers the gateway checks put behind `milpa proxy` (run with our Node 22).
+install_servers() {
+  local stamp="$SERVERS_DIR/.stamp" want="everything@$EVERYTHING_VERSION filesystem@$FILESYSTEM_VERSION"
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then return; fi
+  log "installing @modelcontextprotocol/server-everything@$EVERYTHING_VERSION, server-filesystem@$FILESYSTEM_VERSION"
+  mkdir -p "$SERVERS_DIR"
+  npm install --prefix "$SERVERS_DIR" --no-audit --no-fund --loglevel=error \
+    "@modelcontextprotocol/server-everything@$EVERYTHING_VERSION" \
+    "@modelcontextprotocol/server-filesystem@$FILESYSTEM_VERSION" >&2
   echo "$want" > "$stamp"
 }
 
@@ -166,14 +183,57 @@ run_node() {
   run_client ts timeout 180 "$NODE" "$NODE_DIR/ts_client.mjs"
 }
 
+# gateway_dir NAME: a fresh folder for one gateway client: the filesystem server's root with
+# one file, and a manifest declaring that server with its writes parked for a person.
+gateway_dir() {
+  local dir="$WORK/gateway-$1"
+  rm -rf "$dir"
+  mkdir -p "$dir/root"
+  printf 'hello from behind the gateway\n' > "$dir/root/hello.txt"
+  cat > "$dir/gate.toml" << EOF
+[[upstreams]]
+name = "fs"
+command = ["$NODE", "$SERVERS_DIR/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", "$dir/root"]
+
+[upstreams.tools."write_*"]
+confirm = "human"
+EOF
+  : > "$dir/audit.jsonl"
+  GATEWAY_DIR=$dir
+}
+
+run_gateway() {
+  install_node
+  install_python
+  install_servers
+  log "building the milpa command"
+  (cd "$ROOT" && cargo build --quiet -p milpa-cli --bin milpa)
+  local milpa="$TARGET_DIR/debug/milpa" out
+  [[ -x "$milpa" ]] || { log "no binary at $milpa"; exit 2; }
+  local everything="$SERVERS_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+  gateway_dir py
+  out="$WORK/gateway-py.txt"
+  timeout 180 "$PY_DIR/bin/python" "$HERE/gateway_py.py" "$milpa" "$GATEWAY_DIR" "$NODE" "$everything" > "$out" 2>&1 || true
+  grep -E '^(ok|not ok) ' "$out" || cat "$out"
+  count "$out"
+  gateway_dir ts
+  out="$WORK/gateway-ts.txt"
+  # The client resolves @modelcontextprotocol/sdk from the cache's node_modules.
+  cp "$HERE/gateway_ts.mjs" "$NODE_DIR/gateway_ts.mjs"
+  timeout 180 "$NODE" "$NODE_DIR/gateway_ts.mjs" "$milpa" "$GATEWAY_DIR" "$NODE" "$everything" > "$out" 2>&1 || true
+  grep -E '^(ok|not ok) ' "$out" || cat "$out"
+  count "$out"
+}
+
 mkdir -p "$WORK"
 build
 case "$WHAT" in
-  all) run_conformance; run_python; run_node ;;
+  all) run_conformance; run_python; run_node; run_gateway ;;
   conformance) run_conformance ;;
   python) run_python ;;
   node) run_node ;;
-  *) log "usage: $0 [all|conformance|python|node]"; exit 2 ;;
+  gateway) run_gateway ;;
+  *) log "usage: $0 [all|conformance|python|node|gateway]"; exit 2 ;;
 esac
 
 echo "milpa-mcp-interop: $PASSED passed, $FAILED failed"
