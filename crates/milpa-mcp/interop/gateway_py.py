@@ -115,7 +115,7 @@ async def main():
             first = await call("fs__write_file", args)
             check(first.is_error, first)
             check(milpa_meta(first).get("code") == "APPROVAL_PENDING", first.meta)
-            approval = (first.structured_content or {}).get("approval_id")
+            approval = ((first.meta or {}).get("milpa_data") or {}).get("approval_id")
             check(isinstance(approval, str), first.structured_content)
             check(not os.path.exists(target), "written before approval")
             waiting = await call("fs__write_file", {"confirm_token": approval})

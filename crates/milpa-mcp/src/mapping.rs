@@ -11,6 +11,10 @@
 //! - `structuredContent` always carries `data` whole (a declared output schema describes
 //!   it); the text block repeats at most [`TEXT_COPY_LIMIT`] bytes of it, then says where
 //!   the rest is, so a large result is not sent twice.
+//! - Except for a *failed* result of a tool that declares an output schema: its data (an
+//!   `APPROVAL_PENDING`'s `approval_id`, a refusal's `{field, message}`) does not match that
+//!   schema, and clients check `structuredContent` against it even when `isError` is set
+//!   (the TypeScript SDK's `callTool` throws). Such data goes to `_meta.milpa_data`.
 
 use milpa::{ErrorCode, ToolDefinition, ToolResult, ToolSummary};
 use serde::Serialize;
@@ -156,12 +160,29 @@ pub fn call_result(tool: &str, result: &ToolResult) -> Value {
 pub struct CallResult<'a> {
     tool: &'a str,
     result: &'a ToolResult,
+    output_schema: bool,
 }
 
 impl<'a> CallResult<'a> {
-    /// The result of a call of `tool`.
+    /// The result of a call of `tool` (a tool without an output schema).
     pub fn new(tool: &'a str, result: &'a ToolResult) -> Self {
-        CallResult { tool, result }
+        CallResult {
+            tool,
+            result,
+            output_schema: false,
+        }
+    }
+
+    /// Whether the tool declares an output schema: a failed result's data then goes to
+    /// `_meta.milpa_data` instead of `structuredContent` (see the module docs).
+    pub fn with_output_schema(mut self, declared: bool) -> Self {
+        self.output_schema = declared;
+        self
+    }
+
+    /// Whether `data` stays out of `structuredContent` (and goes to `_meta.milpa_data`).
+    fn data_in_meta(&self) -> bool {
+        self.output_schema && !self.result.success && !self.result.data.is_null()
     }
 
     /// Appends the result as JSON: the bytes its `Serialize` gives, written by hand
@@ -181,6 +202,7 @@ impl<'a> CallResult<'a> {
             out.extend_from_slice(b"}]");
             match &result.data {
                 Value::Null => {}
+                _ if self.data_in_meta() => {}
                 Value::Object(_) => {
                     out.extend_from_slice(b",\"structuredContent\":");
                     write_json(out, &result.data);
@@ -196,6 +218,10 @@ impl<'a> CallResult<'a> {
         out.extend_from_slice(if result.success { b"false" } else { b"true" });
         out.extend_from_slice(b",\"_meta\":{\"milpa\":");
         result.meta.write_json(out);
+        if self.data_in_meta() && content::blocks_of(result).is_none() {
+            out.extend_from_slice(b",\"milpa_data\":");
+            write_json(out, &result.data);
+        }
         out.extend_from_slice(b"}}");
     }
 }
@@ -222,6 +248,8 @@ struct Wrapped<'a> {
 #[derive(Serialize)]
 struct MilpaMeta<'a> {
     milpa: &'a milpa::Meta,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    milpa_data: Option<&'a Value>,
 }
 
 impl Serialize for CallResult<'_> {
@@ -244,15 +272,18 @@ impl Serialize for CallResult<'_> {
             )?;
             match &result.data {
                 Value::Null => {}
+                _ if self.data_in_meta() => {}
                 Value::Object(_) => map.serialize_entry("structuredContent", &result.data)?,
                 other => map.serialize_entry("structuredContent", &Wrapped { result: other })?,
             }
         }
         map.serialize_entry("isError", &!result.success)?;
+        let data_in_meta = self.data_in_meta() && content::blocks_of(result).is_none();
         map.serialize_entry(
             "_meta",
             &MilpaMeta {
                 milpa: &result.meta,
+                milpa_data: data_in_meta.then_some(&result.data),
             },
         )?;
         map.end()
@@ -262,6 +293,34 @@ impl Serialize for CallResult<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Both writers, checked against each other.
+    fn written(answer: CallResult<'_>) -> Value {
+        let mut out = Vec::new();
+        answer.write_json(&mut out);
+        let by_hand: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(by_hand, serde_json::to_value(answer).unwrap());
+        by_hand
+    }
+
+    #[test]
+    fn a_failed_result_of_a_tool_with_an_output_schema_keeps_its_data_out_of_structured_content() {
+        let mut parked = ToolResult::error_with_code(ErrorCode::ApprovalPending, "Waiting.");
+        parked.data = json!({"approval_id": "a1", "action_summary": "w()"});
+        let v = written(CallResult::new("w", &parked).with_output_schema(true));
+        assert!(v.get("structuredContent").is_none(), "{v}");
+        assert_eq!(v["_meta"]["milpa_data"]["approval_id"], "a1");
+        assert_eq!(v["_meta"]["milpa"]["code"], "APPROVAL_PENDING");
+        assert_eq!(v["isError"], true);
+        // Without a schema, or on success, nothing moves.
+        let v = written(CallResult::new("w", &parked));
+        assert_eq!(v["structuredContent"]["approval_id"], "a1");
+        assert!(v["_meta"].get("milpa_data").is_none());
+        let ok = ToolResult::success(json!({"written": 3}));
+        let v = written(CallResult::new("w", &ok).with_output_schema(true));
+        assert_eq!(v["structuredContent"], json!({"written": 3}));
+        assert!(v["_meta"].get("milpa_data").is_none());
+    }
 
     #[test]
     fn success_text_and_structure() {

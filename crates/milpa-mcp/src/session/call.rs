@@ -177,7 +177,14 @@ impl Session {
                 return None;
             }
             value.map(|(name, result)| {
-                jsonrpc::call_response(&id, &mapping::CallResult::new(&name, &result))
+                let output_schema = session
+                    .shared
+                    .registry
+                    .get(&name)
+                    .is_some_and(|tool| tool.options().output_schema.is_some());
+                let answer =
+                    mapping::CallResult::new(&name, &result).with_output_schema(output_schema);
+                jsonrpc::call_response(&id, &answer)
             })
         });
         Dispatch::Call(call, cancel)
