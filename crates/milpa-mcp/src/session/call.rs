@@ -177,11 +177,14 @@ impl Session {
                 return None;
             }
             value.map(|(name, result)| {
-                let output_schema = session
-                    .shared
-                    .registry
-                    .get(&name)
-                    .is_some_and(|tool| tool.options().output_schema.is_some());
+                // Only a failed result can move its data out of structuredContent: a
+                // successful call (the common case) skips the lookup.
+                let output_schema = !result.success
+                    && session
+                        .shared
+                        .registry
+                        .get(&name)
+                        .is_some_and(|tool| tool.options().output_schema.is_some());
                 let answer =
                     mapping::CallResult::new(&name, &result).with_output_schema(output_schema);
                 jsonrpc::call_response(&id, &answer)
