@@ -13,9 +13,9 @@ use serde_json::json;
 
 use crate::approval::{APPROVE_SCOPE, Approval, ApprovalError, Claim};
 use crate::audit::AuditOutcome;
-use crate::confirm::{ConfirmationBinding, INVALID_TOKEN_MESSAGE};
+use crate::confirm::ConfirmationBinding;
 use crate::inspect::{InvocationStep, StageFacts, StepPresence, StepRole};
-use crate::pipeline::confirm::{action_summary, iso_seconds};
+use crate::pipeline::confirm::{action_summary, iso_seconds, refuse, run_parked};
 use crate::pipeline::{Call, Flow, StepKind, TokenArg, step};
 use crate::result::{ErrorCode, ToolResult};
 
@@ -43,14 +43,7 @@ async fn park(call: &mut Call<'_>, binding: ConfirmationBinding) -> Flow {
 
 async fn replay(call: &mut Call<'_>, id: &str, binding: &ConfirmationBinding) -> Flow {
     match call.wiring.approvals.claim(id, binding).await {
-        Ok(Claim::Run(args)) => {
-            let sent_others = call.args.as_object().is_some_and(|a| !a.is_empty());
-            call.confirm_token = TokenArg::Redeemed {
-                other_args_ignored: sent_others && call.args != args,
-            };
-            call.args = args;
-            Flow::Continue
-        }
+        Ok(Claim::Run(args)) => run_parked(call, args),
         Ok(Claim::Pending(approval)) => pending(call, &approval),
         Ok(Claim::Rejected(approval)) => rejected(call, &approval),
         Ok(Claim::Invalid) => refuse(call),
@@ -89,13 +82,6 @@ fn rejected(call: &mut Call<'_>, approval: &Approval) -> Flow {
         id = approval.id(),
     );
     call.finish(ToolResult::forbidden(message), AuditOutcome::Denied)
-}
-
-fn refuse(call: &mut Call<'_>) -> Flow {
-    call.finish(
-        ToolResult::validation_error(INVALID_TOKEN_MESSAGE),
-        AuditOutcome::InvalidConfirmation,
-    )
 }
 
 fn store_failure(call: &mut Call<'_>, error: &ApprovalError) -> Flow {

@@ -77,22 +77,25 @@ async fn issue(call: &mut Call<'_>, binding: ConfirmationBinding) -> Flow {
 async fn redeem(call: &mut Call<'_>, token: &str, binding: &ConfirmationBinding) -> Flow {
     let now = unix_millis(SystemTime::now());
     match call.wiring.confirmations.consume(token, binding, now).await {
-        Ok(Some(pending)) => {
-            // The contract: the parked arguments run. Other arguments sent with the token
-            // are ignored, and the result says so.
-            let sent_others = call.args.as_object().is_some_and(|a| !a.is_empty());
-            call.confirm_token = TokenArg::Redeemed {
-                other_args_ignored: sent_others && call.args != pending.args,
-            };
-            call.args = pending.args;
-            Flow::Continue
-        }
+        Ok(Some(pending)) => run_parked(call, pending.args),
         Ok(None) => refuse(call),
         Err(error) => store_failure(call, &error),
     }
 }
 
-fn refuse(call: &mut Call<'_>) -> Flow {
+/// Goes on with the parked arguments (the contract: they run). Other arguments sent with
+/// the token are ignored, and the result says so. Shared with the human gate.
+pub(crate) fn run_parked(call: &mut Call<'_>, parked: serde_json::Value) -> Flow {
+    let sent_others = call.args.as_object().is_some_and(|a| !a.is_empty());
+    call.confirm_token = TokenArg::Redeemed {
+        other_args_ignored: sent_others && call.args != parked,
+    };
+    call.args = parked;
+    Flow::Continue
+}
+
+/// The invalid-token refusal, for caller tokens and approval ids alike.
+pub(crate) fn refuse(call: &mut Call<'_>) -> Flow {
     call.finish(
         ToolResult::validation_error(INVALID_TOKEN_MESSAGE),
         AuditOutcome::InvalidConfirmation,
