@@ -138,6 +138,39 @@ async def main():
             check(again.is_error, again)
             check(read(target) == "sentinel", "the approved write ran twice")
 
+        async def cedar_forbid():
+            secret = os.path.join(ROOT, "secret.txt")
+            r = await call("fs__read_text_file", {"path": secret})
+            check(r.is_error, r)
+            check(milpa_meta(r).get("code") == "FORBIDDEN", r.meta)
+            message = " ".join(texts(r))
+            check("'no-secret-files'" in message and "fs__read_text_file" in message, message)
+            check("vault" not in message, "the secret file's content came back")
+            await audit_record("fs__read_text_file", "denied", "no-secret-files")
+
+        async def rate_limited():
+            # 30 tokens an hour per caller and tool; echo costs 1 and was called once already.
+            n = calls.get("everything__echo", 0)
+            r = None
+            while n < 40:
+                n += 1
+                r = await call("everything__echo", {"message": f"call {n}"})
+                if milpa_meta(r).get("code") == "RATE_LIMITED":
+                    break
+                check(not r.is_error, r)
+            check(milpa_meta(r).get("code") == "RATE_LIMITED", r.meta)
+            check(n == 31, f"the budget of 30 ran out at call {n}")
+            await audit_record("everything__echo", "rate_limited", None)
+
+        async def audit_record(tool, outcome, needle):
+            for _ in range(100):  # up to 5 s, for a loaded machine
+                for record in audit_records():
+                    if record.get("tool") == tool and record.get("outcome") == outcome:
+                        if needle is None or needle in json.dumps(record):
+                            return
+                await anyio.sleep(0.05)
+            raise AssertionError(f"no {outcome} audit record for {tool} naming {needle}")
+
         def audit_records():
             records = []
             with open(AUDIT) as f:
@@ -165,6 +198,8 @@ async def main():
         await run("upstream error arrives as isError with its text", upstream_error)
         await run("fs__read_text_file", fs_read)
         await run("fs__write_file parked until granted, then written once", parked_write)
+        await run("a Cedar forbid on the path argument denies, naming the policy", cedar_forbid)
+        await run("an over-budget caller is rate limited", rate_limited)
         await run("one audit record per call", audited)
     print(f"{results['passed']} passed, {results['failed']} failed", flush=True)
 

@@ -130,6 +130,54 @@ await test("fs__write_file parked until granted, then written once", async () =>
   assert(read(target) === "sentinel", "the approved write ran twice");
 });
 
+function auditRecords() {
+  const records = [];
+  for (const line of read(auditFile).split("\n")) {
+    try {
+      records.push(JSON.parse(line));
+    } catch {
+      // an empty line, or one still being written: the next look sees it whole
+    }
+  }
+  return records;
+}
+
+async function auditRecord(tool, outcome, needle) {
+  for (let i = 0; i < 100; i++) { // up to 5 s, for a loaded machine
+    const found = auditRecords().some(
+      (r) => r.tool === tool && r.outcome === outcome && (needle === null || JSON.stringify(r).includes(needle)),
+    );
+    if (found) return;
+    await sleep(50);
+  }
+  throw new Error(`no ${outcome} audit record for ${tool} naming ${needle}`);
+}
+
+await test("a Cedar forbid on the path argument denies, naming the policy", async () => {
+  const r = await call("fs__read_text_file", { path: join(root, "secret.txt") });
+  assert(r.isError === true, JSON.stringify(r));
+  assert(milpaMeta(r).code === "FORBIDDEN", JSON.stringify(r._meta));
+  const message = texts(r).join(" ");
+  assert(message.includes("'no-secret-files'") && message.includes("fs__read_text_file"), message);
+  assert(!message.includes("vault"), "the secret file's content came back");
+  await auditRecord("fs__read_text_file", "denied", "no-secret-files");
+});
+
+await test("an over-budget caller is rate limited", async () => {
+  // 30 tokens an hour per caller and tool; echo costs 1 and was called once already.
+  let n = calls["everything__echo"] ?? 0;
+  let r;
+  while (n < 40) {
+    n++;
+    r = await call("everything__echo", { message: `call ${n}` });
+    if (milpaMeta(r).code === "RATE_LIMITED") break;
+    assert(!r.isError, JSON.stringify(r));
+  }
+  assert(milpaMeta(r).code === "RATE_LIMITED", JSON.stringify(r._meta));
+  assert(n === 31, `the budget of 30 ran out at call ${n}`);
+  await auditRecord("everything__echo", "rate_limited", null);
+});
+
 await test("one audit record per call", async () => {
   let counts = {};
   for (let i = 0; i < 100; i++) { // up to 5 s, for a loaded machine

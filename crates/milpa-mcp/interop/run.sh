@@ -184,13 +184,28 @@ run_node() {
 }
 
 # gateway_dir NAME: a fresh folder for one gateway client: the filesystem server's root with
-# one file, and a manifest declaring that server with its writes parked for a person.
+# two files, and a manifest declaring that server with its writes parked for a person, a
+# Cedar policy forbidding reads of paths that name a secret, and a budget of 30 tokens an
+# hour per caller and tool (a read costs 1, a write 5).
 gateway_dir() {
   local dir="$WORK/gateway-$1"
   rm -rf "$dir"
   mkdir -p "$dir/root"
   printf 'hello from behind the gateway\n' > "$dir/root/hello.txt"
+  printf 'the vault combination\n' > "$dir/root/secret.txt"
+  cat > "$dir/policy.cedar" << 'EOF'
+@id("no-secret-files")
+forbid(principal, action, resource == Tool::"fs__read_text_file")
+when { context.args has path && context.args.path like "*secret*" };
+EOF
   cat > "$dir/gate.toml" << EOF
+[rate_limit]
+max_tokens = 30
+window_seconds = 3600
+
+[policy]
+cedar = "$dir/policy.cedar"
+
 [[upstreams]]
 name = "fs"
 command = ["$NODE", "$SERVERS_DIR/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", "$dir/root"]
