@@ -18,7 +18,7 @@
 //! Tools: the suite's fixtures (`test_simple_text`, `test_image_content`,
 //! `test_audio_content`, `test_embedded_resource`, `test_multiple_content_types`,
 //! `test_error_handling`, `test_tool_with_logging`, `test_tool_with_progress`,
-//! `test_sampling`, `test_elicitation`, `test_elicitation_sep1034_defaults`,
+//! `test_reconnection`, `test_sampling`, `test_elicitation`, `test_elicitation_sep1034_defaults`,
 //! `test_elicitation_sep1330_enums`, `json_schema_2020_12_tool`), plus `add(a, b)`,
 //! `echo(text)`, `delete_note(id)` (asks for confirmation), `restart_server` (denied by a
 //! policy rule) and `slow(seconds)` (reports progress, stops when cancelled).
@@ -123,6 +123,18 @@ fn fixture_tools() -> Vec<ToolDefinition> {
                 tokio::time::sleep(Duration::from_millis(50)).await;
                 handle.progress(100.0, Some(100.0), None);
                 json!("Tool with progress executed successfully")
+            }),
+        ToolDefinition::builder("test_reconnection")
+            .description(
+                "Closes its response stream, then answers: the client resumes with Last-Event-ID",
+            )
+            .input_schema(no_args())
+            .asynchronous(|_, ctx: ToolContext| async move {
+                let closed = ctx.call_handle().close_response_stream();
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                json!(format!(
+                    "Reconnection test completed (stream closed mid-call: {closed})"
+                ))
             }),
         ToolDefinition::builder("test_sampling")
             .description("Asks the client's model to complete a prompt")

@@ -31,7 +31,7 @@ FILESYSTEM_VERSION=2026.8.31
 
 CONFORMANCE_SCENARIOS=(
   server-initialize ping tools-list logging-set-level
-  server-sse-multiple-streams dns-rebinding-protection
+  server-sse-multiple-streams server-sse-polling dns-rebinding-protection
   tools-call-simple-text tools-call-image tools-call-audio tools-call-embedded-resource
   tools-call-mixed-content tools-call-with-logging tools-call-error tools-call-with-progress
   tools-call-sampling tools-call-elicitation
@@ -131,7 +131,7 @@ run_conformance() {
     out="$WORK/conformance-$scenario.txt"
     if (cd "$WORK" && timeout 120 "$NODE" "$NODE_DIR/node_modules/.bin/conformance" server \
       --url "$URL" --scenario "$scenario" -o "$WORK/results" > "$out" 2>&1) \
-      && grep -Eq "^Passed: [0-9]+/[0-9]+, 0 failed" "$out"; then
+      && grep -Eq "^Passed: [0-9]+/[0-9]+, 0 failed, 0 warnings" "$out"; then
       PASSED=$((PASSED + 1))
       echo "ok - conformance $scenario ($(grep -E '^Passed:' "$out"))"
     else

@@ -7,7 +7,7 @@ use milpa::{BoxFuture, CallPeer, LogLevel, PeerError};
 use serde_json::{Map, Value, json};
 
 use crate::jsonrpc;
-use crate::session::{CallControl, ClientLink, Route};
+use crate::session::{CallControl, ClientLink, Out, Route};
 
 /// One call's line back to the client.
 pub(crate) struct Peer {
@@ -118,5 +118,14 @@ impl CallPeer for Peer {
 
     fn client_capabilities(&self) -> Option<Value> {
         self.client.capabilities()
+    }
+
+    fn close_response_stream(&self) -> bool {
+        match &self.route {
+            Route::Resumable(stream) if !self.control.is_cancelled() => {
+                stream.send(Out::Release).is_ok()
+            }
+            _ => false,
+        }
     }
 }

@@ -76,6 +76,11 @@ pub trait CallPeer: Send + Sync + 'static {
     fn client_capabilities(&self) -> Option<Value> {
         None
     }
+    /// Closes this call's response stream now, the call running on, when the transport can
+    /// deliver the rest once the client reconnects; whether it will.
+    fn close_response_stream(&self) -> bool {
+        false
+    }
 }
 
 /// A tool's line back to its caller. Cheap to clone.
@@ -155,6 +160,18 @@ impl CallHandle {
             Some(peer) => peer.request(method, params).await,
             None => Err(PeerError::new("no client is connected to this call")),
         }
+    }
+
+    /// Asks the transport to close this call's response stream now, while the call runs
+    /// on: a client of Streamable HTTP 2025-11-25 reconnects with `Last-Event-ID` and gets
+    /// what the call sent meanwhile, then its result (SEP-1699). It frees the connection of
+    /// a long call, which proxies and load balancers often cut when it stays idle. Returns
+    /// whether the transport will; stdio, JSON answers and older clients cannot, and the
+    /// call goes on as before.
+    pub fn close_response_stream(&self) -> bool {
+        self.peer
+            .as_ref()
+            .is_some_and(|peer| peer.close_response_stream())
     }
 
     /// Whether the caller cancelled the call.

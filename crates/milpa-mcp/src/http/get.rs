@@ -1,5 +1,6 @@
 //! `GET`: a session's standalone SSE stream, for messages not tied to a request (and for a
-//! call's messages when its response is sent as JSON).
+//! call's messages when its response is sent as JSON); or, with `Last-Event-ID`, the rest
+//! of a call's stream the server closed (see [`super::resume`]).
 
 use std::sync::Arc;
 
@@ -15,6 +16,8 @@ use super::stream::sse;
 use super::{HttpState, accepts, session_id};
 use crate::session::Caller;
 
+const LAST_EVENT_ID: &str = "last-event-id";
+
 pub(crate) async fn get(
     State(state): State<Arc<HttpState>>,
     Extension(caller): Extension<Caller>,
@@ -28,6 +31,13 @@ pub(crate) async fn get(
         Lookup::Unknown => return Err(HttpRejection::SessionNotFound),
         Lookup::Missing => return Err(HttpRejection::SessionRequired { id: None }),
     };
+    // An id no kept stream has (or that the standalone stream gave) opens the standalone
+    // stream: nothing of another stream is ever replayed.
+    if let Some(last) = headers.get(LAST_EVENT_ID).and_then(|v| v.to_str().ok())
+        && let Some(resumed) = session.streams.resume(last).await
+    {
+        return Ok(resumed);
+    }
     let (tx, rx) = mpsc::unbounded_channel();
     session.core.add_standalone(tx);
     Ok(sse(rx, None))

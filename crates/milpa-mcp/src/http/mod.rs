@@ -61,6 +61,7 @@ mod get;
 mod guard;
 mod post;
 mod rejection;
+mod resume;
 mod sessions;
 mod stream;
 

@@ -214,7 +214,8 @@ pub(crate) async fn post(
     }
 }
 
-/// A `tools/call` answered on its own SSE stream: its messages, then its response.
+/// A `tools/call` answered on its own SSE stream: its messages, then its response. A
+/// 2025-11-25 client gets a stream it can resume (see [`super::resume`]).
 fn streamed_call(
     state: &HttpState,
     session: &HttpSession,
@@ -224,13 +225,15 @@ fn streamed_call(
     caller: &Caller,
 ) -> Response {
     let (tx, rx) = mpsc::unbounded_channel();
-    let dispatch = session.core.dispatch(
-        id.clone(),
-        method,
-        params,
-        caller,
-        Route::Channel(tx.clone()),
-    );
+    let resumable = session.core.protocol_version() == Some("2025-11-25");
+    let route = if resumable {
+        Route::Resumable(tx.clone())
+    } else {
+        Route::Channel(tx.clone())
+    };
+    let dispatch = session
+        .core
+        .dispatch(id.clone(), method, params, caller, route);
     match dispatch {
         Dispatch::Reply(reply) => json_body(StatusCode::OK, reply),
         Dispatch::Call(call, cancel) => {
@@ -241,7 +244,11 @@ fn streamed_call(
                 }
                 let _ = tx.send(Out::Close);
             });
-            sse(rx, Some(CancelOnDrop(cancel)))
+            if resumable {
+                session.streams.open(rx, cancel)
+            } else {
+                sse(rx, Some(CancelOnDrop::new(cancel)))
+            }
         }
     }
 }

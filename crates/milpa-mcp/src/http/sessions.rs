@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 
 use super::rejection::HttpRejection;
+use super::resume::CallStreams;
 use crate::jsonrpc::RequestId;
 use crate::session::{Caller, Session};
 
@@ -46,6 +47,8 @@ pub(crate) struct HttpSession {
     pub principal: Option<String>,
     /// Calls this session may run at once.
     pub call_slots: Arc<Semaphore>,
+    /// Its calls' response streams, for a client resuming one (2025-11-25).
+    pub streams: CallStreams,
     last_seen: Mutex<Instant>,
 }
 
@@ -166,6 +169,7 @@ impl Sessions {
                 core,
                 principal: caller.principal.clone(),
                 call_slots: Arc::new(Semaphore::new(self.calls_per_session)),
+                streams: CallStreams::default(),
                 last_seen: Mutex::new(Instant::now()),
             }),
         );

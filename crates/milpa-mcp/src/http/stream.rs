@@ -13,11 +13,24 @@ use crate::session::{CallCancel, Out};
 /// Cancels a call whose response stream went away before the response. It holds the
 /// call's own cancel handle, not its request id: the stream also ends after the response,
 /// when a new request may already run under the same id (it used to cancel that one).
-pub(crate) struct CancelOnDrop(pub CallCancel);
+pub(crate) struct CancelOnDrop(Option<CallCancel>);
+
+impl CancelOnDrop {
+    pub(crate) fn new(cancel: CallCancel) -> Self {
+        CancelOnDrop(Some(cancel))
+    }
+
+    /// The stream ends but the call runs on (it released the stream).
+    pub(crate) fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        self.0.cancel();
+        if let Some(cancel) = self.0.take() {
+            cancel.cancel();
+        }
     }
 }
 
@@ -35,7 +48,7 @@ pub(crate) fn sse(rx: mpsc::UnboundedReceiver<Out>, guard: Option<CancelOnDrop>)
             Some(Out::Msg(message)) => {
                 Some((Ok::<_, Infallible>(Event::default().data(message)), state))
             }
-            Some(Out::Close) | None => None,
+            Some(Out::Close | Out::Release) | None => None,
         }
     });
     let mut response = Sse::new(stream)

@@ -20,6 +20,9 @@ pub(crate) enum Out {
     Msg(String),
     /// Ends the stream (HTTP: the response was sent).
     Close,
+    /// Ends a resumable HTTP response stream while its call runs on; the client resumes
+    /// it with `Last-Event-ID` (see [`Route::Resumable`]).
+    Release,
 }
 
 /// Where messages related to one request go.
@@ -27,6 +30,9 @@ pub(crate) enum Out {
 pub(crate) enum Route {
     /// A channel the transport drains (stdio's writer, one HTTP response stream).
     Channel(mpsc::UnboundedSender<Out>),
+    /// One HTTP response stream a 2025-11-25 client can resume after the server closed
+    /// it: the call may release it ([`Out::Release`]) and run on.
+    Resumable(mpsc::UnboundedSender<Out>),
     /// The session's standalone stream (HTTP `GET`), if one is open.
     Standalone,
 }
@@ -166,7 +172,7 @@ impl ClientLink {
     /// Sends a message along `route`; false when it cannot be delivered.
     pub fn send(&self, route: &Route, message: String) -> bool {
         match route {
-            Route::Channel(tx) => tx.send(Out::Msg(message)).is_ok(),
+            Route::Channel(tx) | Route::Resumable(tx) => tx.send(Out::Msg(message)).is_ok(),
             Route::Standalone => {
                 let mut streams = self.standalone.lock().unwrap_or_else(|e| e.into_inner());
                 let mut message = Out::Msg(message);

@@ -132,6 +132,11 @@ impl Session {
         self.client.is_initialized()
     }
 
+    /// The protocol version `initialize` settled on.
+    pub fn protocol_version(&self) -> Option<&'static str> {
+        self.client.protocol_version()
+    }
+
     /// Handles one incoming message (or answers why it was rejected): requests are
     /// dispatched with `route` (cloned only for them), notifications and responses to this
     /// side's requests are taken in and get nothing to send.

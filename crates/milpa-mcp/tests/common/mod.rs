@@ -316,6 +316,7 @@ impl HttpResponse {
         self.body
             .lines()
             .filter_map(|l| l.strip_prefix("data:"))
+            .filter(|d| !d.trim().is_empty()) // a priming event (2025-11-25)
             .map(|d| serde_json::from_str(d.trim()).unwrap())
             .collect()
     }
