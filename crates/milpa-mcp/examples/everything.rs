@@ -140,6 +140,21 @@ fn fixture_tools() -> Vec<ToolDefinition> {
                 let text = answer["content"]["text"].as_str().unwrap_or_default();
                 Ok::<_, ToolError>(json!(format!("LLM response: {text}")))
             }),
+        // 2026-07-28: needs sampling, so a request that did not declare it gets -32021.
+        ToolDefinition::builder("test_missing_capability")
+            .description("Asks the client's model a question: needs the sampling capability")
+            .input_schema(json!({"type": "object", "additionalProperties": false}))
+            .asynchronous(|_, ctx: ToolContext| async move {
+                let answer = ctx
+                    .call_handle()
+                    .create_message(json!({
+                        "messages": [{"role": "user", "content": {"type": "text", "text": "Say hello"}}],
+                        "maxTokens": 10
+                    }))
+                    .await
+                    .map_err(|e| ToolError::new(format!("Sampling failed: {e}")))?;
+                Ok::<_, ToolError>(answer)
+            }),
         ToolDefinition::builder("test_elicitation")
             .description("Asks the user for a username and an email")
             .input_schema(string_arg("message", "The message to show the user"))
@@ -226,14 +241,22 @@ fn fixture_tools() -> Vec<ToolDefinition> {
                 "type": "object",
                 "$defs": {
                     "address": {
+                        "$anchor": "addressDef",
                         "type": "object",
                         "properties": {"street": {"type": "string"}, "city": {"type": "string"}}
                     }
                 },
                 "properties": {
                     "name": {"type": "string"},
-                    "address": {"$ref": "#/$defs/address"}
+                    "address": {"$ref": "#/$defs/address"},
+                    "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                    "phone": {"type": "string"},
+                    "email": {"type": "string"}
                 },
+                "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+                "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+                "then": {"required": ["phone"]},
+                "else": {"required": ["email"]},
                 "additionalProperties": false
             }))
             .sync(|args, _| args.clone()),

@@ -7,7 +7,8 @@ use milpa::{BoxFuture, CallPeer, LogLevel, PeerError};
 use serde_json::{Map, Value, json};
 
 use crate::jsonrpc;
-use crate::session::{CallControl, ClientLink, Route};
+use crate::protocol::MISSING_REQUIRED_CLIENT_CAPABILITY;
+use crate::session::{CallControl, ClientLink, RequestMeta, Route, capability_for};
 
 /// One call's line back to the client.
 pub(crate) struct Peer {
@@ -16,6 +17,12 @@ pub(crate) struct Peer {
     progress_token: Option<Value>,
     route: Route,
     last_progress: Mutex<Option<f64>>,
+    /// 2026-07-28: what the request declared in its `_meta` (capabilities, log level). The
+    /// connection's declaration (`initialize`) is used when `None`.
+    request: Option<Arc<RequestMeta>>,
+    /// 2026-07-28: the capability the tool needed and the request did not declare; the
+    /// call is then answered with `-32021` instead of its result.
+    missing_capability: Mutex<Option<&'static str>>,
 }
 
 impl Peer {
@@ -24,6 +31,7 @@ impl Peer {
         control: Arc<CallControl>,
         progress_token: Option<Value>,
         route: Route,
+        request: Option<Arc<RequestMeta>>,
     ) -> Peer {
         Peer {
             client,
@@ -31,12 +39,40 @@ impl Peer {
             progress_token,
             route,
             last_progress: Mutex::new(None),
+            request,
+            missing_capability: Mutex::new(None),
         }
+    }
+
+    /// 2026-07-28: the capability the call needed and its request did not declare.
+    pub fn missing_capability(&self) -> Option<&'static str> {
+        *self
+            .missing_capability
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     pub async fn request_client(&self, method: &str, params: Value) -> Result<Value, PeerError> {
         if self.control.is_cancelled() {
             return Err(PeerError::new("the call was cancelled"));
+        }
+        if let Some(request) = &self.request {
+            // 2026-07-28 has no server-to-client requests on a response stream.
+            if let Some(capability) = capability_for(method)
+                && !request.declares(capability)
+            {
+                *self
+                    .missing_capability
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = Some(capability);
+                return Err(PeerError {
+                    code: Some(MISSING_REQUIRED_CLIENT_CAPABILITY),
+                    message: format!("the request did not declare the {capability} capability"),
+                });
+            }
+            return Err(PeerError::new(format!(
+                "{method} cannot be sent to a 2026-07-28 client during a call"
+            )));
         }
         self.client
             .request_client(method, params, &self.route)
@@ -85,7 +121,13 @@ impl CallPeer for Peer {
     }
 
     fn log(&self, level: LogLevel, logger: Option<&str>, data: Value) {
-        if !self.client.log_enabled(level) || self.control.is_cancelled() {
+        let enabled = match &self.request {
+            Some(request) => request
+                .log_level
+                .is_some_and(|threshold| level >= threshold),
+            None => self.client.log_enabled(level),
+        };
+        if !enabled || self.control.is_cancelled() {
             return;
         }
         let mut params = Map::with_capacity(3);
@@ -117,6 +159,9 @@ impl CallPeer for Peer {
     }
 
     fn client_capabilities(&self) -> Option<Value> {
-        self.client.capabilities()
+        match &self.request {
+            Some(request) => Some(request.capabilities.clone()),
+            None => self.client.capabilities(),
+        }
     }
 }

@@ -16,6 +16,18 @@ use super::call_params::CallParams;
 use super::client::Route;
 use super::{Caller, Dispatch, Session};
 use crate::jsonrpc::{self, ErrorObject, INVALID_REQUEST, RequestId};
+use crate::protocol::MISSING_REQUIRED_CLIENT_CAPABILITY;
+
+/// 2026-07-28: the error for a call that needed a capability its request did not declare;
+/// `data.requiredCapabilities` is a `ClientCapabilities` object naming it.
+fn missing_capability(capability: &str) -> ErrorObject {
+    let mut error = ErrorObject::new(
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
+        format!("Missing required client capability: {capability}"),
+    );
+    error.data = Some(serde_json::json!({"requiredCapabilities": {capability: {}}}));
+    error
+}
 use crate::mapping;
 use crate::peer::Peer;
 
@@ -176,7 +188,11 @@ impl Session {
             if control.is_cancelled() {
                 return None;
             }
-            value.map(|(name, result)| {
+            let modern = session.is_modern();
+            value.map(|(name, result, missing)| {
+                if let Some(capability) = missing {
+                    return jsonrpc::error_response(Some(&id), &missing_capability(capability));
+                }
                 // Only a failed result can move its data out of structuredContent: a
                 // successful call (the common case) skips the lookup.
                 let output_schema = !result.success
@@ -185,8 +201,9 @@ impl Session {
                         .registry
                         .get(&name)
                         .is_some_and(|tool| tool.options().output_schema.is_some());
-                let answer =
-                    mapping::CallResult::new(&name, &result).with_output_schema(output_schema);
+                let answer = mapping::CallResult::new(&name, &result)
+                    .with_output_schema(output_schema)
+                    .with_result_type(modern);
                 jsonrpc::call_response(&id, &answer)
             })
         });
@@ -199,12 +216,13 @@ impl Session {
         caller: &Caller,
         route: Route,
         control: Arc<CallControl>,
-    ) -> (String, ToolResult) {
+    ) -> (String, ToolResult, Option<&'static str>) {
         let peer = Arc::new(Peer::new(
             self.client.clone(),
             control,
             call.progress_token,
             route,
+            call.request,
         ));
         let ctx = self.context(caller, CallHandle::new(peer.clone()));
         let result = self
@@ -224,7 +242,7 @@ impl Session {
         } else {
             result
         };
-        (call.name, result)
+        (call.name, result, peer.missing_capability())
     }
 
     /// The context a call from `caller` runs with, whatever the transport.

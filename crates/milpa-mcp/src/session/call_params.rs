@@ -10,6 +10,8 @@ pub(crate) struct CallParams {
     pub name: String,
     pub arguments: Value,
     pub progress_token: Option<Value>,
+    /// 2026-07-28: the request's `_meta` declarations (set by the modern dispatcher).
+    pub request: Option<std::sync::Arc<super::RequestMeta>>,
 }
 
 /// A `tools/call` refused before it reached the registry: the JSON-RPC error to answer,
@@ -78,6 +80,7 @@ pub(crate) fn parse_call(params: Option<Params>) -> Result<CallParams, RefusedCa
         name,
         arguments,
         progress_token,
+        request: None,
     })
 }
 

@@ -70,7 +70,7 @@ impl Session {
     }
 
     /// A `tools/call` refused before the registry saw it still leaves an audit record.
-    fn audit_refused_call(&self, refused: &RefusedCall, caller: &Caller) {
+    pub(super) fn audit_refused_call(&self, refused: &RefusedCall, caller: &Caller) {
         let ctx = self.context(caller, CallHandle::detached());
         self.shared.registry.audit_refused_request(
             refused.name.as_deref(),

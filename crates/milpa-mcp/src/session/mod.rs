@@ -9,6 +9,8 @@
 //!   person's decision.
 //! - [`client`]: the client end — what it declared, its log level, the streams to it.
 //! - [`outgoing`]: requests to the client (sampling, elicitation) awaiting answers.
+//! - [`modern`]: the 2026-07-28 revision — `server/discover`, per-request `_meta`, no
+//!   session state.
 //!
 //! A transport feeds messages in ([`Session::handle`]) together with who sent them (a
 //! [`Caller`]: the trusted local process for stdio, the authenticated principal per HTTP
@@ -21,6 +23,7 @@ mod client;
 mod confirm;
 mod dispatch;
 mod listing;
+mod modern;
 mod outgoing;
 
 use std::future::Future;
@@ -33,6 +36,8 @@ use tokio::sync::mpsc;
 
 pub(crate) use call::{CallCancel, CallControl};
 pub(crate) use client::{ClientLink, Out, Route};
+pub(crate) use modern::{RequestMeta, header_mismatch, is_modern_request, is_modern_version};
+pub(crate) use outgoing::capability_for;
 
 use crate::jsonrpc::{self, Incoming, Params, Rejected, RequestId};
 use crate::mapping;
