@@ -8,9 +8,10 @@ mod common;
 use std::net::SocketAddr;
 
 use common::{
-    JSON_HEADERS, fixture, fixture_with, http, http_initialize, start_http, wait_for_cancelled,
+    JSON_HEADERS, StdioClient, fixture, fixture_with, http, http_initialize, start_http,
+    wait_for_cancelled,
 };
-use milpa_mcp::HttpServer;
+use milpa_mcp::{HttpServer, ServerOptions};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -391,4 +392,53 @@ async fn a_refused_call_is_a_complete_result_with_is_error() {
     assert_eq!(r.status, 200);
     assert_eq!(r.json()["result"]["isError"], true);
     assert_eq!(r.json()["result"]["resultType"], "complete");
+}
+
+#[tokio::test]
+async fn stdio_answers_2026_requests_without_initialize_beside_a_legacy_session() {
+    let f = fixture();
+    let mut client = StdioClient::start(f.registry.clone(), ServerOptions::default());
+    let discover = client
+        .request("server/discover", json!({"_meta": meta()}))
+        .await;
+    assert_eq!(discover["result"]["resultType"], "complete");
+    assert_eq!(discover["result"]["supportedVersions"][0], V);
+
+    let mut with_progress = meta();
+    with_progress["progressToken"] = json!(7);
+    let id = client.next_id();
+    client
+        .send(
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "sleep", "arguments": {"ms": 10}, "_meta": with_progress}}),
+        )
+        .await;
+    let progress = client.recv().await;
+    assert_eq!(progress["method"], "notifications/progress");
+    assert_eq!(progress["params"]["progressToken"], 7);
+    let answer = client.response(&id).await;
+    assert_eq!(answer["result"]["resultType"], "complete");
+    assert_eq!(
+        answer["result"]["structuredContent"],
+        json!({"slept_ms": 10})
+    );
+
+    // Removed methods are unknown in this revision; a bad _meta is invalid params.
+    let ping = client.request("ping", json!({"_meta": meta()})).await;
+    assert_eq!(ping["error"]["code"], -32601);
+    let bad = client
+        .request(
+            "tools/list",
+            json!({"_meta": {"io.modelcontextprotocol/protocolVersion": V}}),
+        )
+        .await;
+    assert_eq!(bad["error"]["code"], -32602);
+
+    // A legacy client on the same connection still needs initialize, and gets no resultType.
+    let list = client.request("tools/list", json!({})).await;
+    assert_eq!(list["error"]["code"], -32601);
+    client.initialize(json!({})).await;
+    let answer = client.call("add", json!({"a": 1, "b": 2})).await;
+    assert_eq!(answer["structuredContent"], json!({"result": 3}));
+    assert!(answer.get("resultType").is_none(), "{answer}");
 }
