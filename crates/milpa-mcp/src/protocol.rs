@@ -79,6 +79,32 @@ pub(crate) const KNOWN_METHODS: [&str; 5] = [
     "logging/setLevel",
 ];
 
+/// A secret key; its `Debug` shows nothing of it, so options can be logged.
+#[derive(Clone)]
+pub struct StateSecret(std::sync::Arc<[u8]>);
+
+impl StateSecret {
+    /// A key from these bytes (use at least 32 random bytes).
+    pub fn new(bytes: impl Into<Vec<u8>>) -> StateSecret {
+        StateSecret(bytes.into().into())
+    }
+
+    /// 32 random bytes.
+    pub fn random() -> StateSecret {
+        StateSecret::new(rand::random::<[u8; 32]>().to_vec())
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for StateSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StateSecret(..)")
+    }
+}
+
 /// Default largest batch (JSON array of messages): 100 messages.
 pub const DEFAULT_MAX_BATCH_LEN: usize = 100;
 
@@ -130,6 +156,10 @@ pub struct ServerOptions {
     /// Most messages one batch (JSON array) may hold (default 100). A larger batch is
     /// refused whole with one `-32600` error and none of its messages runs.
     pub max_batch_len: usize,
+    /// 2026-07-28: the key that seals the `requestState` of `input_required` results
+    /// (HMAC-SHA-256). Give every replica behind one endpoint the same one; without it a
+    /// random key is drawn at start, and a state only opens on the server that sealed it.
+    pub state_secret: Option<StateSecret>,
     /// 2026-07-28: how long a client may cache `server/discover` and the lists
     /// (`ttlMs`, default 5 minutes). The tool list is fixed for the server's life.
     pub list_ttl: Duration,
@@ -150,6 +180,7 @@ impl Default for ServerOptions {
             client_request_timeout: Some(Duration::from_secs(600)),
             max_in_flight: 256,
             max_batch_len: DEFAULT_MAX_BATCH_LEN,
+            state_secret: None,
             list_ttl: Duration::from_secs(300),
         }
     }

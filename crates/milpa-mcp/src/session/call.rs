@@ -7,13 +7,14 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use milpa::{CallHandle, ToolContext, ToolResult, channel, generate_request_id};
+use milpa::{CallHandle, ToolContext, channel, generate_request_id};
 use serde_json::Value;
 use tokio::sync::Notify;
 
 use super::approval;
 use super::call_params::CallParams;
 use super::client::Route;
+use super::mrtr::Outcome;
 use super::{Caller, Dispatch, Session};
 use crate::jsonrpc::{self, ErrorObject, INVALID_REQUEST, RequestId};
 use crate::protocol::MISSING_REQUIRED_CLIENT_CAPABILITY;
@@ -189,10 +190,15 @@ impl Session {
                 return None;
             }
             let modern = session.is_modern();
-            value.map(|(name, result, missing)| {
+            value.map(|(name, outcome, missing)| {
                 if let Some(capability) = missing {
                     return jsonrpc::error_response(Some(&id), &missing_capability(capability));
                 }
+                let result = match outcome {
+                    Outcome::Done(result) => result,
+                    Outcome::InputRequired(answer) => return jsonrpc::response(&id, &answer),
+                    Outcome::Refused(error) => return jsonrpc::error_response(Some(&id), &error),
+                };
                 // Only a failed result can move its data out of structuredContent: a
                 // successful call (the common case) skips the lookup.
                 let output_schema = !result.success
@@ -216,15 +222,38 @@ impl Session {
         caller: &Caller,
         route: Route,
         control: Arc<CallControl>,
-    ) -> (String, ToolResult, Option<&'static str>) {
+    ) -> (String, Outcome, Option<&'static str>) {
         let peer = Arc::new(Peer::new(
             self.client.clone(),
             control,
             call.progress_token,
             route,
-            call.request,
+            call.request.clone(),
         ));
         let ctx = self.context(caller, CallHandle::new(peer.clone()));
+        if let Some(meta) = call.request.clone() {
+            let outcome = match call.request_state.as_deref() {
+                Some(state) => {
+                    self.next_round(
+                        &call.name,
+                        &call.arguments,
+                        state,
+                        call.input_responses.as_ref(),
+                        &ctx,
+                    )
+                    .await
+                }
+                None => {
+                    let result = self
+                        .shared
+                        .registry
+                        .call(&call.name, call.arguments.clone(), &ctx)
+                        .await;
+                    self.first_round(&call.name, &call.arguments, result, &ctx, &meta)
+                }
+            };
+            return (call.name, outcome, peer.missing_capability());
+        }
         let result = self
             .shared
             .registry
@@ -242,7 +271,7 @@ impl Session {
         } else {
             result
         };
-        (call.name, result, peer.missing_capability())
+        (call.name, Outcome::Done(result), peer.missing_capability())
     }
 
     /// The context a call from `caller` runs with, whatever the transport.

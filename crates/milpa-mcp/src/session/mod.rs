@@ -9,6 +9,7 @@
 //!   person's decision.
 //! - [`client`]: the client end — what it declared, its log level, the streams to it.
 //! - [`outgoing`]: requests to the client (sampling, elicitation) awaiting answers.
+//! - [`mrtr`]: 2026-07-28 confirmation and approval through `input_required` results.
 //! - [`modern`]: the 2026-07-28 revision — `server/discover`, per-request `_meta`, no
 //!   session state.
 //!
@@ -24,6 +25,7 @@ mod confirm;
 mod dispatch;
 mod listing;
 mod modern;
+mod mrtr;
 mod outgoing;
 
 use std::future::Future;
@@ -54,6 +56,8 @@ pub(crate) struct Shared {
     /// client that declared URL-mode elicitation is sent there.
     pub approval_page: Option<String>,
     listing: ToolListing,
+    /// Seals 2026-07-28 `requestState`s.
+    seal: mrtr::StateSeal,
 }
 
 impl Shared {
@@ -68,7 +72,14 @@ impl Shared {
     ) -> Arc<Shared> {
         let tools = registry.definitions().map(mapping::tool_entry).collect();
         let listing = ToolListing::new(tools, options.page_size);
+        let seal = mrtr::StateSeal::new(
+            options
+                .state_secret
+                .clone()
+                .unwrap_or_else(crate::protocol::StateSecret::random),
+        );
         Arc::new(Shared {
+            seal,
             registry,
             options,
             approval_page,
