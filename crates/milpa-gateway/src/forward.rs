@@ -117,10 +117,11 @@ impl UpstreamTool {
             .upstream
             .connection()
             .map_err(|error| unavailable(name, &error))?;
-        let handle = ctx.call_handle();
-        let progress = handle.is_attached().then(|| handle.clone());
         let params = json!({"name": self.remote, "arguments": args});
-        match connection.request("tools/call", params, progress).await {
+        match connection
+            .request("tools/call", params, Some(ctx.call_handle()))
+            .await
+        {
             Ok(answer) => Ok(ToolOutput::Result(Box::new(call_result(name, answer)))),
             Err(error @ CallError::Unavailable(_)) => Err(unavailable(name, &error)),
             Err(CallError::Rpc { code, message }) => {

@@ -30,10 +30,15 @@
 //!   server is tried again by each call.
 //! - Cancelling a call (or its hard timeout) sends `notifications/cancelled` upstream; the
 //!   upstream's progress for a call reaches our caller.
+//! - The upstream's `sampling/createMessage` and `elicitation/create` during a call are
+//!   relayed to the client that made the call when it declared the capability (and the
+//!   elicitation mode), and its answer goes back as it came; otherwise elicitation is
+//!   declined (`{"action": "decline"}`) and sampling refused with an error. Over stdio a
+//!   request is tied to a call only while that call is the upstream's only one in flight
+//!   (the protocol does not say which call asks); with several it is declined.
 //!
-//! Not yet: `https://` upstreams (no TLS stack here), relaying the upstream's sampling and
-//! elicitation requests (they are answered "method not found"), re-discovery on
-//! `list_changed`.
+//! Not yet: `https://` upstreams (no TLS stack here), `roots/list` (answered "method not
+//! found"; the gateway does not declare roots), re-discovery on `list_changed`.
 
 pub mod child_env;
 pub mod config;
@@ -42,6 +47,7 @@ pub mod error;
 mod forward;
 mod http;
 pub mod process_tree;
+mod relay;
 pub mod upstream;
 
 pub use config::{Confirm, ToolOverride, Transport, UpstreamConfig};

@@ -278,7 +278,7 @@ async fn handshake(config: &UpstreamConfig, connection: &Connection) -> Result<(
                 "initialize",
                 json!({
                     "protocolVersion": PROTOCOL_VERSION,
-                    "capabilities": {},
+                    "capabilities": crate::relay::declared_capabilities(),
                     "clientInfo": {"name": "milpa-gateway", "version": env!("CARGO_PKG_VERSION")}
                 }),
                 None,
