@@ -372,10 +372,10 @@ fn inspect(
     let Some(plan) = milpa::inspect::InvocationPlan::build(registry, &args.tool, &ctx) else {
         return Err(CliError::failed(format!("Tool not found: {}", args.tool)));
     };
-    let upstream = registry
-        .get(&args.tool)
-        .and_then(|d| d.upstream())
-        .and_then(|name| upstreams.iter().find(|u| u.name() == name));
+    let upstream = registry.get(&args.tool).and_then(|d| {
+        let name = d.upstream()?;
+        upstreams.iter().find(|u| u.name() == name)
+    });
     if args.json {
         let mut json = plan.to_json();
         if let (Some(upstream), Some(fields)) = (upstream, json.as_object_mut()) {

@@ -42,7 +42,7 @@ async fn discovery_follows_every_page_and_tools_keep_their_schema_and_safety() {
     let (registry, upstream) = registry_with(config()).await;
     assert_eq!(upstream.state().to_string(), "ready");
     // Two tools per page: three pages.
-    let names: Vec<&str> = registry.tool_names().collect();
+    let names: Vec<String> = registry.tool_names().map(|n| n.to_string()).collect();
     assert_eq!(
         names,
         [

@@ -61,7 +61,10 @@ impl Shared {
         options: ServerOptions,
         approval_page: Option<String>,
     ) -> Arc<Shared> {
-        let tools = registry.definitions().map(mapping::tool_entry).collect();
+        let tools = registry
+            .definitions()
+            .map(|d| mapping::tool_entry(&d))
+            .collect();
         let listing = ToolListing::new(tools, options.page_size);
         Arc::new(Shared {
             registry,
