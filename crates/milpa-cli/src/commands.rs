@@ -516,8 +516,16 @@ fn serve(
     };
     let audit = with_store_trail(log_or_file, stores);
     let mut registry = registry(manifest, stores, Some(audit), notifier.as_ref(), tools)?;
-    let _upstreams = start_upstreams(runtime, &mut registry, upstreams)?;
+    let upstreams = start_upstreams(runtime, &mut registry, upstreams)?;
     let registry = Arc::new(registry);
+    {
+        // Their tools are discovered again when they say their list changed; the server
+        // then tells its clients.
+        let _runtime = runtime.enter();
+        for upstream in &upstreams {
+            upstream.follow_tool_list(&registry);
+        }
+    }
     let options = server_options(manifest);
     if let Some(addr) = args.http
         && !addr.ip().is_loopback()

@@ -5,8 +5,10 @@
 //! Tools: `ask_model(prompt)` sends `sampling/createMessage`, `ask_user(message)` sends
 //! form-mode `elicitation/create`; each answers with what its client answered (as
 //! structured content), or fails with the client's error and its code.
+//! `toggle_extra(on)` adds (or removes) the tool `extra(text)`, which answers
+//! `extra: <text>`; the server then tells its clients its tool list changed.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, Weak};
 
 use milpa::policy::ChannelPolicy;
 use milpa::{ToolContext, ToolDefinition, ToolError, ToolRegistry};
@@ -29,8 +31,45 @@ fn refused(what: &str, error: &milpa::PeerError) -> ToolError {
     ))
 }
 
+/// The server's registry, for `toggle_extra` (a tool of that same registry).
+static REGISTRY: OnceLock<Weak<ToolRegistry>> = OnceLock::new();
+
+fn extra() -> ToolDefinition {
+    ToolDefinition::builder("extra")
+        .description("Appeared at run time")
+        .input_schema(string_arg("text"))
+        .sync(|args: &Value, _: &ToolContext| {
+            json!(format!(
+                "extra: {}",
+                args["text"].as_str().unwrap_or_default()
+            ))
+        })
+}
+
 fn tools() -> Vec<ToolDefinition> {
     vec![
+        ToolDefinition::builder("toggle_extra")
+            .description("Adds or removes the tool `extra`")
+            .input_schema(json!({
+                "type": "object",
+                "properties": {"on": {"type": "boolean"}},
+                "required": ["on"]
+            }))
+            .sync(|args: &Value, _: &ToolContext| {
+                let registry = REGISTRY
+                    .get()
+                    .and_then(Weak::upgrade)
+                    .ok_or_else(|| ToolError::new("no registry"))?;
+                let tools = if args["on"] == true {
+                    vec![extra()]
+                } else {
+                    Vec::new()
+                };
+                registry
+                    .replace_tools("extra", tools)
+                    .map_err(|e| ToolError::new(e.to_string()))?;
+                Ok::<_, ToolError>(json!(registry.len()))
+            }),
         ToolDefinition::builder("ask_model")
             .description("Asks the client's model to complete a prompt")
             .input_schema(string_arg("prompt"))
@@ -74,6 +113,7 @@ async fn main() -> std::io::Result<()> {
         registry.register(tool).expect("a valid tool");
     }
     let registry = Arc::new(registry);
+    let _ = REGISTRY.set(Arc::downgrade(&registry));
     let mut options = ServerOptions::default();
     options.name = "asking-example".into();
     let args: Vec<String> = std::env::args().skip(1).collect();

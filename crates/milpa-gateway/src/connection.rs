@@ -8,6 +8,8 @@
 //! - `notifications/progress` for a token a request sent goes to that request's
 //!   [`CallHandle`], so our caller sees the upstream's progress;
 //! - `notifications/message` (the server's log) goes to our log with the upstream's name;
+//! - `notifications/tools/list_changed` wakes the upstream's re-discovery
+//!   ([`Connection::on_list_changed`]);
 //! - requests from the upstream are answered: `ping` with `{}`, sampling and elicitation
 //!   by relaying them to the client of the call they belong to (see [`crate::relay`]),
 //!   anything else (roots) with "method not found";
@@ -21,7 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use milpa::call_handle::CallHandle;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use crate::relay::{self, CallTarget};
 
@@ -55,6 +57,8 @@ pub(crate) struct Shared {
     /// The forwarded calls waiting for their answer, by request id: where a request from
     /// the upstream is relayed to.
     calls: Mutex<HashMap<u64, CallTarget>>,
+    /// Told when the upstream says its tool list changed.
+    list_changed: Mutex<Option<Arc<Notify>>>,
     /// Set once the session ended: why.
     closed: Mutex<Option<String>>,
     next_id: AtomicU64,
@@ -148,6 +152,11 @@ impl Connection {
             outgoing,
             shared,
         }
+    }
+
+    /// Has `notify` told each time the upstream sends `notifications/tools/list_changed`.
+    pub(crate) fn on_list_changed(&self, notify: Arc<Notify>) {
+        *lock(&self.shared.list_changed) = Some(notify);
     }
 
     /// Ends the session: waiting requests fail with `why`.
@@ -355,6 +364,12 @@ pub(crate) fn dispatch(
                     params["total"].as_f64(),
                     params["message"].as_str(),
                 );
+            }
+        }
+        (Some("notifications/tools/list_changed"), None) => {
+            tracing::debug!(target: "milpa::upstream", upstream, "its tool list changed");
+            if let Some(notify) = lock(&shared.list_changed).as_ref() {
+                notify.notify_one();
             }
         }
         (Some("notifications/message"), None) => {

@@ -32,8 +32,8 @@ fn config() -> UpstreamConfig {
 
 async fn registry_with(config: UpstreamConfig) -> (ToolRegistry, Upstream) {
     let upstream = Upstream::start(config).await.expect("the example starts");
-    let mut registry = ToolRegistry::new();
-    milpa_gateway::register(&mut registry, &upstream).unwrap();
+    let registry = ToolRegistry::new();
+    milpa_gateway::register(&registry, &upstream).unwrap();
     (registry, upstream)
 }
 

@@ -113,6 +113,7 @@ where
     let shared = Shared::new(registry, options);
     let session = Session::new(shared, None);
     let (tx, mut rx) = mpsc::unbounded_channel::<Out>();
+    session.forward_tool_list_changes(Route::Channel(tx.clone()));
     let conn = Conn {
         session: session.clone(),
         tx: tx.clone(),
