@@ -211,10 +211,15 @@ impl Session {
         let shared = &self.shared;
         match method {
             "server/discover" => reply(Ok(shared.discover())),
-            "tools/list" => reply(shared.listing.list(value.as_ref()).map(|page| match page {
-                Value::Object(page) => shared.cacheable(page),
-                other => other,
-            })),
+            "tools/list" => reply(
+                shared
+                    .listing()
+                    .list(value.as_ref())
+                    .map(|page| match page {
+                        Value::Object(page) => shared.cacheable(page),
+                        other => other,
+                    }),
+            ),
             "prompts/list" => reply(Ok(shared.cacheable(empty("prompts")))),
             "resources/list" => reply(Ok(shared.cacheable(empty("resources")))),
             "resources/templates/list" => reply(Ok(shared.cacheable(empty("resourceTemplates")))),
