@@ -71,7 +71,7 @@ async fn discover_answers_without_initialize_or_session() {
     );
     assert_eq!(
         result["capabilities"]["tools"],
-        json!({"listChanged": false})
+        json!({"listChanged": true})
     );
     assert_eq!(result["ttlMs"], 300_000);
     assert_eq!(result["cacheScope"], "public");
@@ -441,4 +441,91 @@ async fn stdio_answers_2026_requests_without_initialize_beside_a_legacy_session(
     let answer = client.call("add", json!({"a": 1, "b": 2})).await;
     assert_eq!(answer["structuredContent"], json!({"result": 3}));
     assert!(answer.get("resultType").is_none(), "{answer}");
+}
+
+#[tokio::test]
+async fn a_listen_stream_is_acknowledged_then_told_of_tool_list_changes() {
+    let f = fixture_with(true, |b| b);
+    let (addr, _stop) = start_http(HttpServer::new(f.registry.clone())).await;
+    let payload = body(
+        80,
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true, "promptsListChanged": true}, "_meta": meta()}),
+    );
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: {V}\r\nMcp-Method: subscriptions/listen\r\nContent-Length: {}\r\n\r\n",
+        payload.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(&payload).await.unwrap();
+    let mut seen = String::new();
+    let mut buf = [0u8; 4096];
+    // Reads until `count` SSE data lines arrived.
+    async fn read_events(
+        stream: &mut tokio::net::TcpStream,
+        seen: &mut String,
+        buf: &mut [u8],
+        count: usize,
+    ) -> Vec<Value> {
+        loop {
+            let events: Vec<Value> = seen
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .filter_map(|d| serde_json::from_str(d.trim()).ok())
+                .collect();
+            if events.len() >= count {
+                return events;
+            }
+            let n = tokio::time::timeout(common::WAIT, stream.read(buf))
+                .await
+                .expect("no event in time")
+                .unwrap();
+            assert!(n > 0, "the stream ended: {seen}");
+            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    }
+    let events = read_events(&mut stream, &mut seen, &mut buf, 1).await;
+    assert!(seen.starts_with("HTTP/1.1 200"), "{seen}");
+    assert_eq!(
+        events[0]["method"],
+        "notifications/subscriptions/acknowledged"
+    );
+    // Only what the server delivers is acknowledged; tagged with the request's id.
+    assert_eq!(
+        events[0]["params"],
+        json!({"notifications": {"toolsListChanged": true},
+            "_meta": {"io.modelcontextprotocol/subscriptionId": 80}})
+    );
+    f.registry
+        .replace_tools(
+            "extra",
+            vec![
+                milpa::ToolDefinition::builder("late")
+                    .input_schema(json!({"type": "object"}))
+                    .sync(|_, _| json!("here")),
+            ],
+        )
+        .unwrap();
+    let events = read_events(&mut stream, &mut seen, &mut buf, 2).await;
+    assert_eq!(
+        events[1],
+        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+            "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 80}}})
+    );
+    // The new tool is listed.
+    let r = http(
+        addr,
+        "POST",
+        &headers("tools/list", None),
+        &body(81, "tools/list", json!({"_meta": meta()})),
+    )
+    .await;
+    assert!(
+        r.json()["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "late")
+    );
 }

@@ -9,6 +9,7 @@
 //! - Errors carry their status: `404` for an unknown method (`-32601`), `400` for a bad
 //!   `_meta` (`-32602`), a header mismatch (`-32020`), an undeclared capability
 //!   (`-32021`) and an unsupported version (`-32022`).
+//! - `subscriptions/listen` opens a stream of tool-list changes (see [`listen`]).
 //! - A `tools/call` is answered with JSON when it ends before sending anything, and with
 //!   an SSE stream (its progress and log messages, then the response) as soon as it sends
 //!   a message first, when the client accepts `text/event-stream`. The client going away
@@ -18,6 +19,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
+use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use super::HttpState;
@@ -25,17 +27,20 @@ use super::rejection::{HttpRejection, json_body};
 use super::stream::{CancelOnDrop, sse};
 use crate::jsonrpc::{
     self, ErrorObject, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND, Parsed,
+    RequestId,
 };
 use crate::protocol::{
     HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
 };
 use crate::session::{
-    CallCancel, CallFuture, Caller, Dispatch, Out, Route, Session, header_mismatch,
+    CallCancel, CallFuture, Caller, Dispatch, Out, Route, Session, admit, header_mismatch,
 };
 
 const METHOD_HEADER: &str = "mcp-method";
 const NAME_HEADER: &str = "mcp-name";
 const VERSION_HEADER: &str = "mcp-protocol-version";
+/// `_meta` key tagging a listen stream's notifications with its subscription.
+const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// The status a 2026-07-28 response travels with, from its error code (if any).
 fn status_of(reply: &str) -> StatusCode {
@@ -150,6 +155,9 @@ pub(super) async fn post(
     if let Err(error) = check_routing_headers(headers, &method, params.as_ref()) {
         return Ok(reply(jsonrpc::error_response(Some(&id), &error)));
     }
+    if method == "subscriptions/listen" {
+        return Ok(listen(state, id, params, headers, sse_ok));
+    }
     let session = Session::modern(state.shared.clone());
     let (tx, rx) = mpsc::unbounded_channel();
     let dispatch = session.dispatch_modern(
@@ -164,6 +172,76 @@ pub(super) async fn post(
         Dispatch::Reply(answer) => Ok(reply(answer)),
         Dispatch::Call(call, cancel) => Ok(run_call(state, call, cancel, rx, sse_ok).await),
     }
+}
+
+/// `subscriptions/listen`: an SSE stream that acknowledges the subscription, then carries
+/// `notifications/tools/list_changed` on every change of the registry's tool list (when the
+/// filter asked for `toolsListChanged`), each tagged with the subscription id (the
+/// request's id), until the client closes it.
+fn listen(
+    state: &HttpState,
+    id: RequestId,
+    params: Option<jsonrpc::Params>,
+    headers: &HeaderMap,
+    sse_ok: bool,
+) -> Response {
+    let value = params.as_ref().map(jsonrpc::Params::to_value);
+    if let Err(error) = admit(value.as_ref(), Some(header(headers, VERSION_HEADER))) {
+        return reply(jsonrpc::error_response(Some(&id), &error));
+    }
+    let Some(Value::Object(filter)) = value.as_ref().and_then(|p| p.get("notifications")) else {
+        return reply(jsonrpc::error_response(
+            Some(&id),
+            &ErrorObject::new(
+                INVALID_PARAMS,
+                "Invalid params: notifications (a subscription filter object) is required",
+            ),
+        ));
+    };
+    if !sse_ok {
+        return reply(jsonrpc::error_response(
+            Some(&id),
+            &ErrorObject::new(
+                INVALID_REQUEST,
+                "Invalid Request: subscriptions/listen answers with a stream; accept text/event-stream",
+            ),
+        ));
+    }
+    // Only what this server can deliver is acknowledged.
+    let tools = filter.get("toolsListChanged") == Some(&Value::Bool(true));
+    let accepted = if tools {
+        json!({"toolsListChanged": true})
+    } else {
+        json!({})
+    };
+    let tag = json!({ META_SUBSCRIPTION_ID: id });
+    let (tx, rx) = mpsc::unbounded_channel();
+    let _ = tx.send(Out::Msg(jsonrpc::notification(
+        "notifications/subscriptions/acknowledged",
+        &json!({"notifications": accepted, "_meta": tag}),
+    )));
+    let mut changes = state.shared.registry.tool_list_changes();
+    changes.mark_unchanged();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = tx.closed() => return,
+                changed = changes.changed(), if tools => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    let note = jsonrpc::notification(
+                        "notifications/tools/list_changed",
+                        &json!({"_meta": tag}),
+                    );
+                    if tx.send(Out::Msg(note)).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    sse(rx, None)
 }
 
 /// Runs a call in a server call slot: JSON when it ends before sending a message, else

@@ -40,7 +40,9 @@ use tokio::sync::mpsc;
 
 pub(crate) use call::{CallCancel, CallControl};
 pub(crate) use client::{ClientLink, Out, Route};
-pub(crate) use modern::{RequestMeta, header_mismatch, is_modern_request, is_modern_version};
+pub(crate) use modern::{
+    RequestMeta, admit, header_mismatch, is_modern_request, is_modern_version,
+};
 pub(crate) use outgoing::capability_for;
 
 use crate::jsonrpc::{self, Incoming, Params, Rejected, RequestId};

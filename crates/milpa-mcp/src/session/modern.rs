@@ -138,7 +138,8 @@ impl Shared {
         result.insert(
             "capabilities".into(),
             json!({
-                "tools": {"listChanged": false},
+                // Changes reach `subscriptions/listen` streams (HTTP).
+                "tools": {"listChanged": true},
                 "prompts": {"listChanged": false},
                 "resources": {"listChanged": false, "subscribe": false},
             }),
@@ -186,22 +187,10 @@ impl Session {
             })
         };
         let value = params.as_ref().map(Params::to_value);
-        let meta = match RequestMeta::read(value.as_ref()) {
+        let meta = match admit(value.as_ref(), version_header) {
             Ok(meta) => meta,
             Err(error) => return reply(Err(error)),
         };
-        if let Some(header) = version_header
-            && header.map(str::trim) != Some(meta.version.as_str())
-        {
-            return reply(Err(header_mismatch(format!(
-                "Header mismatch: MCP-Protocol-Version ({}) does not match _meta[\"{META_PROTOCOL_VERSION}\"] ({})",
-                header.unwrap_or("missing"),
-                meta.version
-            ))));
-        }
-        if meta.version != MODERN_VERSION {
-            return reply(Err(unsupported_version(&meta.version)));
-        }
         if !MODERN_METHODS.contains(&method) {
             return reply(Err(ErrorObject::new(
                 METHOD_NOT_FOUND,
@@ -239,6 +228,29 @@ impl Session {
             ))),
         }
     }
+}
+
+/// Admits a 2026-07-28 request: its `_meta` is well formed (`-32602`), the HTTP
+/// `MCP-Protocol-Version` (`version_header`, `None` off HTTP) names the same version
+/// (`-32020`), and that version is this revision (`-32022`).
+pub(crate) fn admit(
+    params: Option<&Value>,
+    version_header: Option<Option<&str>>,
+) -> Result<RequestMeta, ErrorObject> {
+    let meta = RequestMeta::read(params)?;
+    if let Some(header) = version_header
+        && header.map(str::trim) != Some(meta.version.as_str())
+    {
+        return Err(header_mismatch(format!(
+            "Header mismatch: MCP-Protocol-Version ({}) does not match _meta[\"{META_PROTOCOL_VERSION}\"] ({})",
+            header.unwrap_or("missing"),
+            meta.version
+        )));
+    }
+    if meta.version != MODERN_VERSION {
+        return Err(unsupported_version(&meta.version));
+    }
+    Ok(meta)
 }
 
 fn empty(key: &str) -> Map<String, Value> {
