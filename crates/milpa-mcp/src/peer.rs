@@ -7,7 +7,7 @@ use milpa::{BoxFuture, CallPeer, LogLevel, PeerError};
 use serde_json::{Map, Value, json};
 
 use crate::jsonrpc;
-use crate::protocol::MISSING_REQUIRED_CLIENT_CAPABILITY;
+use crate::protocol::{INPUT_KEY_META, MISSING_REQUIRED_CLIENT_CAPABILITY};
 use crate::session::{CallControl, ClientLink, RequestMeta, Route, capability_for};
 
 /// One call's line back to the client.
@@ -23,6 +23,21 @@ pub(crate) struct Peer {
     /// 2026-07-28: the capability the tool needed and the request did not declare; the
     /// call is then answered with `-32021` instead of its result.
     missing_capability: Mutex<Option<&'static str>>,
+    /// 2026-07-28: what the tool asked the client this round and has no answer for yet,
+    /// by input key (becomes the `inputRequests` of an `input_required` result), and the
+    /// answers it has (from earlier rounds and the retry's `inputResponses`).
+    inputs: Mutex<ToolInputs>,
+}
+
+/// A 2026-07-28 call's requests to the client, answered across `input_required` rounds.
+#[derive(Debug, Default)]
+pub(crate) struct ToolInputs {
+    /// Answers by input key.
+    pub answers: Map<String, Value>,
+    /// Requests without an answer yet, by input key.
+    pub asked: Map<String, Value>,
+    /// Requests made so far, for keys the tool did not choose.
+    count: usize,
 }
 
 impl Peer {
@@ -41,7 +56,26 @@ impl Peer {
             last_progress: Mutex::new(None),
             request,
             missing_capability: Mutex::new(None),
+            inputs: Mutex::new(ToolInputs::default()),
         }
+    }
+
+    fn inputs(&self) -> std::sync::MutexGuard<'_, ToolInputs> {
+        self.inputs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// 2026-07-28: the answers gathered before this round.
+    pub fn add_answers(&self, answers: Map<String, Value>) {
+        self.inputs().answers.extend(answers);
+    }
+
+    /// 2026-07-28: what was asked without an answer this round, and every answer so far.
+    pub fn take_inputs(&self) -> (Map<String, Value>, Map<String, Value>) {
+        let mut inputs = self.inputs();
+        (
+            std::mem::take(&mut inputs.asked),
+            std::mem::take(&mut inputs.answers),
+        )
     }
 
     /// 2026-07-28: the capability the call needed and its request did not declare.
@@ -52,10 +86,15 @@ impl Peer {
             .unwrap_or_else(|e| e.into_inner())
     }
 
-    pub async fn request_client(&self, method: &str, params: Value) -> Result<Value, PeerError> {
+    pub async fn request_client(
+        &self,
+        method: &str,
+        mut params: Value,
+    ) -> Result<Value, PeerError> {
         if self.control.is_cancelled() {
             return Err(PeerError::new("the call was cancelled"));
         }
+        let chosen = take_input_key(&mut params);
         if let Some(request) = &self.request {
             // 2026-07-28 has no server-to-client requests on a response stream.
             if let Some(capability) = capability_for(method)
@@ -70,8 +109,18 @@ impl Peer {
                     message: format!("the request did not declare the {capability} capability"),
                 });
             }
+            // Answered by an earlier round, or asked in the `input_required` result.
+            let mut inputs = self.inputs();
+            inputs.count += 1;
+            let key = chosen.unwrap_or_else(|| format!("{method}#{}", inputs.count));
+            if let Some(answer) = inputs.answers.get(&key) {
+                return Ok(answer.clone());
+            }
+            inputs
+                .asked
+                .insert(key.clone(), json!({"method": method, "params": params}));
             return Err(PeerError::new(format!(
-                "{method} cannot be sent to a 2026-07-28 client during a call"
+                "{method} ({key}) is asked of the client in an input_required result; the call is retried with its answer"
             )));
         }
         self.client
@@ -87,6 +136,19 @@ impl Peer {
         self.client
             .send(&self.route, jsonrpc::notification(method, params));
     }
+}
+
+/// Takes the tool's [`INPUT_KEY_META`] out of a request's params (and `_meta` with it when
+/// nothing else is left there): it is ours, not the client's.
+fn take_input_key(params: &mut Value) -> Option<String> {
+    let meta = params.get_mut("_meta").and_then(Value::as_object_mut)?;
+    let key = meta.remove(INPUT_KEY_META);
+    if meta.is_empty()
+        && let Some(object) = params.as_object_mut()
+    {
+        object.remove("_meta");
+    }
+    key.and_then(|key| key.as_str().map(str::to_owned))
 }
 
 impl CallPeer for Peer {

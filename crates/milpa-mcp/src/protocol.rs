@@ -31,6 +31,13 @@ pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 /// `_meta` key of a 2026-07-28 result: who answered (`Implementation`).
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
+/// 2026-07-28: the `params._meta` key under which a tool names the `inputRequests` key of a
+/// request it sends the client through its call handle (`"user_name"`); taken out before
+/// the request reaches the client. Without it a request is keyed `<method>#<n>` in asking
+/// order. Over 2026-07-28 such a request ends the round with an `input_required` result,
+/// and the tool runs again on the retry, where the same request gets the client's answer.
+pub const INPUT_KEY_META: &str = "milpa/inputKey";
+
 /// 2026-07-28: the HTTP headers (`Mcp-Method`, `Mcp-Name`, `MCP-Protocol-Version`) do not
 /// match the body.
 pub const HEADER_MISMATCH: i64 = -32020;

@@ -55,6 +55,33 @@ async fn server() -> Server {
                 }),
         )
         .unwrap();
+    // Asks a name, then (in a second round) an age, through its call handle.
+    registry
+        .register(
+            ToolDefinition::builder("survey")
+                .input_schema(json!({"type": "object"}))
+                .asynchronous(|_, ctx: ToolContext| async move {
+                    let handle = ctx.call_handle();
+                    let key = milpa_mcp::protocol::INPUT_KEY_META;
+                    let name = handle
+                        .elicit(
+                            json!({"message": "Name?", "requestedSchema": {"type": "object"},
+                            "_meta": {key: "name"}}),
+                        )
+                        .await
+                        .map_err(|e| milpa::ToolError::new(e.to_string()))?;
+                    let age = handle
+                        .elicit(json!({"message": "Age?", "requestedSchema": {"type": "object"}}))
+                        .await
+                        .map_err(|e| milpa::ToolError::new(e.to_string()))?;
+                    Ok::<_, milpa::ToolError>(json!(format!(
+                        "{} is {}",
+                        name["content"]["name"].as_str().unwrap_or("?"),
+                        age["content"]["age"]
+                    )))
+                }),
+        )
+        .unwrap();
     let registry = Arc::new(registry);
     let mut tokens = StaticTokens::new();
     tokens.insert_token("agent-secret", "agent", ["*"]);
@@ -303,4 +330,86 @@ async fn a_human_approval_is_a_url_elicitation_until_a_person_decides() {
         "deployed prod"
     );
     assert_eq!(s.runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_tools_own_questions_become_input_rounds_that_carry_earlier_answers() {
+    let s = server().await;
+    let caps = json!({"elicitation": {}});
+    let (_, first) = call(
+        s.addr,
+        "agent-secret",
+        "survey",
+        json!({}),
+        caps.clone(),
+        None,
+    )
+    .await;
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required", "{first}");
+    // The tool's key, and the milpa key taken out of what the client sees.
+    assert_eq!(
+        result["inputRequests"],
+        json!({"name": {"method": "elicitation/create",
+            "params": {"message": "Name?", "requestedSchema": {"type": "object"}}}})
+    );
+    let state = result["requestState"].clone();
+    let name = json!({"name": {"action": "accept", "content": {"name": "Ada"}}});
+    let (_, second) = call(
+        s.addr,
+        "agent-secret",
+        "survey",
+        json!({}),
+        caps.clone(),
+        Some((&state, name)),
+    )
+    .await;
+    let result = &second["result"];
+    assert_eq!(result["resultType"], "input_required", "{second}");
+    // A question without a key is keyed by method and asking order.
+    let asked: Vec<&String> = result["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(asked, ["elicitation/create#2"]);
+    // The second state carries the first answer: only the new one is sent back.
+    let state = result["requestState"].clone();
+    let age = json!({"elicitation/create#2": {"action": "accept", "content": {"age": 36}}});
+    let (_, done) = call(
+        s.addr,
+        "agent-secret",
+        "survey",
+        json!({}),
+        caps.clone(),
+        Some((&state, age.clone())),
+    )
+    .await;
+    assert_eq!(done["result"]["resultType"], "complete", "{done}");
+    assert_eq!(done["result"]["structuredContent"]["result"], "Ada is 36");
+
+    // The state is bound to its caller.
+    let (status, other) = call(
+        s.addr,
+        "other-secret",
+        "survey",
+        json!({}),
+        caps.clone(),
+        Some((&state, age)),
+    )
+    .await;
+    assert_eq!(
+        (status, other["error"]["code"].clone()),
+        (400, json!(-32602))
+    );
+
+    // A request that did not declare elicitation: -32021, not a question.
+    let (status, refused) =
+        call(s.addr, "agent-secret", "survey", json!({}), json!({}), None).await;
+    assert_eq!(status, 400);
+    assert_eq!(refused["error"]["code"], -32021);
+    assert_eq!(
+        refused["error"]["data"]["requiredCapabilities"],
+        json!({"elicitation": {}})
+    );
 }

@@ -226,32 +226,13 @@ impl Session {
         let peer = Arc::new(Peer::new(
             self.client.clone(),
             control,
-            call.progress_token,
+            call.progress_token.clone(),
             route,
             call.request.clone(),
         ));
         let ctx = self.context(caller, CallHandle::new(peer.clone()));
         if let Some(meta) = call.request.clone() {
-            let outcome = match call.request_state.as_deref() {
-                Some(state) => {
-                    self.next_round(
-                        &call.name,
-                        &call.arguments,
-                        state,
-                        call.input_responses.as_ref(),
-                        &ctx,
-                    )
-                    .await
-                }
-                None => {
-                    let result = self
-                        .shared
-                        .registry
-                        .call(&call.name, call.arguments.clone(), &ctx)
-                        .await;
-                    self.first_round(&call.name, &call.arguments, result, &ctx, &meta)
-                }
-            };
+            let outcome = self.run_modern(&call, &meta, &ctx, &peer).await;
             return (call.name, outcome, peer.missing_capability());
         }
         let result = self
@@ -272,6 +253,48 @@ impl Session {
             result
         };
         (call.name, Outcome::Done(result), peer.missing_capability())
+    }
+
+    /// A 2026-07-28 call: a retry carrying a confirmation's or an approval's state settles
+    /// it; otherwise the tool runs (again, with the answers of earlier rounds), and what it
+    /// asked the client without an answer yet makes an `input_required` round.
+    async fn run_modern(
+        &self,
+        call: &CallParams,
+        meta: &super::RequestMeta,
+        ctx: &ToolContext,
+        peer: &Peer,
+    ) -> Outcome {
+        if let Some(state) = call.request_state.as_deref() {
+            match self.tool_answers(&call.name, &call.arguments, state, ctx) {
+                Err(error) => return Outcome::Refused(error),
+                Ok(None) => {
+                    return self
+                        .next_round(
+                            &call.name,
+                            &call.arguments,
+                            state,
+                            call.input_responses.as_ref(),
+                            ctx,
+                        )
+                        .await;
+                }
+                Ok(Some(answers)) => peer.add_answers(answers),
+            }
+        }
+        if let Some(Value::Object(responses)) = &call.input_responses {
+            peer.add_answers(responses.clone());
+        }
+        let result = self
+            .shared
+            .registry
+            .call(&call.name, call.arguments.clone(), ctx)
+            .await;
+        let (asked, answers) = peer.take_inputs();
+        if !asked.is_empty() && peer.missing_capability().is_none() {
+            return self.tool_input_round(&call.name, &call.arguments, ctx, asked, answers);
+        }
+        self.first_round(&call.name, &call.arguments, result, ctx, meta)
     }
 
     /// The context a call from `caller` runs with, whatever the transport.

@@ -86,10 +86,13 @@ struct SealedState {
     d: String,
     /// Expiry, seconds since the epoch.
     e: u64,
-    /// The core's confirmation token, or the approval id.
+    /// The core's confirmation token, or the approval id (empty for a tool's own inputs).
     k: String,
     /// A human approval (else a caller confirmation).
     h: bool,
+    /// The answers a tool's own requests got in earlier rounds, by input key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    a: Option<serde_json::Map<String, Value>>,
 }
 
 fn now_secs() -> u64 {
@@ -247,8 +250,72 @@ impl Session {
         Outcome::Done(result)
     }
 
-    /// A retry carrying a `requestState`: checks its seal and bindings, then settles the
-    /// confirmation (or replays the approved call) through the core.
+    /// Opens a retry's `requestState` and checks what it is bound to.
+    fn open_state(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        request_state: &str,
+        ctx: &ToolContext,
+    ) -> Result<SealedState, ErrorObject> {
+        let state = self
+            .shared
+            .seal
+            .open(request_state)
+            .map_err(invalid_state)?;
+        if state.e < now_secs() {
+            return Err(invalid_state("expired; call the tool again"));
+        }
+        if state.t != tool || state.p.as_deref() != ctx.principal() || state.d != digest(arguments)
+        {
+            return Err(invalid_state(
+                "was issued for another caller, tool or arguments",
+            ));
+        }
+        Ok(state)
+    }
+
+    /// A retry's `requestState` when it carries a tool's own inputs: the answers gathered
+    /// in earlier rounds (`Ok(None)`: the state is a confirmation's or an approval's).
+    pub(super) fn tool_answers(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        request_state: &str,
+        ctx: &ToolContext,
+    ) -> Result<Option<serde_json::Map<String, Value>>, ErrorObject> {
+        Ok(self.open_state(tool, arguments, request_state, ctx)?.a)
+    }
+
+    /// A round that asked the client: the `input_required` result, its state carrying
+    /// every answer so far.
+    pub(super) fn tool_input_round(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        ctx: &ToolContext,
+        asked: serde_json::Map<String, Value>,
+        answers: serde_json::Map<String, Value>,
+    ) -> Outcome {
+        let state = self.shared.seal.seal(&SealedState {
+            p: ctx.principal().map(str::to_owned),
+            t: tool.to_owned(),
+            d: digest(arguments),
+            e: now_secs() + STATE_TTL.as_secs(),
+            k: String::new(),
+            h: false,
+            a: Some(answers),
+        });
+        Outcome::InputRequired(json!({
+            "resultType": "input_required",
+            "inputRequests": asked,
+            "requestState": state,
+        }))
+    }
+
+    /// A retry carrying a confirmation's or an approval's `requestState`: checks its seal
+    /// and bindings, then settles the confirmation (or replays the approved call) through
+    /// the core.
     pub(super) async fn next_round(
         &self,
         tool: &str,
@@ -257,19 +324,10 @@ impl Session {
         input_responses: Option<&Value>,
         ctx: &ToolContext,
     ) -> Outcome {
-        let state = match self.shared.seal.open(request_state) {
+        let state = match self.open_state(tool, arguments, request_state, ctx) {
             Ok(state) => state,
-            Err(why) => return Outcome::Refused(invalid_state(why)),
+            Err(error) => return Outcome::Refused(error),
         };
-        if state.e < now_secs() {
-            return Outcome::Refused(invalid_state("expired; call the tool again"));
-        }
-        if state.t != tool || state.p.as_deref() != ctx.principal() || state.d != digest(arguments)
-        {
-            return Outcome::Refused(invalid_state(
-                "was issued for another caller, tool or arguments",
-            ));
-        }
         let key = if state.h { APPROVAL_KEY } else { CONFIRM_KEY };
         let answer = input_responses.and_then(|r| r.get(key));
         let action = answer
@@ -332,6 +390,7 @@ impl Session {
             e: now_secs() + STATE_TTL.as_secs(),
             k: token,
             h: human,
+            a: None,
         })
     }
 
@@ -388,6 +447,7 @@ mod tests {
             e: 42,
             k: "token".into(),
             h: false,
+            a: None,
         }
     }
 
