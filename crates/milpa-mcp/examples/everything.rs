@@ -141,6 +141,15 @@ fn fixture_tools() -> Vec<ToolDefinition> {
                 Ok::<_, ToolError>(json!(format!("LLM response: {text}")))
             }),
         // 2026-07-28: needs sampling, so a request that did not declare it gets -32021.
+        // 2026-07-28: `region` travels in the Mcp-Param-Region header too (x-mcp-header).
+        ToolDefinition::builder("test_custom_headers")
+            .description("Echoes a region that proxies can route on (Mcp-Param-Region)")
+            .input_schema(json!({
+                "type": "object",
+                "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+                "required": ["region"]
+            }))
+            .sync(|args, _| json!(format!("region={}", args["region"].as_str().unwrap_or("?")))),
         ToolDefinition::builder("test_missing_capability")
             .description("Asks the client's model a question: needs the sampling capability")
             .input_schema(json!({"type": "object", "additionalProperties": false}))

@@ -529,3 +529,52 @@ async fn a_listen_stream_is_acknowledged_then_told_of_tool_list_changes() {
             .any(|t| t["name"] == "late")
     );
 }
+
+#[tokio::test]
+async fn mcp_param_headers_must_match_the_arguments_they_mirror() {
+    let mut registry = milpa::ToolRegistry::builder()
+        .channel_policy(
+            "mcp",
+            milpa::policy::ChannelPolicy::AUTHENTICATED.with_require_auth(false),
+        )
+        .build();
+    registry
+        .register(
+            milpa::ToolDefinition::builder("route")
+                .input_schema(json!({"type": "object",
+                    "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}))
+                .sync(|args, _| args["region"].clone()),
+        )
+        .unwrap();
+    let (addr, _stop) = start_http(HttpServer::new(std::sync::Arc::new(registry))).await;
+    let payload = body(
+        90,
+        "tools/call",
+        json!({"name": "route", "arguments": {"region": "Hello"}, "_meta": meta()}),
+    );
+    // (header value, accepted): literal, Base64, bad padding, bad alphabet, other value.
+    let cases = [
+        (Some("Hello"), true),
+        (Some("=?base64?SGVsbG8=?="), true),
+        (Some("=?base64?SGVsbG8?="), false),
+        (Some("=?base64?SGVs!!!bG8=?="), false),
+        (Some("Goodbye"), false),
+        (None, false),
+    ];
+    for (value, accepted) in cases {
+        let mut h = headers("tools/call", Some("route"));
+        if let Some(value) = value {
+            h.push(("Mcp-Param-Region", value));
+        }
+        let r = http(addr, "POST", &h, &payload).await;
+        let answer = r.json();
+        if accepted {
+            assert_eq!(r.status, 200, "{value:?}: {answer}");
+            assert_eq!(answer["result"]["structuredContent"]["result"], "Hello");
+        } else {
+            assert_eq!(r.status, 400, "{value:?}: {answer}");
+            assert_eq!(answer["error"]["code"], -32020, "{value:?}");
+            assert_eq!(answer["id"], 90);
+        }
+    }
+}

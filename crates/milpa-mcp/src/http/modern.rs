@@ -4,6 +4,8 @@
 //!   `params.name` of `tools/call` and `prompts/get` (`params.uri` of `resources/read`),
 //!   `MCP-Protocol-Version` the `_meta` protocol version; otherwise `400` with `-32020`.
 //!   Header values are compared without surrounding whitespace (RFC 9110 §5.5).
+//! - `Mcp-Param-<Name>` headers must match the arguments whose schema declares
+//!   `x-mcp-header` (see [`check_param_headers`]).
 //! - A notification gets `202`; a batch or a response gets `400` (the revision has neither
 //!   batches nor server-to-client requests).
 //! - Errors carry their status: `404` for an unknown method (`-32601`), `400` for a bad
@@ -125,6 +127,85 @@ fn check_routing_headers(
     }
 }
 
+/// `Mcp-Param-<Name>` headers of a `tools/call`: every argument whose input-schema
+/// property declares `x-mcp-header: <Name>` and has a value in the body must come with that
+/// header, holding the same value (a string as is, other values as JSON text), either
+/// literally or as `=?base64?<standard Base64>?=`; a malformed Base64 value is refused.
+/// Intermediaries route on these headers, so a header that disagrees with the body is a
+/// header mismatch (`-32020`).
+fn check_param_headers(
+    state: &HttpState,
+    headers: &HeaderMap,
+    params: Option<&jsonrpc::Params>,
+) -> Result<(), ErrorObject> {
+    let Some(params) = params.map(jsonrpc::Params::to_value) else {
+        return Ok(());
+    };
+    let Some(tool) = params
+        .get("name")
+        .and_then(Value::as_str)
+        .and_then(|name| state.shared.registry.get(name))
+    else {
+        return Ok(());
+    };
+    let Some(properties) = tool
+        .input_schema()
+        .get("properties")
+        .and_then(Value::as_object)
+    else {
+        return Ok(());
+    };
+    for (property, schema) in properties {
+        let Some(header_name) = schema.get("x-mcp-header").and_then(Value::as_str) else {
+            continue;
+        };
+        let Some(value) = params
+            .get("arguments")
+            .and_then(|a| a.get(property))
+            .filter(|v| !v.is_null())
+        else {
+            continue;
+        };
+        let expected = match value {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        let name = format!("mcp-param-{}", header_name.to_ascii_lowercase());
+        let Some(raw) = header(headers, &name) else {
+            return Err(header_mismatch(format!(
+                "Header mismatch: Mcp-Param-{header_name} is required with arguments.{property}"
+            )));
+        };
+        let decoded = match raw
+            .strip_prefix("=?base64?")
+            .and_then(|rest| rest.strip_suffix("?="))
+        {
+            Some(encoded) => {
+                use base64::Engine;
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(encoded)
+                    .map_err(|_| {
+                        header_mismatch(format!(
+                            "Header mismatch: Mcp-Param-{header_name} is not valid Base64"
+                        ))
+                    })?;
+                String::from_utf8(bytes).map_err(|_| {
+                    header_mismatch(format!(
+                        "Header mismatch: Mcp-Param-{header_name} is not UTF-8"
+                    ))
+                })?
+            }
+            None => raw.to_owned(),
+        };
+        if decoded != expected {
+            return Err(header_mismatch(format!(
+                "Header mismatch: Mcp-Param-{header_name} does not match arguments.{property}"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Answers one 2026-07-28 `POST` body.
 pub(super) async fn post(
     state: &HttpState,
@@ -153,6 +234,11 @@ pub(super) async fn post(
         }
     };
     if let Err(error) = check_routing_headers(headers, &method, params.as_ref()) {
+        return Ok(reply(jsonrpc::error_response(Some(&id), &error)));
+    }
+    if method == "tools/call"
+        && let Err(error) = check_param_headers(state, headers, params.as_ref())
+    {
         return Ok(reply(jsonrpc::error_response(Some(&id), &error)));
     }
     if method == "subscriptions/listen" {
