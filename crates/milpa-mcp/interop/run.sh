@@ -28,6 +28,10 @@ CONFORMANCE_VERSION=0.1.16
 CONFORMANCE_NEXT_VERSION=0.2.0-alpha.12
 NEXT_DIR="$CACHE/conformance-next"
 TS_SDK_VERSION=1.32.2
+# The 2.x client package: the first TypeScript client that speaks 2026-07-28 (opt-in
+# `versionNegotiation`); the 1.x SDK above stops at 2025-11-25.
+TS_CLIENT2_VERSION=2.4.0
+CLIENT2_DIR="$CACHE/ts-client2"
 PY_MCP_VERSION=2.3.0
 SERVERS_DIR="$CACHE/servers"
 EVERYTHING_VERSION=2026.8.31
@@ -89,6 +93,17 @@ install_conformance_next() {
   mkdir -p "$NEXT_DIR"
   npm install --prefix "$NEXT_DIR" --no-audit --no-fund --loglevel=error \
     "@modelcontextprotocol/conformance@$CONFORMANCE_NEXT_VERSION" >&2
+  echo "$want" > "$stamp"
+}
+
+install_ts_client2() {
+  install_node
+  local stamp="$CLIENT2_DIR/.stamp" want="client@$TS_CLIENT2_VERSION"
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then return; fi
+  log "installing @modelcontextprotocol/client@$TS_CLIENT2_VERSION"
+  mkdir -p "$CLIENT2_DIR"
+  npm install --prefix "$CLIENT2_DIR" --no-audit --no-fund --loglevel=error \
+    "@modelcontextprotocol/client@$TS_CLIENT2_VERSION" >&2
   echo "$want" > "$stamp"
 }
 
@@ -234,6 +249,11 @@ run_node() {
   # The client resolves @modelcontextprotocol/sdk from the cache's node_modules.
   cp "$HERE/ts_client.mjs" "$NODE_DIR/ts_client.mjs"
   run_client ts timeout 180 "$NODE" "$NODE_DIR/ts_client.mjs"
+  # The 2.x client negotiating 2026-07-28 (resolves its package from its own prefix).
+  install_ts_client2
+  : > "$WORK/ts2-stdio-audit.jsonl"
+  cp "$HERE/ts2_client.mjs" "$CLIENT2_DIR/ts2_client.mjs"
+  run_client ts2 timeout 180 "$NODE" "$CLIENT2_DIR/ts2_client.mjs"
 }
 
 # gateway_dir NAME: a fresh folder for one gateway client: the filesystem server's root with
