@@ -91,7 +91,16 @@ impl RequestMeta {
 /// Whether a request's params carry a 2026-07-28 `_meta` (its protocol version key): how
 /// a transport without headers (stdio) tells the revisions apart, request by request.
 pub(crate) fn is_modern_request(params: Option<&Params>) -> bool {
-    params.is_some_and(|p| p.get().contains(META_PROTOCOL_VERSION))
+    // The substring test keeps the common (legacy) request from being parsed twice; a
+    // match is confirmed on the parsed `_meta`, so an argument that merely mentions the
+    // key does not switch eras.
+    params.is_some_and(|p| {
+        p.get().contains(META_PROTOCOL_VERSION)
+            && p.to_value()
+                .get("_meta")
+                .and_then(|m| m.get(META_PROTOCOL_VERSION))
+                .is_some()
+    })
 }
 
 /// The error for a header that does not match the body (HTTP).
@@ -263,4 +272,34 @@ fn empty(key: &str) -> Map<String, Value> {
 /// names it is answered the 2026-07-28 way (an unknown one with `-32022`).
 pub(crate) fn is_modern_version(version: &str) -> bool {
     !protocol::is_supported(version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(text: &str) -> Params {
+        let line = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{text}}}"#);
+        let crate::jsonrpc::Parsed::Single(Ok(crate::jsonrpc::Incoming::Request {
+            params: Some(params),
+            ..
+        })) = crate::jsonrpc::parse(line.as_bytes())
+        else {
+            panic!("not a request");
+        };
+        params
+    }
+
+    #[test]
+    fn only_a_meta_protocol_version_makes_a_request_modern() {
+        let modern = params(
+            r#"{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#,
+        );
+        assert!(is_modern_request(Some(&modern)));
+        let mention = params(
+            r#"{"name":"echo","arguments":{"text":"io.modelcontextprotocol/protocolVersion"}}"#,
+        );
+        assert!(!is_modern_request(Some(&mention)));
+        assert!(!is_modern_request(None));
+    }
 }
