@@ -372,10 +372,10 @@ fn inspect(
     let Some(plan) = milpa::inspect::InvocationPlan::build(registry, &args.tool, &ctx) else {
         return Err(CliError::failed(format!("Tool not found: {}", args.tool)));
     };
-    let upstream = registry
-        .get(&args.tool)
-        .and_then(|d| d.upstream())
-        .and_then(|name| upstreams.iter().find(|u| u.name() == name));
+    let upstream = registry.get(&args.tool).and_then(|d| {
+        let name = d.upstream()?;
+        upstreams.iter().find(|u| u.name() == name)
+    });
     if args.json {
         let mut json = plan.to_json();
         if let (Some(upstream), Some(fields)) = (upstream, json.as_object_mut()) {
@@ -516,8 +516,16 @@ fn serve(
     };
     let audit = with_store_trail(log_or_file, stores);
     let mut registry = registry(manifest, stores, Some(audit), notifier.as_ref(), tools)?;
-    let _upstreams = start_upstreams(runtime, &mut registry, upstreams)?;
+    let upstreams = start_upstreams(runtime, &mut registry, upstreams)?;
     let registry = Arc::new(registry);
+    {
+        // Their tools are discovered again when they say their list changed; the server
+        // then tells its clients.
+        let _runtime = runtime.enter();
+        for upstream in &upstreams {
+            upstream.follow_tool_list(&registry);
+        }
+    }
     let options = server_options(manifest);
     if let Some(addr) = args.http
         && !addr.ip().is_loopback()

@@ -8,8 +8,11 @@
 //! - `notifications/progress` for a token a request sent goes to that request's
 //!   [`CallHandle`], so our caller sees the upstream's progress;
 //! - `notifications/message` (the server's log) goes to our log with the upstream's name;
-//! - requests from the upstream are answered: `ping` with `{}`, anything else (sampling,
-//!   elicitation, roots) with "method not found", since milpa does not relay them yet;
+//! - `notifications/tools/list_changed` wakes the upstream's re-discovery
+//!   ([`Connection::on_list_changed`]);
+//! - requests from the upstream are answered: `ping` with `{}`, sampling and elicitation
+//!   by relaying them to the client of the call they belong to (see [`crate::relay`]),
+//!   anything else (roots) with "method not found";
 //! - when the session ends (the child closed its output, or could not be written to),
 //!   every waiting request fails with [`CallError::Unavailable`] and the reason.
 
@@ -20,7 +23,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use milpa::call_handle::CallHandle;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
+
+use crate::relay::{self, CallTarget};
 
 /// JSON-RPC "method not found".
 const METHOD_NOT_FOUND: i64 = -32601;
@@ -49,6 +54,11 @@ type Answer = Result<Value, CallError>;
 pub(crate) struct Shared {
     pending: Mutex<HashMap<u64, oneshot::Sender<Answer>>>,
     progress: Mutex<HashMap<String, CallHandle>>,
+    /// The forwarded calls waiting for their answer, by request id: where a request from
+    /// the upstream is relayed to.
+    calls: Mutex<HashMap<u64, CallTarget>>,
+    /// Told when the upstream says its tool list changed.
+    list_changed: Mutex<Option<Arc<Notify>>>,
     /// Set once the session ended: why.
     closed: Mutex<Option<String>>,
     next_id: AtomicU64,
@@ -70,6 +80,19 @@ impl Shared {
             let _ = answer.send(Err(CallError::Unavailable(why.clone())));
         }
         lock(&self.progress).clear();
+        lock(&self.calls).clear();
+    }
+
+    /// The call a request from the upstream belongs to: the one whose answer stream it came
+    /// on (`origin`, HTTP), else the only forwarded call in flight (stdio); none when that
+    /// is not known for sure.
+    fn call_for(&self, origin: Option<u64>) -> Option<CallTarget> {
+        let calls = lock(&self.calls);
+        match origin {
+            Some(id) => calls.get(&id).cloned(),
+            None if calls.len() == 1 => calls.values().next().cloned(),
+            None => None,
+        }
     }
 
     /// Fails the waiting request `id` (its message could not be delivered).
@@ -131,6 +154,11 @@ impl Connection {
         }
     }
 
+    /// Has `notify` told each time the upstream sends `notifications/tools/list_changed`.
+    pub(crate) fn on_list_changed(&self, notify: Arc<Notify>) {
+        *lock(&self.shared.list_changed) = Some(notify);
+    }
+
     /// Ends the session: waiting requests fail with `why`.
     pub(crate) fn close(&self, why: &str) {
         self.shared.close(why);
@@ -150,14 +178,16 @@ impl Connection {
             .map_err(|_| CallError::Unavailable("its input is closed".into()))
     }
 
-    /// Sends a request and waits for its answer. With `progress`, the request carries a
-    /// progress token and the upstream's progress for it goes to that handle. Dropping the
-    /// future before the answer tells the upstream the request is cancelled.
+    /// Sends a request and waits for its answer. With `call` (the handle of the tool call
+    /// being forwarded), the upstream's requests while it runs are relayed to that call's
+    /// client, and when the handle is attached the request carries a progress token whose
+    /// progress goes to it. Dropping the future before the answer tells the upstream the
+    /// request is cancelled.
     pub(crate) async fn request(
         &self,
         method: &str,
         mut params: Value,
-        progress: Option<CallHandle>,
+        call: Option<&CallHandle>,
     ) -> Answer {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let (answer, answered) = oneshot::channel();
@@ -166,13 +196,23 @@ impl Connection {
             connection: self,
             id,
             token: None,
+            call: None,
             answered: false,
         };
-        if let (Some(handle), Some(fields)) = (progress, params.as_object_mut()) {
-            let token = format!("milpa-{id}");
-            fields.insert("_meta".into(), json!({"progressToken": token}));
-            lock(&self.shared.progress).insert(token.clone(), handle);
-            in_flight.token = Some(token);
+        if let Some(handle) = call {
+            let (ended, ended_rx) = watch::channel(());
+            let target = CallTarget {
+                handle: handle.clone(),
+                ended: ended_rx,
+            };
+            lock(&self.shared.calls).insert(id, target);
+            in_flight.call = Some(ended);
+            if let (true, Some(fields)) = (handle.is_attached(), params.as_object_mut()) {
+                let token = format!("milpa-{id}");
+                fields.insert("_meta".into(), json!({"progressToken": token}));
+                lock(&self.shared.progress).insert(token.clone(), handle.clone());
+                in_flight.token = Some(token);
+            }
         }
         // A session that closed after the entry went in has already drained it; one that
         // closed before is caught by `send`.
@@ -201,6 +241,8 @@ struct InFlight<'a> {
     connection: &'a Connection,
     id: u64,
     token: Option<String>,
+    /// For a forwarded call: dropped with it, which ends the relays made for it.
+    call: Option<watch::Sender<()>>,
     answered: bool,
 }
 
@@ -208,6 +250,9 @@ impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         if let Some(token) = &self.token {
             lock(&self.connection.shared.progress).remove(token);
+        }
+        if self.call.take().is_some() {
+            lock(&self.connection.shared.calls).remove(&self.id);
         }
         if self.answered {
             return;
@@ -259,7 +304,7 @@ async fn read_messages(
         match lines.next_line().await {
             Ok(Some(line)) if line.trim().is_empty() => {}
             Ok(Some(line)) => match serde_json::from_str::<Value>(&line) {
-                Ok(message) => dispatch(&upstream, message, &outgoing, &shared),
+                Ok(message) => dispatch(&upstream, message, &outgoing, &shared, None),
                 Err(error) => tracing::warn!(
                     target: "milpa::upstream",
                     upstream = %upstream,
@@ -279,14 +324,22 @@ async fn read_messages(
 }
 
 /// Handles one message from the upstream: an answer, a notification or a request.
+/// `origin` is the id of our request whose answer stream carried it (HTTP), if any.
 pub(crate) fn dispatch(
     upstream: &str,
-    message: Value,
+    mut message: Value,
     outgoing: &mpsc::UnboundedSender<String>,
     shared: &Shared,
+    origin: Option<u64>,
 ) {
     let id = message.get("id").cloned();
     match (message.get("method").and_then(Value::as_str), id) {
+        (Some(method), Some(id)) if relay::is_relayed(method) => {
+            let method = method.to_owned();
+            let params = message.get_mut("params").map_or(Value::Null, Value::take);
+            let target = shared.call_for(origin);
+            relay::answer(upstream, id, &method, params, target, outgoing);
+        }
         (Some(method), Some(id)) => {
             let reply = if method == "ping" {
                 json!({"jsonrpc": "2.0", "id": id, "result": {}})
@@ -311,6 +364,12 @@ pub(crate) fn dispatch(
                     params["total"].as_f64(),
                     params["message"].as_str(),
                 );
+            }
+        }
+        (Some("notifications/tools/list_changed"), None) => {
+            tracing::debug!(target: "milpa::upstream", upstream, "its tool list changed");
+            if let Some(notify) = lock(&shared.list_changed).as_ref() {
+                notify.notify_one();
             }
         }
         (Some("notifications/message"), None) => {
@@ -349,5 +408,36 @@ pub(crate) fn dispatch(
             let _ = answer.send(result);
         }
         (None, None) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target() -> (watch::Sender<()>, CallTarget) {
+        let (ended, ended_rx) = watch::channel(());
+        let target = CallTarget {
+            handle: CallHandle::detached(),
+            ended: ended_rx,
+        };
+        (ended, target)
+    }
+
+    /// Over HTTP the stream says which call a request belongs to; over stdio only a single
+    /// call in flight does.
+    #[test]
+    fn a_request_belongs_to_its_stream_or_the_only_call_in_flight() {
+        let shared = Shared::default();
+        assert!(shared.call_for(None).is_none());
+        let (_first_ended, first) = target();
+        lock(&shared.calls).insert(1, first);
+        assert!(shared.call_for(None).is_some(), "the only call");
+        assert!(shared.call_for(Some(1)).is_some());
+        assert!(shared.call_for(Some(2)).is_none(), "not a call in flight");
+        let (_second_ended, second) = target();
+        lock(&shared.calls).insert(2, second);
+        assert!(shared.call_for(None).is_none(), "two calls: not known");
+        assert!(shared.call_for(Some(2)).is_some());
     }
 }

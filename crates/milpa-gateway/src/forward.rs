@@ -21,10 +21,18 @@ const INVALID_PARAMS: i64 = -32602;
 /// The definitions of `upstream`'s tools (hidden ones left out), in the order it listed
 /// them. Entries without a name are skipped with a warning.
 pub fn definitions(upstream: &Upstream) -> Vec<(String, ToolDefinition)> {
-    let config = upstream.config();
+    definitions_of(upstream.shared(), &upstream.tools())
+}
+
+/// The definitions of `tools`, as `upstream` listed them, overrides applied.
+pub(crate) fn definitions_of(
+    upstream: &Arc<Shared>,
+    tools: &[Value],
+) -> Vec<(String, ToolDefinition)> {
+    let config = &upstream.config;
     let prefix = config.prefix();
     let mut out = Vec::new();
-    for tool in upstream.tools() {
+    for tool in tools {
         let Some(remote) = tool.get("name").and_then(Value::as_str) else {
             tracing::warn!(
                 target: "milpa::upstream",
@@ -63,7 +71,7 @@ pub fn definitions(upstream: &Upstream) -> Vec<(String, ToolDefinition)> {
             .hard_timeout(timeout)
             .upstream(upstream.name())
             .tool(UpstreamTool {
-                upstream: Arc::clone(upstream.shared()),
+                upstream: Arc::clone(upstream),
                 remote: remote.to_owned(),
             });
         out.push((remote.to_owned(), definition));
@@ -78,30 +86,47 @@ fn is_mutating(tool: &Value, overridden: Option<bool>) -> bool {
     overridden.unwrap_or(tool["annotations"]["readOnlyHint"] != Value::Bool(true))
 }
 
-/// Registers `upstream`'s tools. A name taken already (by any tool, another upstream's
-/// included) stops with an error naming both; tools registered before it stay.
-pub fn register(registry: &mut ToolRegistry, upstream: &Upstream) -> Result<(), GatewayError> {
-    for (remote, definition) in definitions(upstream) {
-        if let Some(existing) = registry.get(definition.name()) {
-            let existing = match existing.upstream() {
-                Some(other) => format!("a tool of upstream `{other}`"),
-                None => "a tool of this server".to_owned(),
-            };
-            return Err(GatewayError::Collision {
-                upstream: upstream.name().to_owned(),
-                remote,
-                tool: definition.name().to_owned(),
-                existing,
-            });
-        }
-        registry
-            .register(definition)
-            .map_err(|source| GatewayError::Register {
-                upstream: upstream.name().to_owned(),
-                source,
-            })?;
+/// Registers `upstream`'s tools, as the registry's group named after the upstream (see
+/// [`ToolRegistry::replace_tools`]), so that they can be replaced when it says its list
+/// changed ([`Upstream::follow_tool_list`]). All or nothing: a name taken already (by any
+/// tool, another upstream's included) stops with an error naming both, and none of its
+/// tools is registered.
+pub fn register(registry: &ToolRegistry, upstream: &Upstream) -> Result<(), GatewayError> {
+    replace(registry, upstream.shared(), &upstream.tools())
+}
+
+/// Sets `upstream`'s tools in `registry` to the ones `tools` describes.
+pub(crate) fn replace(
+    registry: &ToolRegistry,
+    upstream: &Arc<Shared>,
+    tools: &[Value],
+) -> Result<(), GatewayError> {
+    let definitions = definitions_of(upstream, tools);
+    for (remote, definition) in &definitions {
+        let Some(existing) = registry.get(definition.name()) else {
+            continue;
+        };
+        let existing = match existing.upstream() {
+            Some(other) if other == upstream.name() => continue,
+            Some(other) => format!("a tool of upstream `{other}`"),
+            None => "a tool of this server".to_owned(),
+        };
+        return Err(GatewayError::Collision {
+            upstream: upstream.name().to_owned(),
+            remote: remote.clone(),
+            tool: definition.name().to_owned(),
+            existing,
+        });
     }
-    Ok(())
+    registry
+        .replace_tools(
+            upstream.name(),
+            definitions.into_iter().map(|(_, d)| d).collect(),
+        )
+        .map_err(|source| GatewayError::Register {
+            upstream: upstream.name().to_owned(),
+            source,
+        })
 }
 
 /// The body of an upstream tool: forwards the validated arguments.
@@ -117,10 +142,11 @@ impl UpstreamTool {
             .upstream
             .connection()
             .map_err(|error| unavailable(name, &error))?;
-        let handle = ctx.call_handle();
-        let progress = handle.is_attached().then(|| handle.clone());
         let params = json!({"name": self.remote, "arguments": args});
-        match connection.request("tools/call", params, progress).await {
+        match connection
+            .request("tools/call", params, Some(ctx.call_handle()))
+            .await
+        {
             Ok(answer) => Ok(ToolOutput::Result(Box::new(call_result(name, answer)))),
             Err(error @ CallError::Unavailable(_)) => Err(unavailable(name, &error)),
             Err(CallError::Rpc { code, message }) => {

@@ -69,7 +69,7 @@ async fn post_messages(
                 .ok()
                 .filter(|m| m.get("method").is_some())
                 .and_then(|m| m["id"].as_u64());
-            let outcome = exchange(&endpoint, line, &outgoing, &shared).await;
+            let outcome = exchange(&endpoint, line, request_id, &outgoing, &shared).await;
             if let Some(id) = request_id {
                 // Delivered answers are gone from the table already; this fails the rest.
                 let why = match outcome {
@@ -101,12 +101,14 @@ fn chain(error: &dyn std::error::Error) -> String {
     text
 }
 
-/// Posts one message and dispatches whatever comes back. When the server no longer knows
+/// Posts one message and dispatches whatever comes back (requests on the answer stream
+/// of our request `request_id` belong to it). When the server no longer knows
 /// our session (`404` to a message that carried one: it restarted, or dropped the session),
 /// a new session is opened and the message sent once more.
 async fn exchange(
     endpoint: &Endpoint,
     line: String,
+    request_id: Option<u64>,
     outgoing: &mpsc::UnboundedSender<String>,
     shared: &Shared,
 ) -> Result<(), String> {
@@ -117,7 +119,7 @@ async fn exchange(
         response = post(endpoint, line).await?.0;
     }
     read_messages(endpoint, response, |message| {
-        dispatch(&endpoint.upstream, message, outgoing, shared);
+        dispatch(&endpoint.upstream, message, outgoing, shared, request_id);
     })
     .await
 }
@@ -178,7 +180,7 @@ async fn renew(endpoint: &Endpoint, stale: Option<String>) -> Result<(), String>
     let initialize = json!({"jsonrpc": "2.0", "id": "milpa-session", "method": "initialize",
     "params": {
         "protocolVersion": PROTOCOL_VERSION,
-        "capabilities": {},
+        "capabilities": crate::relay::declared_capabilities(),
         "clientInfo": {"name": "milpa-gateway", "version": env!("CARGO_PKG_VERSION")}
     }});
     let (response, _) = post(endpoint, Bytes::from(initialize.to_string())).await?;

@@ -9,12 +9,13 @@
 //! the content convention of [`milpa_mcp::content`]).
 //!
 //! ```no_run
-//! # async fn run(registry: &mut milpa::ToolRegistry) -> Result<(), milpa_gateway::GatewayError> {
+//! # async fn run(registry: &milpa::ToolRegistry) -> Result<(), milpa_gateway::GatewayError> {
 //! use milpa_gateway::{Upstream, UpstreamConfig};
 //!
 //! let config = UpstreamConfig::stdio("fs", vec!["mcp-server-filesystem".into(), "/srv".into()]);
 //! let upstream = Upstream::start(config).await?;
 //! milpa_gateway::register(registry, &upstream)?;     // fs__read_file, fs__write_file, …
+//! // once the registry is shared: `upstream.follow_tool_list(&registry_arc)`
 //! // keep `upstream` alive while serving: dropping it ends the server's process tree
 //! # Ok(()) }
 //! ```
@@ -30,10 +31,23 @@
 //!   server is tried again by each call.
 //! - Cancelling a call (or its hard timeout) sends `notifications/cancelled` upstream; the
 //!   upstream's progress for a call reaches our caller.
+//! - The upstream's `sampling/createMessage` and `elicitation/create` during a call are
+//!   relayed to the client that made the call when it declared the capability (and the
+//!   elicitation mode), and its answer goes back as it came; otherwise elicitation is
+//!   declined (`{"action": "decline"}`) and sampling refused with an error. Over stdio a
+//!   request is tied to a call only while that call is the upstream's only one in flight
+//!   (the protocol does not say which call asks); with several it is declined.
 //!
-//! Not yet: `https://` upstreams (no TLS stack here), relaying the upstream's sampling and
-//! elicitation requests (they are answered "method not found"), re-discovery on
-//! `list_changed`.
+//! - When the upstream says its tool list changed (`notifications/tools/list_changed`), or
+//!   after it restarted, its tools are discovered again and replace its previous ones in
+//!   the registry ([`Upstream::follow_tool_list`]), overrides and `hide` applied again; a
+//!   new list that would collide with another tool's name leaves the previous one in place
+//!   (logged as an error). The registry's change signal
+//!   ([`ToolRegistry::tool_list_changes`](milpa::ToolRegistry::tool_list_changes)) then
+//!   makes milpa-mcp send `notifications/tools/list_changed` to its clients.
+//!
+//! Not yet: `https://` upstreams (no TLS stack here), `roots/list` (answered "method not
+//! found"; the gateway does not declare roots).
 
 pub mod child_env;
 pub mod config;
@@ -42,6 +56,7 @@ pub mod error;
 mod forward;
 mod http;
 pub mod process_tree;
+mod relay;
 pub mod upstream;
 
 pub use config::{Confirm, ToolOverride, Transport, UpstreamConfig};

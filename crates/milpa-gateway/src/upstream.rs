@@ -10,15 +10,23 @@
 //! (back to 0.5 s once it stayed up 30 s). Dropping the [`Upstream`] stops the supervisor and
 //! kills the child's whole process tree. An HTTP server has no process here: each call
 //! reaches it or fails with `UPSTREAM_UNAVAILABLE`.
+//!
+//! With [`Upstream::follow_tool_list`], its tools are discovered again (every page) each
+//! time it sends `notifications/tools/list_changed`, and after each restart, and replace
+//! the ones in the registry (overrides and `hide` applied again) when they differ. A new
+//! list that would take a name another tool holds, or that cannot be had, leaves the
+//! previous tools in place, with an error in the log.
 
 use std::fmt;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
+use milpa::ToolRegistry;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Child;
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -74,6 +82,10 @@ pub(crate) struct Shared {
     pub(crate) config: UpstreamConfig,
     state: Mutex<UpstreamState>,
     connection: Mutex<Option<Arc<Connection>>>,
+    /// The tools it listed last (`tools/list` entries).
+    tools: Mutex<Vec<Value>>,
+    /// Told when its tool list may have changed (it said so, or it restarted).
+    list_changed: Arc<Notify>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -109,8 +121,9 @@ impl Shared {
 /// A running upstream MCP server. Dropping it ends the child's whole process tree.
 pub struct Upstream {
     shared: Arc<Shared>,
-    tools: Vec<Value>,
     supervisor: Option<JoinHandle<()>>,
+    /// The task that re-discovers its tools ([`Upstream::follow_tool_list`]).
+    follower: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl fmt::Debug for Upstream {
@@ -118,7 +131,7 @@ impl fmt::Debug for Upstream {
         f.debug_struct("Upstream")
             .field("name", &self.shared.name())
             .field("state", &self.shared.state())
-            .field("tools", &self.tools.len())
+            .field("tools", &lock(&self.shared.tools).len())
             .finish()
     }
 }
@@ -127,7 +140,8 @@ impl Upstream {
     /// Launches the upstream, runs the handshake and discovers its tools. Needs a Tokio
     /// runtime (the supervisor is a task on it).
     pub async fn start(config: UpstreamConfig) -> Result<Upstream, GatewayError> {
-        let live = launch(&config).await?;
+        let list_changed = Arc::new(Notify::new());
+        let live = launch(&config, &list_changed).await?;
         let tools = tokio::time::timeout(HANDSHAKE_TIMEOUT, list_tools(&live.connection))
             .await
             .unwrap_or_else(|_| Err(CallError::Unavailable("tools/list timed out".into())))
@@ -139,6 +153,8 @@ impl Upstream {
             config,
             state: Mutex::new(UpstreamState::Ready),
             connection: Mutex::new(Some(Arc::clone(&live.connection))),
+            tools: Mutex::new(tools),
+            list_changed,
         });
         // An HTTP upstream has no process to watch: each call reaches it or fails.
         let supervisor = live
@@ -147,9 +163,21 @@ impl Upstream {
             .then(|| tokio::spawn(supervise(Arc::clone(&shared), live)));
         Ok(Upstream {
             shared,
-            tools,
             supervisor,
+            follower: Mutex::new(None),
         })
+    }
+
+    /// Keeps its tools in `registry` (registered with [`register`](crate::register)) up to
+    /// date: when the upstream says its tool list changed, or after it restarted, its tools
+    /// are discovered again and replace its previous ones there, which tells the registry's
+    /// watchers ([`ToolRegistry::tool_list_changes`]). Needs a Tokio runtime; stops when
+    /// the upstream or the registry is dropped. A second call replaces the first.
+    pub fn follow_tool_list(&self, registry: &Arc<ToolRegistry>) {
+        let task = tokio::spawn(follow(Arc::clone(&self.shared), Arc::downgrade(registry)));
+        if let Some(previous) = lock(&self.follower).replace(task) {
+            previous.abort();
+        }
     }
 
     /// The upstream's name.
@@ -167,9 +195,10 @@ impl Upstream {
         self.shared.state()
     }
 
-    /// The tools it listed at start-up, as it described them (`tools/list` entries).
-    pub fn tools(&self) -> &[Value] {
-        &self.tools
+    /// The tools it listed last (at start-up, or when discovered again), as it described
+    /// them (`tools/list` entries).
+    pub fn tools(&self) -> Vec<Value> {
+        lock(&self.shared.tools).clone()
     }
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {
@@ -183,6 +212,9 @@ impl Drop for Upstream {
         if let Some(supervisor) = &self.supervisor {
             supervisor.abort();
         }
+        if let Some(follower) = lock(&self.follower).take() {
+            follower.abort();
+        }
     }
 }
 
@@ -192,8 +224,9 @@ struct Live {
     child: Option<(Child, ProcessTree)>,
 }
 
-/// Starts the child (or opens the HTTP session) and runs the handshake.
-async fn launch(config: &UpstreamConfig) -> Result<Live, GatewayError> {
+/// Starts the child (or opens the HTTP session) and runs the handshake; `list_changed` is
+/// told when the session says the tool list changed.
+async fn launch(config: &UpstreamConfig, list_changed: &Arc<Notify>) -> Result<Live, GatewayError> {
     let name: Arc<str> = Arc::from(config.name.as_str());
     let config_error = |message: String| GatewayError::Config {
         upstream: config.name.clone(),
@@ -223,6 +256,7 @@ async fn launch(config: &UpstreamConfig) -> Result<Live, GatewayError> {
             (Arc::new(crate::http::open(name, uri, bearer)), None)
         }
     };
+    connection.on_list_changed(Arc::clone(list_changed));
     handshake(config, &connection).await?;
     Ok(Live { connection, child })
 }
@@ -278,7 +312,7 @@ async fn handshake(config: &UpstreamConfig, connection: &Connection) -> Result<(
                 "initialize",
                 json!({
                     "protocolVersion": PROTOCOL_VERSION,
-                    "capabilities": {},
+                    "capabilities": crate::relay::declared_capabilities(),
                     "clientInfo": {"name": "milpa-gateway", "version": env!("CARGO_PKG_VERSION")}
                 }),
                 None,
@@ -373,16 +407,73 @@ async fn supervise(shared: Arc<Shared>, mut live: Live) {
             tokio::time::sleep(delay).await;
             delay = (delay * 2).min(MAX_BACKOFF);
             shared.set_state(UpstreamState::Starting);
-            match launch(&shared.config).await {
+            match launch(&shared.config, &shared.list_changed).await {
                 Ok(next) => {
                     live = next;
                     shared.set_connection(Some(Arc::clone(&live.connection)));
                     shared.set_state(UpstreamState::Ready);
                     tracing::info!(target: "milpa::upstream", upstream = %shared.name(), "restarted");
+                    // The new process may list other tools.
+                    shared.list_changed.notify_one();
                     break;
                 }
                 Err(error) => why = error.to_string(),
             }
         }
+    }
+}
+
+/// Re-discovers the upstream's tools each time it may have changed them, for as long as
+/// the registry lives.
+async fn follow(shared: Arc<Shared>, registry: Weak<ToolRegistry>) {
+    loop {
+        shared.list_changed.notified().await;
+        let Some(registry) = registry.upgrade() else {
+            return;
+        };
+        rediscover(&shared, &registry).await;
+    }
+}
+
+/// Lists the upstream's tools again and, when they differ from the last list, replaces
+/// them in `registry`; keeps the previous ones (and says why in the log) when that fails.
+async fn rediscover(shared: &Arc<Shared>, registry: &ToolRegistry) {
+    let name = shared.name();
+    let listed = match shared.connection() {
+        Ok(connection) => tokio::time::timeout(HANDSHAKE_TIMEOUT, list_tools(&connection))
+            .await
+            .unwrap_or_else(|_| Err(CallError::Unavailable("tools/list timed out".into()))),
+        Err(error) => Err(error),
+    };
+    let tools = match listed {
+        Ok(tools) => tools,
+        Err(error) => {
+            tracing::warn!(
+                target: "milpa::upstream",
+                upstream = %name,
+                "could not list its tools again ({error}); keeping the previous ones"
+            );
+            return;
+        }
+    };
+    if *lock(&shared.tools) == tools {
+        tracing::debug!(target: "milpa::upstream", upstream = %name, "its tools are unchanged");
+        return;
+    }
+    match crate::forward::replace(registry, shared, &tools) {
+        Ok(()) => {
+            tracing::info!(
+                target: "milpa::upstream",
+                upstream = %name,
+                tools = tools.len(),
+                "its tools were discovered again"
+            );
+            *lock(&shared.tools) = tools;
+        }
+        Err(error) => tracing::error!(
+            target: "milpa::upstream",
+            upstream = %name,
+            "{error}; keeping its previous tools"
+        ),
     }
 }

@@ -32,8 +32,8 @@ fn config() -> UpstreamConfig {
 
 async fn registry_with(config: UpstreamConfig) -> (ToolRegistry, Upstream) {
     let upstream = Upstream::start(config).await.expect("the example starts");
-    let mut registry = ToolRegistry::new();
-    milpa_gateway::register(&mut registry, &upstream).unwrap();
+    let registry = ToolRegistry::new();
+    milpa_gateway::register(&registry, &upstream).unwrap();
     (registry, upstream)
 }
 
@@ -42,7 +42,7 @@ async fn discovery_follows_every_page_and_tools_keep_their_schema_and_safety() {
     let (registry, upstream) = registry_with(config()).await;
     assert_eq!(upstream.state().to_string(), "ready");
     // Two tools per page: three pages.
-    let names: Vec<&str> = registry.tool_names().collect();
+    let names: Vec<String> = registry.tool_names().map(|n| n.to_string()).collect();
     assert_eq!(
         names,
         [

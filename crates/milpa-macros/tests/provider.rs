@@ -123,7 +123,8 @@ async fn context_and_call_handle_are_injected_not_arguments() {
     registry
         .register_provider(Arc::new(Notes::new("")))
         .unwrap();
-    let schema = registry.get("whoami").unwrap().input_schema();
+    let whoami = registry.get("whoami").unwrap();
+    let schema = whoami.input_schema();
     assert_eq!(schema["properties"], json!({}));
     assert!(schema.get("required").is_none());
 

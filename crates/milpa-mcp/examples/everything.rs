@@ -152,6 +152,30 @@ fn fixture_tools() -> Vec<ToolDefinition> {
                 let text = answer["content"]["text"].as_str().unwrap_or_default();
                 Ok::<_, ToolError>(json!(format!("LLM response: {text}")))
             }),
+        // 2026-07-28: needs sampling, so a request that did not declare it gets -32021.
+        // 2026-07-28: `region` travels in the Mcp-Param-Region header too (x-mcp-header).
+        ToolDefinition::builder("test_custom_headers")
+            .description("Echoes a region that proxies can route on (Mcp-Param-Region)")
+            .input_schema(json!({
+                "type": "object",
+                "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+                "required": ["region"]
+            }))
+            .sync(|args, _| json!(format!("region={}", args["region"].as_str().unwrap_or("?")))),
+        ToolDefinition::builder("test_missing_capability")
+            .description("Asks the client's model a question: needs the sampling capability")
+            .input_schema(json!({"type": "object", "additionalProperties": false}))
+            .asynchronous(|_, ctx: ToolContext| async move {
+                let answer = ctx
+                    .call_handle()
+                    .create_message(json!({
+                        "messages": [{"role": "user", "content": {"type": "text", "text": "Say hello"}}],
+                        "maxTokens": 10
+                    }))
+                    .await
+                    .map_err(|e| ToolError::new(format!("Sampling failed: {e}")))?;
+                Ok::<_, ToolError>(answer)
+            }),
         ToolDefinition::builder("test_elicitation")
             .description("Asks the user for a username and an email")
             .input_schema(string_arg("message", "The message to show the user"))
@@ -238,17 +262,162 @@ fn fixture_tools() -> Vec<ToolDefinition> {
                 "type": "object",
                 "$defs": {
                     "address": {
+                        "$anchor": "addressDef",
                         "type": "object",
                         "properties": {"street": {"type": "string"}, "city": {"type": "string"}}
                     }
                 },
                 "properties": {
                     "name": {"type": "string"},
-                    "address": {"$ref": "#/$defs/address"}
+                    "address": {"$ref": "#/$defs/address"},
+                    "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                    "phone": {"type": "string"},
+                    "email": {"type": "string"}
                 },
+                "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+                "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+                "then": {"required": ["phone"]},
+                "else": {"required": ["email"]},
                 "additionalProperties": false
             }))
             .sync(|args, _| args.clone()),
+    ]
+}
+
+/// A request to the client under the `inputRequests` key `key` (2026-07-28 MRTR; the
+/// older revisions send it to the client as a request).
+async fn ask(
+    ctx: &ToolContext,
+    key: &str,
+    method: &str,
+    mut params: Value,
+) -> Result<Value, ToolError> {
+    params["_meta"] = json!({ milpa_mcp::protocol::INPUT_KEY_META: key });
+    ctx.call_handle()
+        .request(method, params)
+        .await
+        .map_err(|e| ToolError::new(format!("{method} failed: {e}")))
+}
+
+fn name_question(message: &str) -> Value {
+    json!({
+        "message": message,
+        "requestedSchema": {
+            "type": "object",
+            "properties": {"name": {"type": "string"}},
+            "required": ["name"]
+        }
+    })
+}
+
+fn answered_name(answer: &Value) -> Result<String, ToolError> {
+    answer["content"]["name"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| ToolError::new("the answer carries no content.name"))
+}
+
+/// The 2026-07-28 MRTR fixture tools of the conformance suite: each asks the client
+/// through its call handle, and the server turns the question into an `input_required`
+/// round.
+fn input_required_tools() -> Vec<ToolDefinition> {
+    vec![
+        ToolDefinition::builder("test_input_required_result_elicitation")
+            .description("Asks the user's name (one elicitation round)")
+            .input_schema(no_args())
+            .asynchronous(|_, ctx: ToolContext| async move {
+                let answer = ask(&ctx, "user_name", "elicitation/create", name_question("What is your name?")).await?;
+                Ok::<_, ToolError>(json!(format!("Hello, {}!", answered_name(&answer)?)))
+            }),
+        ToolDefinition::builder("test_input_required_result_sampling")
+            .description("Asks the client's model a question (one sampling round)")
+            .input_schema(no_args())
+            .asynchronous(|_, ctx: ToolContext| async move {
+                let answer = ask(&ctx, "capital_question", "sampling/createMessage", json!({
+                    "messages": [{"role": "user", "content": {"type": "text", "text": "What is the capital of France?"}}],
+                    "maxTokens": 100
+                })).await?;
+                let text = answer["content"]["text"].as_str().unwrap_or_default();
+                Ok::<_, ToolError>(json!(format!("The model said: {text}")))
+            }),
+        ToolDefinition::builder("test_input_required_result_list_roots")
+            .description("Asks the client's roots (one roots/list round)")
+            .input_schema(no_args())
+            .asynchronous(|_, ctx: ToolContext| async move {
+                let answer = ask(&ctx, "client_roots", "roots/list", json!({})).await?;
+                let uris: Vec<&str> = answer["roots"].as_array().map(|r| r.iter().filter_map(|r| r["uri"].as_str()).collect()).unwrap_or_default();
+                Ok::<_, ToolError>(json!(format!("Roots: {}", uris.join(", "))))
+            }),
+        ToolDefinition::builder("test_input_required_result_request_state")
+            .description("Asks for a confirmation; the retry's requestState is verified by the server")
+            .input_schema(no_args())
+            .asynchronous(|_, ctx: ToolContext| async move {
+                let answer = ask(&ctx, "confirm", "elicitation/create", json!({
+                    "message": "Please confirm",
+                    "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+                })).await?;
+                Ok::<_, ToolError>(json!(format!("state-ok: confirmed={}", answer["content"]["ok"])))
+            }),
+        ToolDefinition::builder("test_input_required_result_tampered_state")
+            .description("Asks for a confirmation; a tampered requestState is refused")
+            .input_schema(no_args())
+            .asynchronous(|_, ctx: ToolContext| async move {
+                let answer = ask(&ctx, "confirm", "elicitation/create", json!({
+                    "message": "Please confirm",
+                    "requestedSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+                })).await?;
+                Ok::<_, ToolError>(json!(format!("confirmed={}", answer["content"]["ok"])))
+            }),
+        ToolDefinition::builder("test_input_required_result_multiple_inputs")
+            .description("Asks a name, a greeting and the roots in one round")
+            .input_schema(no_args())
+            .asynchronous(|_, ctx: ToolContext| async move {
+                let (name, greeting, roots) = tokio::join!(
+                    ask(&ctx, "user_name", "elicitation/create", name_question("What is your name?")),
+                    ask(&ctx, "greeting", "sampling/createMessage", json!({
+                        "messages": [{"role": "user", "content": {"type": "text", "text": "Generate a greeting"}}],
+                        "maxTokens": 50
+                    })),
+                    ask(&ctx, "client_roots", "roots/list", json!({})),
+                );
+                let (name, greeting, roots) = (name?, greeting?, roots?);
+                Ok::<_, ToolError>(json!(format!(
+                    "{} {} ({} roots)",
+                    greeting["content"]["text"].as_str().unwrap_or("Hello"),
+                    answered_name(&name)?,
+                    roots["roots"].as_array().map_or(0, Vec::len)
+                )))
+            }),
+        ToolDefinition::builder("test_input_required_result_multi_round")
+            .description("Asks a name, then an age: two rounds")
+            .input_schema(no_args())
+            .asynchronous(|_, ctx: ToolContext| async move {
+                let first = ask(&ctx, "step1", "elicitation/create", name_question("Step 1: What is your name?")).await?;
+                let name = answered_name(&first)?;
+                let second = ask(&ctx, "step2", "elicitation/create", json!({
+                    "message": format!("Step 2: Hello {name}, how old are you?"),
+                    "requestedSchema": {"type": "object", "properties": {"age": {"type": "number"}}, "required": ["age"]}
+                })).await?;
+                Ok::<_, ToolError>(json!(format!("{name} is {} years old", second["content"]["age"])))
+            }),
+        ToolDefinition::builder("test_input_required_result_capabilities")
+            .description("Asks only what the client declared it can answer")
+            .input_schema(no_args())
+            .asynchronous(|_, ctx: ToolContext| async move {
+                let declared = ctx.call_handle().client_capabilities().unwrap_or_default();
+                if declared.get("elicitation").is_some() {
+                    let answer = ask(&ctx, "user_name", "elicitation/create", name_question("What is your name?")).await?;
+                    return Ok::<_, ToolError>(json!(format!("Hello, {}!", answered_name(&answer)?)));
+                }
+                if declared.get("sampling").is_some() {
+                    let answer = ask(&ctx, "greeting", "sampling/createMessage", json!({
+                        "messages": [{"role": "user", "content": {"type": "text", "text": "Generate a greeting"}}],
+                        "maxTokens": 50
+                    })).await?;
+                    return Ok(json!(format!("The model said: {}", answer["content"]["text"].as_str().unwrap_or_default())));
+                }
+                Ok(json!("Nothing to ask: the client declared neither elicitation nor sampling"))
+            }),
     ]
 }
 
@@ -446,7 +615,11 @@ fn build_registry(args: &Args) -> Result<ToolRegistry, Box<dyn std::error::Error
         builder = builder.audit_sink(BufferedAuditFile::start(file));
     }
     let mut registry = builder.build();
-    for tool in fixture_tools().into_iter().chain(demo_tools()) {
+    for tool in fixture_tools()
+        .into_iter()
+        .chain(input_required_tools())
+        .chain(demo_tools())
+    {
         registry.register(tool)?;
     }
     Ok(registry)

@@ -5,7 +5,8 @@ server ("everything" example), over stdio or Streamable HTTP.
     python py_client.py --http URL AUDIT_FILE
 
 The 2.x client probes `server/discover` first and falls back to `initialize` when the server
-answers -32601, so connecting at all checks that path. AUDIT_FILE is where the server writes
+answers -32601; milpa answers it, so every check runs on the 2026-07-28 revision (stateless,
+confirmation through input_required). AUDIT_FILE is where the server writes
 its audit records; the cancellation test reads it.
 """
 
@@ -56,6 +57,11 @@ def milpa_meta(result):
 
 async def plain_tests():
     async with Client(server()) as client:
+
+        async def discovery():
+            # The default mode probes server/discover first: the stateless revision.
+            version = client.session.protocol_version
+            check(version == "2026-07-28", f"negotiated {version}")
 
         async def listing():
             tools = (await client.list_tools()).tools
@@ -129,6 +135,7 @@ async def plain_tests():
             check(audited, "audit record with outcome cancelled")
             check(time.monotonic() - started < 10, "cancelled quickly")
 
+        await run("discovery negotiates 2026-07-28", discovery)
         await run("tools/list", listing)
         await run("tools/call add", add)
         await run("refused call", refused)

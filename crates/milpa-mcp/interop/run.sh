@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# milpa-mcp: the official MCP conformance suite against the fixture server over HTTP,
+# milpa-mcp: the official MCP conformance suite against the fixture server over HTTP (0.1.16
+# for 2024-11-05..2025-11-25, and the 0.2.0 pre-release line at --spec-version 2026-07-28),
 # interop tests with the official Python and TypeScript SDKs as clients (stdio and HTTP), and
 # the same clients through `milpa proxy` in front of third-party servers from npm
 # (@modelcontextprotocol/server-everything and server-filesystem).
 #
-#   crates/milpa-mcp/interop/run.sh [all|conformance|python|node|gateway]   (default: all)
+#   crates/milpa-mcp/interop/run.sh [all|conformance|conformance-2026|python|node|gateway]   (default: all)
 #
 # Installs what is missing into .cache/milpa-mcp (idempotent; nothing is fetched when the
 # pinned versions are already there), builds the `everything` example, starts it on a free
@@ -23,7 +24,14 @@ TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
 
 NODE_VERSION=22.23.5
 CONFORMANCE_VERSION=0.1.16
+# The pre-release line with the 2026-07-28 scenarios, installed beside 0.1.16 (its own prefix).
+CONFORMANCE_NEXT_VERSION=0.2.0-alpha.12
+NEXT_DIR="$CACHE/conformance-next"
 TS_SDK_VERSION=1.32.2
+# The 2.x client package: the first TypeScript client that speaks 2026-07-28 (opt-in
+# `versionNegotiation`); the 1.x SDK above stops at 2025-11-25.
+TS_CLIENT2_VERSION=2.4.0
+CLIENT2_DIR="$CACHE/ts-client2"
 PY_MCP_VERSION=2.3.0
 SERVERS_DIR="$CACHE/servers"
 EVERYTHING_VERSION=2026.8.31
@@ -36,6 +44,22 @@ CONFORMANCE_SCENARIOS=(
   tools-call-mixed-content tools-call-with-logging tools-call-error tools-call-with-progress
   tools-call-sampling tools-call-elicitation
   json-schema-2020-12 elicitation-sep1034-defaults elicitation-sep1330-enums
+)
+
+# Every 2026-07-28 scenario of the pre-release line except resources, prompts and completion.
+CONFORMANCE_2026_SCENARIOS=(
+  server-stateless tools-list
+  tools-call-simple-text tools-call-image tools-call-audio tools-call-embedded-resource
+  tools-call-mixed-content tools-call-error tools-call-with-progress
+  json-schema-2020-12 server-sse-multiple-streams dns-rebinding-protection caching
+  http-header-validation http-custom-header-server-validation
+  input-required-result-basic-elicitation input-required-result-basic-sampling
+  input-required-result-basic-list-roots input-required-result-request-state
+  input-required-result-multiple-input-requests input-required-result-multi-round
+  input-required-result-missing-input-response input-required-result-non-tool-request
+  input-required-result-result-type input-required-result-unsupported-methods
+  input-required-result-tampered-state input-required-result-capability-check
+  input-required-result-ignore-extra-params input-required-result-validate-input
 )
 
 log() { echo "[milpa-mcp interop] $*" >&2; }
@@ -58,6 +82,28 @@ install_node() {
     "$NODE_PKG@$NODE_VERSION" \
     "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" \
     "@modelcontextprotocol/sdk@$TS_SDK_VERSION" >&2
+  echo "$want" > "$stamp"
+}
+
+install_conformance_next() {
+  install_node
+  local stamp="$NEXT_DIR/.stamp" want="conformance@$CONFORMANCE_NEXT_VERSION"
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then return; fi
+  log "installing @modelcontextprotocol/conformance@$CONFORMANCE_NEXT_VERSION"
+  mkdir -p "$NEXT_DIR"
+  npm install --prefix "$NEXT_DIR" --no-audit --no-fund --loglevel=error \
+    "@modelcontextprotocol/conformance@$CONFORMANCE_NEXT_VERSION" >&2
+  echo "$want" > "$stamp"
+}
+
+install_ts_client2() {
+  install_node
+  local stamp="$CLIENT2_DIR/.stamp" want="client@$TS_CLIENT2_VERSION"
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then return; fi
+  log "installing @modelcontextprotocol/client@$TS_CLIENT2_VERSION"
+  mkdir -p "$CLIENT2_DIR"
+  npm install --prefix "$CLIENT2_DIR" --no-audit --no-fund --loglevel=error \
+    "@modelcontextprotocol/client@$TS_CLIENT2_VERSION" >&2
   echo "$want" > "$stamp"
 }
 
@@ -143,6 +189,28 @@ run_conformance() {
   stop_server
 }
 
+# The pre-release suite at --spec-version 2026-07-28 (the stateless revision), same fixture.
+run_conformance_2026() {
+  install_conformance_next
+  start_server "$WORK/conformance-2026-audit.jsonl"
+  log "conformance $CONFORMANCE_NEXT_VERSION (2026-07-28) against $URL"
+  local out
+  for scenario in "${CONFORMANCE_2026_SCENARIOS[@]}"; do
+    out="$WORK/conformance-2026-$scenario.txt"
+    if (cd "$WORK" && timeout 120 "$NODE" "$NEXT_DIR/node_modules/.bin/conformance" server \
+      --url "$URL" --scenario "$scenario" --spec-version 2026-07-28 -o "$WORK/results-2026" > "$out" 2>&1) \
+      && grep -Eq "^Passed: [0-9]+/[0-9]+, 0 failed" "$out"; then
+      PASSED=$((PASSED + 1))
+      echo "ok - conformance 2026-07-28 $scenario ($(grep -E '^Passed:' "$out"))"
+    else
+      FAILED=$((FAILED + 1))
+      echo "not ok - conformance 2026-07-28 $scenario"
+      sed 's/^/    /' "$out"
+    fi
+  done
+  stop_server
+}
+
 count() { # count OUTPUT_FILE: adds the client's "N passed, M failed" line to the totals
   local line
   line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$1" | tail -n1 || true)
@@ -181,6 +249,11 @@ run_node() {
   # The client resolves @modelcontextprotocol/sdk from the cache's node_modules.
   cp "$HERE/ts_client.mjs" "$NODE_DIR/ts_client.mjs"
   run_client ts timeout 180 "$NODE" "$NODE_DIR/ts_client.mjs"
+  # The 2.x client negotiating 2026-07-28 (resolves its package from its own prefix).
+  install_ts_client2
+  : > "$WORK/ts2-stdio-audit.jsonl"
+  cp "$HERE/ts2_client.mjs" "$CLIENT2_DIR/ts2_client.mjs"
+  run_client ts2 timeout 180 "$NODE" "$CLIENT2_DIR/ts2_client.mjs"
 }
 
 # gateway_dir NAME: a fresh folder for one gateway client: the filesystem server's root with
@@ -243,12 +316,13 @@ run_gateway() {
 mkdir -p "$WORK"
 build
 case "$WHAT" in
-  all) run_conformance; run_python; run_node; run_gateway ;;
-  conformance) run_conformance ;;
+  all) run_conformance; run_conformance_2026; run_python; run_node; run_gateway ;;
+  conformance) run_conformance; run_conformance_2026 ;;
+  conformance-2026) run_conformance_2026 ;;
   python) run_python ;;
   node) run_node ;;
   gateway) run_gateway ;;
-  *) log "usage: $0 [all|conformance|python|node|gateway]"; exit 2 ;;
+  *) log "usage: $0 [all|conformance|conformance-2026|python|node|gateway]"; exit 2 ;;
 esac
 
 echo "milpa-mcp-interop: $PASSED passed, $FAILED failed"

@@ -161,6 +161,7 @@ pub struct CallResult<'a> {
     tool: &'a str,
     result: &'a ToolResult,
     output_schema: bool,
+    result_type: bool,
 }
 
 impl<'a> CallResult<'a> {
@@ -170,7 +171,15 @@ impl<'a> CallResult<'a> {
             tool,
             result,
             output_schema: false,
+            result_type: false,
         }
+    }
+
+    /// Whether the result carries `resultType: "complete"` (2026-07-28 requires it on every
+    /// result; older revisions do not know the field).
+    pub fn with_result_type(mut self, on: bool) -> Self {
+        self.result_type = on;
+        self
     }
 
     /// Whether the tool declares an output schema: a failed result's data then goes to
@@ -189,15 +198,19 @@ impl<'a> CallResult<'a> {
     /// because one is written for every call.
     pub fn write_json(&self, out: &mut Vec<u8>) {
         let result = self.result;
+        out.push(b'{');
+        if self.result_type {
+            out.extend_from_slice(b"\"resultType\":\"complete\",");
+        }
         if let Some(blocks) = content::blocks_of(result) {
-            out.extend_from_slice(b"{\"content\":");
+            out.extend_from_slice(b"\"content\":");
             write_json(out, blocks);
             if let Some(structured) = result.data.get("structuredContent") {
                 out.extend_from_slice(b",\"structuredContent\":");
                 write_json(out, structured);
             }
         } else {
-            out.extend_from_slice(b"{\"content\":[{\"type\":\"text\",\"text\":");
+            out.extend_from_slice(b"\"content\":[{\"type\":\"text\",\"text\":");
             write_json(out, &render_text(self.tool, result));
             out.extend_from_slice(b"}]");
             match &result.data {
@@ -256,6 +269,9 @@ impl Serialize for CallResult<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let result = self.result;
         let mut map = serializer.serialize_map(None)?;
+        if self.result_type {
+            map.serialize_entry("resultType", "complete")?;
+        }
         if let Some(blocks) = content::blocks_of(result) {
             map.serialize_entry("content", blocks)?;
             if let Some(structured) = result.data.get("structuredContent") {

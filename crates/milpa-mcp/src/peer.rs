@@ -7,7 +7,8 @@ use milpa::{BoxFuture, CallPeer, LogLevel, PeerError};
 use serde_json::{Map, Value, json};
 
 use crate::jsonrpc;
-use crate::session::{CallControl, ClientLink, Out, Route};
+use crate::protocol::{INPUT_KEY_META, MISSING_REQUIRED_CLIENT_CAPABILITY};
+use crate::session::{CallControl, ClientLink, Out, RequestMeta, Route, capability_for};
 
 /// One call's line back to the client.
 pub(crate) struct Peer {
@@ -16,6 +17,27 @@ pub(crate) struct Peer {
     progress_token: Option<Value>,
     route: Route,
     last_progress: Mutex<Option<f64>>,
+    /// 2026-07-28: what the request declared in its `_meta` (capabilities, log level). The
+    /// connection's declaration (`initialize`) is used when `None`.
+    request: Option<Arc<RequestMeta>>,
+    /// 2026-07-28: the capability the tool needed and the request did not declare; the
+    /// call is then answered with `-32021` instead of its result.
+    missing_capability: Mutex<Option<&'static str>>,
+    /// 2026-07-28: what the tool asked the client this round and has no answer for yet,
+    /// by input key (becomes the `inputRequests` of an `input_required` result), and the
+    /// answers it has (from earlier rounds and the retry's `inputResponses`).
+    inputs: Mutex<ToolInputs>,
+}
+
+/// A 2026-07-28 call's requests to the client, answered across `input_required` rounds.
+#[derive(Debug, Default)]
+pub(crate) struct ToolInputs {
+    /// Answers by input key.
+    pub answers: Map<String, Value>,
+    /// Requests without an answer yet, by input key.
+    pub asked: Map<String, Value>,
+    /// Requests made so far, for keys the tool did not choose.
+    count: usize,
 }
 
 impl Peer {
@@ -24,6 +46,7 @@ impl Peer {
         control: Arc<CallControl>,
         progress_token: Option<Value>,
         route: Route,
+        request: Option<Arc<RequestMeta>>,
     ) -> Peer {
         Peer {
             client,
@@ -31,12 +54,74 @@ impl Peer {
             progress_token,
             route,
             last_progress: Mutex::new(None),
+            request,
+            missing_capability: Mutex::new(None),
+            inputs: Mutex::new(ToolInputs::default()),
         }
     }
 
-    pub async fn request_client(&self, method: &str, params: Value) -> Result<Value, PeerError> {
+    fn inputs(&self) -> std::sync::MutexGuard<'_, ToolInputs> {
+        self.inputs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// 2026-07-28: the answers gathered before this round.
+    pub fn add_answers(&self, answers: Map<String, Value>) {
+        self.inputs().answers.extend(answers);
+    }
+
+    /// 2026-07-28: what was asked without an answer this round, and every answer so far.
+    pub fn take_inputs(&self) -> (Map<String, Value>, Map<String, Value>) {
+        let mut inputs = self.inputs();
+        (
+            std::mem::take(&mut inputs.asked),
+            std::mem::take(&mut inputs.answers),
+        )
+    }
+
+    /// 2026-07-28: the capability the call needed and its request did not declare.
+    pub fn missing_capability(&self) -> Option<&'static str> {
+        *self
+            .missing_capability
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub async fn request_client(
+        &self,
+        method: &str,
+        mut params: Value,
+    ) -> Result<Value, PeerError> {
         if self.control.is_cancelled() {
             return Err(PeerError::new("the call was cancelled"));
+        }
+        let chosen = take_input_key(&mut params);
+        if let Some(request) = &self.request {
+            // 2026-07-28 has no server-to-client requests on a response stream.
+            if let Some(capability) = capability_for(method)
+                && !request.declares(capability)
+            {
+                *self
+                    .missing_capability
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = Some(capability);
+                return Err(PeerError {
+                    code: Some(MISSING_REQUIRED_CLIENT_CAPABILITY),
+                    message: format!("the request did not declare the {capability} capability"),
+                });
+            }
+            // Answered by an earlier round, or asked in the `input_required` result.
+            let mut inputs = self.inputs();
+            inputs.count += 1;
+            let key = chosen.unwrap_or_else(|| format!("{method}#{}", inputs.count));
+            if let Some(answer) = inputs.answers.get(&key) {
+                return Ok(answer.clone());
+            }
+            inputs
+                .asked
+                .insert(key.clone(), json!({"method": method, "params": params}));
+            return Err(PeerError::new(format!(
+                "{method} ({key}) is asked of the client in an input_required result; the call is retried with its answer"
+            )));
         }
         self.client
             .request_client(method, params, &self.route)
@@ -51,6 +136,19 @@ impl Peer {
         self.client
             .send(&self.route, jsonrpc::notification(method, params));
     }
+}
+
+/// Takes the tool's [`INPUT_KEY_META`] out of a request's params (and `_meta` with it when
+/// nothing else is left there): it is ours, not the client's.
+fn take_input_key(params: &mut Value) -> Option<String> {
+    let meta = params.get_mut("_meta").and_then(Value::as_object_mut)?;
+    let key = meta.remove(INPUT_KEY_META);
+    if meta.is_empty()
+        && let Some(object) = params.as_object_mut()
+    {
+        object.remove("_meta");
+    }
+    key.and_then(|key| key.as_str().map(str::to_owned))
 }
 
 impl CallPeer for Peer {
@@ -85,7 +183,13 @@ impl CallPeer for Peer {
     }
 
     fn log(&self, level: LogLevel, logger: Option<&str>, data: Value) {
-        if !self.client.log_enabled(level) || self.control.is_cancelled() {
+        let enabled = match &self.request {
+            Some(request) => request
+                .log_level
+                .is_some_and(|threshold| level >= threshold),
+            None => self.client.log_enabled(level),
+        };
+        if !enabled || self.control.is_cancelled() {
             return;
         }
         let mut params = Map::with_capacity(3);
@@ -117,7 +221,10 @@ impl CallPeer for Peer {
     }
 
     fn client_capabilities(&self) -> Option<Value> {
-        self.client.capabilities()
+        match &self.request {
+            Some(request) => Some(request.capabilities.clone()),
+            None => self.client.capabilities(),
+        }
     }
 
     fn close_response_stream(&self) -> bool {

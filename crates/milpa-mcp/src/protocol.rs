@@ -7,6 +7,57 @@ use milpa::LogLevel;
 /// The protocol versions this server speaks, newest (preferred) first.
 pub const SUPPORTED_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
+/// The stateless revision: no `initialize`, no session; every request carries its protocol
+/// version and the client's capabilities in `_meta` (see [`META_PROTOCOL_VERSION`]).
+pub const MODERN_VERSION: &str = "2026-07-28";
+
+/// Every version this server speaks, newest first: what `server/discover` lists and what an
+/// unsupported-version error offers.
+pub const ALL_VERSIONS: [&str; 5] = [
+    MODERN_VERSION,
+    "2025-11-25",
+    "2025-06-18",
+    "2025-03-26",
+    "2024-11-05",
+];
+
+/// `_meta` key of a 2026-07-28 request: the protocol version it speaks.
+pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key of a 2026-07-28 request: what the client can do (`ClientCapabilities`).
+pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key of a 2026-07-28 request: the lowest log level the client wants to be sent
+/// (absent: no log messages).
+pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+/// `_meta` key of a 2026-07-28 result: who answered (`Implementation`).
+pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+/// 2026-07-28: the `params._meta` key under which a tool names the `inputRequests` key of a
+/// request it sends the client through its call handle (`"user_name"`); taken out before
+/// the request reaches the client. Without it a request is keyed `<method>#<n>` in asking
+/// order. Over 2026-07-28 such a request ends the round with an `input_required` result,
+/// and the tool runs again on the retry, where the same request gets the client's answer.
+pub const INPUT_KEY_META: &str = "milpa/inputKey";
+
+/// 2026-07-28: the HTTP headers (`Mcp-Method`, `Mcp-Name`, `MCP-Protocol-Version`) do not
+/// match the body.
+pub const HEADER_MISMATCH: i64 = -32020;
+/// 2026-07-28: serving the request needs a capability the client did not declare.
+pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+/// 2026-07-28: the request's protocol version is not one this server speaks.
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// The request methods of the 2026-07-28 revision this server answers (`ping`,
+/// `initialize` and `logging/setLevel` are gone from it). The prompt and resource lists
+/// are answered empty: this server has none, and says so with caching hints.
+pub(crate) const MODERN_METHODS: [&str; 6] = [
+    "server/discover",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "resources/list",
+    "resources/templates/list",
+];
+
 /// The version offered when the client asks for one we do not speak.
 pub const LATEST_VERSION: &str = SUPPORTED_VERSIONS[0];
 
@@ -34,6 +85,32 @@ pub(crate) const KNOWN_METHODS: [&str; 5] = [
     "tools/call",
     "logging/setLevel",
 ];
+
+/// A secret key; its `Debug` shows nothing of it, so options can be logged.
+#[derive(Clone)]
+pub struct StateSecret(std::sync::Arc<[u8]>);
+
+impl StateSecret {
+    /// A key from these bytes (use at least 32 random bytes).
+    pub fn new(bytes: impl Into<Vec<u8>>) -> StateSecret {
+        StateSecret(bytes.into().into())
+    }
+
+    /// 32 random bytes.
+    pub fn random() -> StateSecret {
+        StateSecret::new(rand::random::<[u8; 32]>().to_vec())
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for StateSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StateSecret(..)")
+    }
+}
 
 /// Default largest batch (JSON array of messages): 100 messages.
 pub const DEFAULT_MAX_BATCH_LEN: usize = 100;
@@ -86,6 +163,13 @@ pub struct ServerOptions {
     /// Most messages one batch (JSON array) may hold (default 100). A larger batch is
     /// refused whole with one `-32600` error and none of its messages runs.
     pub max_batch_len: usize,
+    /// 2026-07-28: the key that seals the `requestState` of `input_required` results
+    /// (HMAC-SHA-256). Give every replica behind one endpoint the same one; without it a
+    /// random key is drawn at start, and a state only opens on the server that sealed it.
+    pub state_secret: Option<StateSecret>,
+    /// 2026-07-28: how long a client may cache `server/discover` and the lists
+    /// (`ttlMs`, default 5 minutes). The tool list is fixed for the server's life.
+    pub list_ttl: Duration,
 }
 
 impl Default for ServerOptions {
@@ -103,6 +187,8 @@ impl Default for ServerOptions {
             client_request_timeout: Some(Duration::from_secs(600)),
             max_in_flight: 256,
             max_batch_len: DEFAULT_MAX_BATCH_LEN,
+            state_secret: None,
+            list_ttl: Duration::from_secs(300),
         }
     }
 }

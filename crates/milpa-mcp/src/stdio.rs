@@ -9,6 +9,11 @@
 //! limit: a longer line is answered with an error, skipped up to its newline, and serving
 //! goes on.
 //!
+//! Both eras share the connection: a request whose params carry a 2026-07-28 `_meta`
+//! (`io.modelcontextprotocol/protocolVersion`) is answered the 2026-07-28 way, from its
+//! own declarations and without `initialize`; any other message goes to the session that
+//! `initialize` set up.
+//!
 //! Each `tools/call` runs concurrently with everything else (a slow call never holds up
 //! others); other requests are answered in order as they are read. At end of input the
 //! calls still running get `DRAIN_TIMEOUT` to finish, then are cancelled (and audited as
@@ -26,9 +31,9 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::bytes::BytesMut;
 use tokio_util::codec::{Decoder, FramedRead, LinesCodec, LinesCodecError};
 
-use crate::jsonrpc::{self, ErrorObject, INVALID_REQUEST, PARSE_ERROR, Parsed};
+use crate::jsonrpc::{self, ErrorObject, INVALID_REQUEST, Incoming, PARSE_ERROR, Parsed};
 use crate::protocol::ServerOptions;
-use crate::session::{Caller, Dispatch, Out, Route, Session, Shared};
+use crate::session::{Caller, Dispatch, Out, Route, Session, Shared, is_modern_request};
 
 /// Serves `registry` over this process's stdin and stdout with default options, until end
 /// of input.
@@ -111,10 +116,13 @@ where
     let mut lines =
         FramedRead::with_capacity(reader, MessageLines::new(max_message_bytes), READ_CAPACITY);
     let shared = Shared::new(registry, options);
-    let session = Session::new(shared, None);
+    let session = Session::new(shared.clone(), None);
+    let modern = Session::modern(shared);
     let (tx, mut rx) = mpsc::unbounded_channel::<Out>();
+    session.forward_tool_list_changes(Route::Channel(tx.clone()));
     let conn = Conn {
         session: session.clone(),
+        modern: modern.clone(),
         tx: tx.clone(),
         route: Route::Channel(tx.clone()),
         permits: Arc::new(Semaphore::new(max_in_flight)),
@@ -204,6 +212,7 @@ where
     session.fail_pending();
     if write_error.is_some() {
         session.shutdown();
+        modern.shutdown();
     } else {
         // Running calls get `DRAIN_TIMEOUT` to finish, then are cancelled (and audited so).
         let mut cancel_at = tokio::time::Instant::now() + DRAIN_TIMEOUT;
@@ -229,6 +238,7 @@ where
                         break;
                     }
                     session.shutdown();
+                    modern.shutdown();
                     // Queued calls were never started: they end as cancelled, unanswered.
                     jobs.clear();
                     cancelled = true;
@@ -237,6 +247,7 @@ where
             }
         }
         session.shutdown();
+        modern.shutdown();
         while let Ok(message) = rx.try_recv() {
             batch.push(message);
         }
@@ -370,6 +381,9 @@ enum Job {
 /// One stdio connection's dispatching state.
 struct Conn {
     session: Arc<Session>,
+    /// Serves 2026-07-28 requests (those with a `_meta` protocol version): each declares
+    /// itself, so they share no state with the `initialize`d session.
+    modern: Arc<Session>,
     tx: mpsc::UnboundedSender<Out>,
     /// Where a request's messages go: `tx`, the writer's channel.
     route: Route,
@@ -393,7 +407,28 @@ impl Conn {
     fn handle(&self, parsed: Parsed, out: &mut Vec<u8>, jobs: &mut VecDeque<Job>) {
         match parsed {
             Parsed::Single(message) => {
-                match self.session.handle(message, &self.caller, &self.route) {
+                let dispatch = match message {
+                    Ok(Incoming::Request { id, method, params })
+                        if is_modern_request(params.as_ref()) =>
+                    {
+                        Some(self.modern.dispatch_modern(
+                            id,
+                            &method,
+                            params,
+                            &self.caller,
+                            self.route.clone(),
+                            None,
+                        ))
+                    }
+                    Ok(Incoming::Notification { method, params }) => {
+                        // `notifications/cancelled` may name a call of either era.
+                        self.modern.notify(&method, params.clone());
+                        self.session.notify(&method, params);
+                        None
+                    }
+                    message => self.session.handle(message, &self.caller, &self.route),
+                };
+                match dispatch {
                     None => {}
                     Some(Dispatch::Reply(reply)) => push_line(out, &reply),
                     Some(Dispatch::Call(call, _)) if !jobs.is_empty() => {

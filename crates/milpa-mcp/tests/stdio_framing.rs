@@ -27,7 +27,7 @@ async fn initialize_negotiates_versions() {
         assert_eq!(reply["result"]["protocolVersion"], answered);
         assert_eq!(
             reply["result"]["capabilities"]["tools"]["listChanged"],
-            false
+            true
         );
         assert!(reply["result"]["capabilities"]["logging"].is_object());
         assert_eq!(reply["result"]["serverInfo"]["name"], "milpa");

@@ -81,7 +81,7 @@ pub use listing::ToolSummary;
 pub use milpa_macros::{tool, tools};
 pub use pipeline::refusal::ConfirmationRefusal;
 pub use pipeline::{StageTrace, StepKind};
-pub use registry::{RegistryError, ToolRegistry, ToolRegistryBuilder};
+pub use registry::{RegistryError, ToolRef, ToolRegistry, ToolRegistryBuilder};
 pub use result::{ErrorCode, Meta, RuntimeMeta, ToolResult, asks_for_confirmation};
 pub use store_error::{StoreError, StoreErrorKind};
 

@@ -127,7 +127,7 @@ impl ToolRegistry {
     /// Every tool's summary, in registration order (the MCP `tools/list` shape).
     pub fn tool_summaries(&self) -> Vec<ToolSummary> {
         self.definitions()
-            .map(ToolSummary::from_definition)
+            .map(|definition| ToolSummary::from_definition(&definition))
             .collect()
     }
 
@@ -144,7 +144,7 @@ impl ToolRegistry {
                             .any(|held| scope_matches(held.as_ref(), required))
                     })
             })
-            .map(ToolSummary::from_definition)
+            .map(|definition| ToolSummary::from_definition(&definition))
             .collect()
     }
 
@@ -152,7 +152,7 @@ impl ToolRegistry {
     pub fn tools_by_prefix(&self, prefix: &str) -> Vec<ToolSummary> {
         self.definitions()
             .filter(|definition| definition.name().starts_with(prefix))
-            .map(ToolSummary::from_definition)
+            .map(|definition| ToolSummary::from_definition(&definition))
             .collect()
     }
 

@@ -3,10 +3,13 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Arc;
+use std::ops::Deref;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use serde_json::Value;
+use tokio::sync::watch;
 
 use crate::approval::{Approval, ApprovalError, ApprovalQueue, Verdict};
 use crate::audit::{AuditLimits, AuditSink, Redactor, TracingAuditSink};
@@ -100,6 +103,88 @@ impl ToolTable {
     }
 }
 
+/// Tools that are replaced while the registry serves (an upstream's, re-discovered when it
+/// says its list changed), by group, groups in the order they were first set. A call holds
+/// the `Arc` of the tool it resolved, so a replacement never pulls a tool from under a
+/// running call; the next call sees the new table.
+#[derive(Default)]
+pub(crate) struct SwappableTools {
+    groups: Vec<(Arc<str>, Vec<Arc<RegisteredTool>>)>,
+    index: HashMap<Arc<str>, Arc<RegisteredTool>, foldhash::fast::RandomState>,
+}
+
+impl SwappableTools {
+    /// This table with `group`'s tools replaced by `tools` (the group removed when empty).
+    fn with_group(&self, group: &str, tools: Vec<Arc<RegisteredTool>>) -> SwappableTools {
+        let mut groups = self.groups.clone();
+        match groups.iter().position(|(name, _)| &**name == group) {
+            Some(i) if tools.is_empty() => {
+                groups.remove(i);
+            }
+            Some(i) => groups[i].1 = tools,
+            None if tools.is_empty() => {}
+            None => groups.push((Arc::from(group), tools)),
+        }
+        let index = groups
+            .iter()
+            .flat_map(|(_, tools)| tools.iter())
+            .map(|tool| (tool.definition.name_arc().clone(), Arc::clone(tool)))
+            .collect();
+        SwappableTools { groups, index }
+    }
+
+    /// The group holding `name`, if any.
+    fn group_of(&self, name: &str) -> Option<&str> {
+        self.groups
+            .iter()
+            .find(|(_, tools)| tools.iter().any(|t| t.definition.name() == name))
+            .map(|(group, _)| &**group)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Arc<RegisteredTool>> {
+        self.groups.iter().flat_map(|(_, tools)| tools.iter())
+    }
+}
+
+/// A registered tool's definition, as [`ToolRegistry::get`] and
+/// [`ToolRegistry::definitions`] hand it out: borrowed for a tool registered with
+/// [`register`](ToolRegistry::register), shared for one of a group set with
+/// [`replace_tools`](ToolRegistry::replace_tools) (which the group may replace meanwhile:
+/// this one stays valid). Dereferences to the [`ToolDefinition`].
+pub struct ToolRef<'a> {
+    tool: ToolRefInner<'a>,
+}
+
+enum ToolRefInner<'a> {
+    Fixed(&'a RegisteredTool),
+    Swappable(Arc<RegisteredTool>),
+}
+
+impl ToolRef<'_> {
+    pub(crate) fn registered(&self) -> &RegisteredTool {
+        match &self.tool {
+            ToolRefInner::Fixed(tool) => tool,
+            ToolRefInner::Swappable(tool) => tool,
+        }
+    }
+}
+
+impl Deref for ToolRef<'_> {
+    type Target = ToolDefinition;
+
+    fn deref(&self) -> &ToolDefinition {
+        &self.registered().definition
+    }
+}
+
+impl std::fmt::Debug for ToolRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRef")
+            .field("name", &self.name())
+            .finish_non_exhaustive()
+    }
+}
+
 /// The tools, and the pipeline every call to them runs through.
 ///
 /// Build it with [`ToolRegistry::builder`], register tools, then share it (it is `Send +
@@ -127,6 +212,11 @@ impl ToolTable {
 /// ```
 pub struct ToolRegistry {
     tools: ToolTable,
+    swappable: ArcSwap<SwappableTools>,
+    /// Held while a group is replaced, so two replacements do not lose one another.
+    swapping: Mutex<()>,
+    /// The tool list's generation, bumped on every change.
+    changes: watch::Sender<u64>,
     default_quota: Quota,
     tool_quotas: HashMap<String, Quota>,
     wiring: Wiring,
@@ -177,11 +267,20 @@ impl ToolRegistry {
     /// Adds a tool. Its input schema is compiled now; an invalid one is refused.
     pub fn register(&mut self, definition: ToolDefinition) -> Result<(), RegistryError> {
         let name = definition.name();
+        if self.tools.contains(name) || self.swappable.load().index.contains_key(name) {
+            return Err(RegistryError::AlreadyRegistered(name.to_owned()));
+        }
+        let tool = self.compile(definition)?;
+        self.tools.push(tool);
+        self.changes.send_modify(|generation| *generation += 1);
+        Ok(())
+    }
+
+    /// Checks a definition and precomputes what the pipeline needs of it.
+    fn compile(&self, definition: ToolDefinition) -> Result<RegisteredTool, RegistryError> {
+        let name = definition.name();
         if !valid_tool_name(name) {
             return Err(RegistryError::InvalidName(name.to_owned()));
-        }
-        if self.tools.contains(name) {
-            return Err(RegistryError::AlreadyRegistered(name.to_owned()));
         }
         let validator = InputValidator::compile(definition.input_schema()).map_err(|error| {
             RegistryError::InvalidSchema {
@@ -206,12 +305,57 @@ impl ToolRegistry {
             .get(name)
             .copied()
             .unwrap_or(self.default_quota);
-        self.tools.push(RegisteredTool {
+        Ok(RegisteredTool {
             definition,
             validator,
             quota,
-        });
+        })
+    }
+
+    /// Sets the tools of `group` (an upstream's name, say) to `definitions`, replacing the
+    /// ones it had, all at once, while the registry serves: calls that resolved an old tool
+    /// finish with it, later calls see the new set (an empty set removes the group). The
+    /// group's tools are listed after the tools added with [`register`](Self::register),
+    /// groups in the order they were first set.
+    ///
+    /// All or nothing: a name another group or a registered tool holds, a name twice in
+    /// `definitions`, or a definition [`register`](Self::register) would refuse leaves the
+    /// group as it was. Bumps [`tool_list_changes`](Self::tool_list_changes).
+    pub fn replace_tools(
+        &self,
+        group: &str,
+        definitions: Vec<ToolDefinition>,
+    ) -> Result<(), RegistryError> {
+        let _swapping = self.swapping.lock().unwrap_or_else(|e| e.into_inner());
+        let current = self.swappable.load_full();
+        let mut tools: Vec<Arc<RegisteredTool>> = Vec::with_capacity(definitions.len());
+        for definition in definitions {
+            let name = definition.name();
+            let taken = self.tools.contains(name)
+                || current.group_of(name).is_some_and(|owner| owner != group)
+                || tools.iter().any(|t| t.definition.name() == name);
+            if taken {
+                return Err(RegistryError::AlreadyRegistered(name.to_owned()));
+            }
+            tools.push(Arc::new(self.compile(definition)?));
+        }
+        self.swappable
+            .store(Arc::new(current.with_group(group, tools)));
+        self.changes.send_modify(|generation| *generation += 1);
         Ok(())
+    }
+
+    /// A signal of changes to the tool list: the value is a generation counter, bumped
+    /// each time a tool is registered or a group replaced. Servers watch it to tell their
+    /// clients (`notifications/tools/list_changed`) and to list afresh.
+    pub fn tool_list_changes(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// The tool list's generation now (what [`tool_list_changes`](Self::tool_list_changes)
+    /// carries).
+    pub fn tool_list_generation(&self) -> u64 {
+        *self.changes.borrow()
     }
 
     /// Adds every tool of a provider (what `#[tools]` generates). Stops at the first error;
@@ -300,50 +444,73 @@ impl ToolRegistry {
         refusal::refused_request(self, name, reason, ctx);
     }
 
-    #[inline]
-    pub(crate) fn lookup(&self, name: &str) -> Option<&RegisteredTool> {
-        self.tools.lookup(name)
+    /// The tool registered as `name`, whichever table holds it.
+    pub(crate) fn lookup(&self, name: &str) -> Option<ToolRef<'_>> {
+        match self.tools.lookup(name) {
+            Some(tool) => Some(ToolRef {
+                tool: ToolRefInner::Fixed(tool),
+            }),
+            None => self.lookup_swappable(name).map(|tool| ToolRef {
+                tool: ToolRefInner::Swappable(tool),
+            }),
+        }
     }
 
-    /// The tool table `resolve` reads.
+    /// The tool table `resolve` reads first.
     #[inline]
     pub(crate) fn tool_table(&self) -> &ToolTable {
         &self.tools
     }
 
+    /// A tool of a group ([`replace_tools`](Self::replace_tools)), shared: it stays valid
+    /// when the group is replaced meanwhile.
+    #[cold]
+    pub(crate) fn lookup_swappable(&self, name: &str) -> Option<Arc<RegisteredTool>> {
+        self.swappable.load().index.get(name).cloned()
+    }
+
     /// The definition of `name`.
-    pub fn get(&self, name: &str) -> Option<&ToolDefinition> {
-        self.lookup(name).map(|t| &t.definition)
+    pub fn get(&self, name: &str) -> Option<ToolRef<'_>> {
+        self.lookup(name)
     }
 
     /// Whether a tool is registered under `name`.
     pub fn has(&self, name: &str) -> bool {
-        self.tools.contains(name)
+        self.tools.contains(name) || self.swappable.load().index.contains_key(name)
     }
 
-    /// All definitions, in registration order.
-    pub fn definitions(&self) -> impl Iterator<Item = &ToolDefinition> {
-        self.tools.iter().map(|t| &t.definition)
+    /// All definitions, in listing order: registered tools in registration order, then
+    /// each group's ([`replace_tools`](Self::replace_tools)) as it stands now.
+    pub fn definitions(&self) -> impl Iterator<Item = ToolRef<'_>> {
+        let swappable: Vec<Arc<RegisteredTool>> = self.swappable.load().iter().cloned().collect();
+        self.tools
+            .iter()
+            .map(|tool| ToolRef {
+                tool: ToolRefInner::Fixed(tool),
+            })
+            .chain(swappable.into_iter().map(|tool| ToolRef {
+                tool: ToolRefInner::Swappable(tool),
+            }))
     }
 
-    /// All names, in registration order.
-    pub fn tool_names(&self) -> impl Iterator<Item = &str> {
-        self.tools.iter().map(|t| t.definition.name())
+    /// All names, in listing order (as [`definitions`](Self::definitions)).
+    pub fn tool_names(&self) -> impl Iterator<Item = Arc<str>> {
+        self.definitions().map(|d| d.name_arc().clone())
     }
 
     /// How many tools are registered.
     pub fn len(&self) -> usize {
-        self.tools.tools.len()
+        self.tools.tools.len() + self.swappable.load().index.len()
     }
 
     /// Whether no tool is registered.
     pub fn is_empty(&self) -> bool {
-        self.tools.tools.is_empty()
+        self.len() == 0
     }
 
     /// The rate-limit budget `name` is charged against.
     pub fn quota_for(&self, name: &str) -> Option<Quota> {
-        self.lookup(name).map(|t| t.quota)
+        self.lookup(name).map(|t| t.registered().quota)
     }
 
     /// The policy gate.
@@ -565,6 +732,9 @@ impl ToolRegistryBuilder {
     pub fn build(self) -> ToolRegistry {
         ToolRegistry {
             tools: ToolTable::default(),
+            swappable: ArcSwap::default(),
+            swapping: Mutex::new(()),
+            changes: watch::Sender::new(0),
             default_quota: self.default_quota,
             tool_quotas: self.tool_quotas,
             wiring: Wiring {
@@ -613,12 +783,97 @@ mod tests {
                 .unwrap();
             for i in 1..=count {
                 let name = format!("tool_{i}");
-                assert_eq!(registry.lookup(&name).unwrap().definition.name(), name);
+                assert_eq!(registry.lookup(&name).unwrap().name(), name);
             }
             assert!(registry.lookup("tool_0").is_none());
             assert!(registry.lookup("tool").is_none());
             assert!(registry.lookup("").is_none());
         }
+    }
+
+    fn answering(name: &str, answer: &'static str) -> ToolDefinition {
+        ToolDefinition::builder(name).sync(move |_, _| Value::from(answer))
+    }
+
+    /// A group's tools are replaced all at once while calls run: a call that resolved the
+    /// old tool finishes with it, later calls see the new set, removed tools are not found,
+    /// and every change bumps the generation.
+    #[tokio::test]
+    async fn groups_are_replaced_whole_under_running_calls() {
+        let mut registry = ToolRegistry::new();
+        registry.register(answering("native", "n")).unwrap();
+        let changes = registry.tool_list_changes();
+        let before = *changes.borrow();
+        let (release, released) = tokio::sync::oneshot::channel::<()>();
+        let released = Arc::new(tokio::sync::Mutex::new(Some(released)));
+        let slow = ToolDefinition::builder("up__slow").asynchronous(move |_, _| {
+            let released = Arc::clone(&released);
+            async move {
+                if let Some(released) = released.lock().await.take() {
+                    let _ = released.await;
+                }
+                Value::from("old slow")
+            }
+        });
+        registry
+            .replace_tools("up", vec![slow, answering("up__a", "old a")])
+            .unwrap();
+        assert_eq!(*changes.borrow(), before + 1);
+        let names: Vec<Arc<str>> = registry.tool_names().collect();
+        assert_eq!(names, ["native".into(), "up__slow".into(), "up__a".into()]);
+        assert!(registry.has("up__a") && registry.len() == 3);
+
+        let ctx = ToolContext::cli();
+        let running = registry.call("up__slow", Value::Null, &ctx);
+        let mut running = Box::pin(running);
+        assert!(futures_poll_once(&mut running).await.is_none(), "it waits");
+        registry
+            .replace_tools("up", vec![answering("up__b", "new b")])
+            .unwrap();
+        let _ = release.send(());
+        assert_eq!(running.await.data, Value::from("old slow"));
+        assert_eq!(registry.call_cli("up__b", Value::Null).await.data, "new b");
+        let gone = registry.call_cli("up__a", Value::Null).await;
+        assert_eq!(gone.meta.code(), Some(&crate::ErrorCode::ToolNotFound));
+        assert_eq!(*changes.borrow(), before + 2);
+
+        // All or nothing: a taken name (another group's, a registered tool's, twice in
+        // the set) leaves the group as it was.
+        registry
+            .replace_tools("other", vec![answering("o", "o")])
+            .unwrap();
+        for clash in ["native", "o"] {
+            let refused =
+                registry.replace_tools("up", vec![answering("up__c", "c"), answering(clash, "x")]);
+            assert_eq!(refused, Err(RegistryError::AlreadyRegistered(clash.into())));
+        }
+        let twice =
+            registry.replace_tools("up", vec![answering("up__d", "1"), answering("up__d", "2")]);
+        assert!(twice.is_err());
+        assert!(registry.has("up__b") && !registry.has("up__c") && !registry.has("up__d"));
+        let mut fresh = ToolRegistry::new();
+        fresh
+            .replace_tools("g", vec![answering("g1", "1")])
+            .unwrap();
+        assert!(
+            fresh.register(answering("g1", "2")).is_err(),
+            "a group's name is taken"
+        );
+        // An empty set removes the group.
+        registry.replace_tools("up", Vec::new()).unwrap();
+        assert!(!registry.has("up__b"));
+        assert_eq!(registry.len(), 2);
+    }
+
+    /// Polls `future` once.
+    async fn futures_poll_once<F: Future + Unpin>(future: &mut F) -> Option<F::Output> {
+        std::future::poll_fn(|cx| {
+            std::task::Poll::Ready(match std::pin::Pin::new(&mut *future).poll(cx) {
+                std::task::Poll::Ready(output) => Some(output),
+                std::task::Poll::Pending => None,
+            })
+        })
+        .await
     }
 
     #[test]

@@ -656,7 +656,7 @@ async fn as_a_tool_provider() {
     assert_eq!(registry.register_provider(tools).unwrap(), 2);
     assert_eq!(
         registry.tool_names().collect::<Vec<_>>(),
-        [REQUEST_NAME, RESOLVE_NAME]
+        [REQUEST_NAME.into(), RESOLVE_NAME.into()]
     );
 }
 

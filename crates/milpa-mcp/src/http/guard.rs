@@ -93,7 +93,10 @@ impl<B> ValidateRequest<B> for HostOriginCheck {
 }
 
 /// Refuses an `MCP-Protocol-Version` this server does not speak (absent is fine: clients
-/// of the oldest version do not send it).
+/// of the oldest version do not send it) on a session's requests and on `GET`/`DELETE`. A
+/// `POST` without a session that names 2026-07-28, or a version no revision knows, goes
+/// on: the 2026-07-28 handler answers it with the request's id (`-32022` for an unknown
+/// version).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ProtocolVersionCheck;
 
@@ -101,11 +104,13 @@ impl<B> ValidateRequest<B> for ProtocolVersionCheck {
     type ResponseBody = Body;
 
     fn validate(&mut self, request: &mut Request<B>) -> Result<(), Response<Body>> {
-        match request.headers().get(VERSION_HEADER) {
-            Some(version) if !version.to_str().is_ok_and(protocol::is_supported) => {
-                Err(HttpRejection::UnsupportedProtocolVersion.into_response())
-            }
-            _ => Ok(()),
+        let stateless_post = request.method() == Method::POST
+            && !request.headers().contains_key(super::SESSION_HEADER);
+        match request.headers().get(VERSION_HEADER).map(|v| v.to_str()) {
+            // A session's request, or GET/DELETE: only the versions of the older revisions.
+            Some(Ok(version)) if protocol::is_supported(version) || stateless_post => Ok(()),
+            Some(_) => Err(HttpRejection::UnsupportedProtocolVersion.into_response()),
+            None => Ok(()),
         }
     }
 }

@@ -59,6 +59,7 @@ mod accept;
 mod delete;
 mod get;
 mod guard;
+mod modern;
 mod post;
 mod rejection;
 mod resume;

@@ -110,7 +110,11 @@ pub(crate) async fn post(
     let sse_ok = !state.json_response && accepts_event_stream(&headers);
     let lookup = || state.sessions.lookup(session_id(&headers), &caller);
 
-    match jsonrpc::parse_limited(&bytes, state.shared.options.max_batch_len) {
+    let parsed = jsonrpc::parse_limited(&bytes, state.shared.options.max_batch_len);
+    if super::modern::is_modern(&headers, &parsed) {
+        return super::modern::post(&state, &caller, &headers, parsed, sse_ok).await;
+    }
+    match parsed {
         Parsed::Single(Err(rejected)) => Err(HttpRejection::Malformed(rejected)),
         Parsed::Single(Ok(Incoming::Request { id, method, params })) => {
             if method == "initialize" && session_id(&headers).is_none() {

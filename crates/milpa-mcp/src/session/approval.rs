@@ -48,21 +48,9 @@ impl Session {
         ctx: &ToolContext,
         peer: &Peer,
     ) -> ToolResult {
-        let Some(page) = self.shared.approval_page.as_deref() else {
+        let Some((id, url)) = self.link_approval(&mut pending) else {
             return pending;
         };
-        let Some(id) = pending
-            .data
-            .get("approval_id")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-        else {
-            return pending;
-        };
-        let url = format!("{}/{id}", page.trim_end_matches('/'));
-        if let Value::Object(data) = &mut pending.data {
-            data.insert("approve_url".into(), Value::String(url.clone()));
-        }
         if !self.client.supports_url_elicitation() {
             return pending;
         }
@@ -111,6 +99,22 @@ impl Session {
             .registry
             .call(tool, json!({"confirm_token": id}), ctx)
             .await
+    }
+
+    /// Adds `approve_url` to an `APPROVAL_PENDING` result when the server serves an
+    /// approvals page; the approval id and that URL.
+    pub(super) fn link_approval(&self, pending: &mut ToolResult) -> Option<(String, String)> {
+        let page = self.shared.approval_page.as_deref()?;
+        let id = pending
+            .data
+            .get("approval_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned)?;
+        let url = format!("{}/{id}", page.trim_end_matches('/'));
+        if let Value::Object(data) = &mut pending.data {
+            data.insert("approve_url".into(), Value::String(url.clone()));
+        }
+        Some((id, url))
     }
 
     /// Waits until approval `id` is decided or expired, reporting progress meanwhile.

@@ -7,15 +7,28 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use milpa::{CallHandle, ToolContext, ToolResult, channel, generate_request_id};
+use milpa::{CallHandle, ToolContext, channel, generate_request_id};
 use serde_json::Value;
 use tokio::sync::Notify;
 
 use super::approval;
 use super::call_params::CallParams;
 use super::client::Route;
+use super::mrtr::Outcome;
 use super::{Caller, Dispatch, Session};
 use crate::jsonrpc::{self, ErrorObject, INVALID_REQUEST, RequestId};
+use crate::protocol::MISSING_REQUIRED_CLIENT_CAPABILITY;
+
+/// 2026-07-28: the error for a call that needed a capability its request did not declare;
+/// `data.requiredCapabilities` is a `ClientCapabilities` object naming it.
+fn missing_capability(capability: &str) -> ErrorObject {
+    let mut error = ErrorObject::new(
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
+        format!("Missing required client capability: {capability}"),
+    );
+    error.data = Some(serde_json::json!({"requiredCapabilities": {capability: {}}}));
+    error
+}
 use crate::mapping;
 use crate::peer::Peer;
 
@@ -176,7 +189,16 @@ impl Session {
             if control.is_cancelled() {
                 return None;
             }
-            value.map(|(name, result)| {
+            let modern = session.is_modern();
+            value.map(|(name, outcome, missing)| {
+                if let Some(capability) = missing {
+                    return jsonrpc::error_response(Some(&id), &missing_capability(capability));
+                }
+                let result = match outcome {
+                    Outcome::Done(result) => result,
+                    Outcome::InputRequired(answer) => return jsonrpc::response(&id, &answer),
+                    Outcome::Refused(error) => return jsonrpc::error_response(Some(&id), &error),
+                };
                 // Only a failed result can move its data out of structuredContent: a
                 // successful call (the common case) skips the lookup.
                 let output_schema = !result.success
@@ -185,8 +207,9 @@ impl Session {
                         .registry
                         .get(&name)
                         .is_some_and(|tool| tool.options().output_schema.is_some());
-                let answer =
-                    mapping::CallResult::new(&name, &result).with_output_schema(output_schema);
+                let answer = mapping::CallResult::new(&name, &result)
+                    .with_output_schema(output_schema)
+                    .with_result_type(modern);
                 jsonrpc::call_response(&id, &answer)
             })
         });
@@ -199,14 +222,19 @@ impl Session {
         caller: &Caller,
         route: Route,
         control: Arc<CallControl>,
-    ) -> (String, ToolResult) {
+    ) -> (String, Outcome, Option<&'static str>) {
         let peer = Arc::new(Peer::new(
             self.client.clone(),
             control,
-            call.progress_token,
+            call.progress_token.clone(),
             route,
+            call.request.clone(),
         ));
         let ctx = self.context(caller, CallHandle::new(peer.clone()));
+        if let Some(meta) = call.request.clone() {
+            let outcome = self.run_modern(&call, &meta, &ctx, &peer).await;
+            return (call.name, outcome, peer.missing_capability());
+        }
         let result = self
             .shared
             .registry
@@ -224,7 +252,49 @@ impl Session {
         } else {
             result
         };
-        (call.name, result)
+        (call.name, Outcome::Done(result), peer.missing_capability())
+    }
+
+    /// A 2026-07-28 call: a retry carrying a confirmation's or an approval's state settles
+    /// it; otherwise the tool runs (again, with the answers of earlier rounds), and what it
+    /// asked the client without an answer yet makes an `input_required` round.
+    async fn run_modern(
+        &self,
+        call: &CallParams,
+        meta: &super::RequestMeta,
+        ctx: &ToolContext,
+        peer: &Peer,
+    ) -> Outcome {
+        if let Some(state) = call.request_state.as_deref() {
+            match self.tool_answers(&call.name, &call.arguments, state, ctx) {
+                Err(error) => return Outcome::Refused(error),
+                Ok(None) => {
+                    return self
+                        .next_round(
+                            &call.name,
+                            &call.arguments,
+                            state,
+                            call.input_responses.as_ref(),
+                            ctx,
+                        )
+                        .await;
+                }
+                Ok(Some(answers)) => peer.add_answers(answers),
+            }
+        }
+        if let Some(Value::Object(responses)) = &call.input_responses {
+            peer.add_answers(responses.clone());
+        }
+        let result = self
+            .shared
+            .registry
+            .call(&call.name, call.arguments.clone(), ctx)
+            .await;
+        let (asked, answers) = peer.take_inputs();
+        if !asked.is_empty() && peer.missing_capability().is_none() {
+            return self.tool_input_round(&call.name, &call.arguments, ctx, asked, answers);
+        }
+        self.first_round(&call.name, &call.arguments, result, ctx, meta)
     }
 
     /// The context a call from `caller` runs with, whatever the transport.

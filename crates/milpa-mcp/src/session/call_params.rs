@@ -10,6 +10,12 @@ pub(crate) struct CallParams {
     pub name: String,
     pub arguments: Value,
     pub progress_token: Option<Value>,
+    /// 2026-07-28: the request's `_meta` declarations (set by the modern dispatcher).
+    pub request: Option<std::sync::Arc<super::RequestMeta>>,
+    /// 2026-07-28 retry: the client's answers to the `input_required` result.
+    pub input_responses: Option<Value>,
+    /// 2026-07-28 retry: the `requestState` echoed back.
+    pub request_state: Option<String>,
 }
 
 /// A `tools/call` refused before it reached the registry: the JSON-RPC error to answer,
@@ -29,6 +35,10 @@ struct CallWire {
     arguments: Option<Value>,
     #[serde(default, rename = "_meta")]
     meta: Option<Value>,
+    #[serde(default, rename = "inputResponses")]
+    input_responses: Option<Value>,
+    #[serde(default, rename = "requestState")]
+    request_state: Option<Value>,
 }
 
 pub(crate) fn parse_call(params: Option<Params>) -> Result<CallParams, RefusedCall> {
@@ -78,6 +88,12 @@ pub(crate) fn parse_call(params: Option<Params>) -> Result<CallParams, RefusedCa
         name,
         arguments,
         progress_token,
+        request: None,
+        input_responses: wire.input_responses.filter(Value::is_object),
+        request_state: match wire.request_state {
+            Some(Value::String(state)) => Some(state),
+            _ => None,
+        },
     })
 }
 

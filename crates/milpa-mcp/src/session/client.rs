@@ -10,6 +10,7 @@ use std::time::Duration;
 use milpa::LogLevel;
 use serde_json::Value;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use super::outgoing::PendingRequests;
 
@@ -56,6 +57,8 @@ pub(crate) struct ClientLink {
     log_level: AtomicU8,
     standalone: Mutex<Vec<mpsc::UnboundedSender<Out>>>,
     closed: AtomicBool,
+    /// Cancelled when the client is gone: ends the tasks that send it notifications.
+    closing: CancellationToken,
     pub(super) pending: PendingRequests,
     /// How long a request to the client waits for its answer.
     pub(super) request_timeout: Option<Duration>,
@@ -68,6 +71,7 @@ impl ClientLink {
             log_level: AtomicU8::new(default_log_level.map_or(LOG_OFF, |level| level as u8)),
             standalone: Mutex::new(Vec::new()),
             closed: AtomicBool::new(false),
+            closing: CancellationToken::new(),
             pending: PendingRequests::default(),
             request_timeout,
         }
@@ -147,6 +151,7 @@ impl ClientLink {
     /// The client is gone: nothing more is sent; the standalone streams end.
     pub fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
+        self.closing.cancel();
         self.fail_pending();
         for stream in self
             .standalone
@@ -160,6 +165,11 @@ impl ClientLink {
 
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Completes once the client is gone.
+    pub async fn closing(&self) {
+        self.closing.cancelled().await;
     }
 
     /// Adds a standalone stream (HTTP `GET`); later streams are preferred.

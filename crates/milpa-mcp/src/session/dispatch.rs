@@ -49,7 +49,7 @@ impl Session {
             ))),
             "tools/list" => reply(
                 self.shared
-                    .listing
+                    .listing()
                     .list(jsonrpc::params_value(params).as_ref()),
             ),
             "tools/call" => match parse_call(params) {
@@ -70,7 +70,7 @@ impl Session {
     }
 
     /// A `tools/call` refused before the registry saw it still leaves an audit record.
-    fn audit_refused_call(&self, refused: &RefusedCall, caller: &Caller) {
+    pub(super) fn audit_refused_call(&self, refused: &RefusedCall, caller: &Caller) {
         let ctx = self.context(caller, CallHandle::detached());
         self.shared.registry.audit_refused_request(
             refused.name.as_deref(),
@@ -145,7 +145,9 @@ impl Session {
         result.insert("protocolVersion".into(), Value::String(version.into()));
         result.insert(
             "capabilities".into(),
-            json!({"tools": {"listChanged": false}, "logging": {}}),
+            // The server tells its clients when the registry's tool list changes (an
+            // upstream's did): see `Session::forward_tool_list_changes`.
+            json!({"tools": {"listChanged": true}, "logging": {}}),
         );
         result.insert("serverInfo".into(), Value::Object(info));
         if let Some(instructions) = &options.instructions {

@@ -1,23 +1,32 @@
-//! `tools/list`: the tool entries, computed once per server, served in pages with opaque
-//! cursors.
+//! `tools/list`: the tool entries, computed once per generation of the registry's tool list
+//! (again after it changed), served in pages with opaque cursors. A cursor names the
+//! generation it was given in: once the list changed, an old cursor is refused ("Invalid
+//! cursor") rather than read against another list, so no listing mixes two generations.
 
 use serde_json::{Map, Value};
 
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 
-/// The `tools/list` entries and the page size.
+/// The `tools/list` entries of one generation of the tool list, and the page size.
 #[derive(Debug)]
 pub(crate) struct ToolListing {
     tools: Vec<Value>,
     page_size: usize,
+    generation: u64,
 }
 
 impl ToolListing {
-    pub fn new(tools: Vec<Value>, page_size: usize) -> Self {
+    pub fn new(tools: Vec<Value>, page_size: usize, generation: u64) -> Self {
         ToolListing {
             tools,
             page_size: page_size.max(1),
+            generation,
         }
+    }
+
+    /// The generation of the registry's tool list these entries are of.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// Answers `tools/list` with these params (`cursor`: absent, null or one we gave).
@@ -36,7 +45,9 @@ impl ToolListing {
         let total = self.tools.len();
         let start = match cursor {
             None => 0,
-            Some(cursor) => decode_cursor(cursor, total).ok_or_else(invalid_cursor)?,
+            Some(cursor) => {
+                decode_cursor(cursor, total, self.generation).ok_or_else(invalid_cursor)?
+            }
         };
         let end = (start + self.page_size).min(total);
         let mut result = Map::new();
@@ -47,7 +58,7 @@ impl ToolListing {
         if end < total {
             result.insert(
                 "nextCursor".into(),
-                Value::String(encode_cursor(end, total)),
+                Value::String(encode_cursor(end, total, self.generation)),
             );
         }
         Ok(Value::Object(result))
@@ -58,17 +69,19 @@ fn invalid_cursor() -> ErrorObject {
     ErrorObject::new(INVALID_PARAMS, "Invalid cursor")
 }
 
-/// A cursor names the next offset and the list's length, so a cursor from a listing of
-/// another length is refused rather than misread.
-fn encode_cursor(offset: usize, total: usize) -> String {
-    format!("t{offset:x}.{total:x}")
+/// A cursor names the next offset, the list's length and its generation, so a cursor from
+/// another listing is refused rather than misread.
+fn encode_cursor(offset: usize, total: usize, generation: u64) -> String {
+    format!("t{offset:x}.{total:x}.{generation:x}")
 }
 
-fn decode_cursor(cursor: &str, total: usize) -> Option<usize> {
-    let (offset, count) = cursor.strip_prefix('t')?.split_once('.')?;
-    let offset = usize::from_str_radix(offset, 16).ok()?;
-    let count = usize::from_str_radix(count, 16).ok()?;
-    (count == total && offset < total).then_some(offset)
+fn decode_cursor(cursor: &str, total: usize, generation: u64) -> Option<usize> {
+    let mut parts = cursor.strip_prefix('t')?.split('.');
+    let offset = usize::from_str_radix(parts.next()?, 16).ok()?;
+    let count = usize::from_str_radix(parts.next()?, 16).ok()?;
+    let given_in = u64::from_str_radix(parts.next()?, 16).ok()?;
+    (parts.next().is_none() && count == total && given_in == generation && offset < total)
+        .then_some(offset)
 }
 
 #[cfg(test)]
@@ -79,15 +92,21 @@ mod tests {
 
     #[test]
     fn cursors_are_checked() {
-        assert_eq!(decode_cursor(&encode_cursor(3, 10), 10), Some(3));
-        assert_eq!(decode_cursor(&encode_cursor(3, 10), 11), None);
-        assert_eq!(decode_cursor("garbage", 10), None);
-        assert_eq!(decode_cursor(&encode_cursor(10, 10), 10), None);
+        assert_eq!(decode_cursor(&encode_cursor(3, 10, 1), 10, 1), Some(3));
+        assert_eq!(decode_cursor(&encode_cursor(3, 10, 1), 11, 1), None);
+        assert_eq!(
+            decode_cursor(&encode_cursor(3, 10, 1), 10, 2),
+            None,
+            "the list changed since"
+        );
+        assert_eq!(decode_cursor("garbage", 10, 1), None);
+        assert_eq!(decode_cursor("t3.a.1.0", 10, 1), None);
+        assert_eq!(decode_cursor(&encode_cursor(10, 10, 1), 10, 1), None);
     }
 
     #[test]
     fn pages_follow_their_cursors_to_the_end() {
-        let listing = ToolListing::new((0..5).map(|i| json!({"name": i})).collect(), 2);
+        let listing = ToolListing::new((0..5).map(|i| json!({"name": i})).collect(), 2, 0);
         let mut names = Vec::new();
         let mut params = None;
         loop {

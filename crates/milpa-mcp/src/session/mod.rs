@@ -9,6 +9,9 @@
 //!   person's decision.
 //! - [`client`]: the client end — what it declared, its log level, the streams to it.
 //! - [`outgoing`]: requests to the client (sampling, elicitation) awaiting answers.
+//! - [`mrtr`]: 2026-07-28 confirmation and approval through `input_required` results.
+//! - [`modern`]: the 2026-07-28 revision — `server/discover`, per-request `_meta`, no
+//!   session state.
 //!
 //! A transport feeds messages in ([`Session::handle`]) together with who sent them (a
 //! [`Caller`]: the trusted local process for stdio, the authenticated principal per HTTP
@@ -21,18 +24,26 @@ mod client;
 mod confirm;
 mod dispatch;
 mod listing;
+mod modern;
+mod mrtr;
 mod outgoing;
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
+use arc_swap::ArcSwap;
 use milpa::ToolRegistry;
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 pub(crate) use call::{CallCancel, CallControl};
 pub(crate) use client::{ClientLink, Out, Route};
+pub(crate) use modern::{
+    RequestMeta, admit, header_mismatch, is_modern_request, is_modern_version,
+};
+pub(crate) use outgoing::capability_for;
 
 use crate::jsonrpc::{self, Incoming, Params, Rejected, RequestId};
 use crate::mapping;
@@ -48,7 +59,10 @@ pub(crate) struct Shared {
     /// `APPROVAL_PENDING` result then carries `approve_url = <page>/<approval_id>`, and a
     /// client that declared URL-mode elicitation is sent there.
     pub approval_page: Option<String>,
-    listing: ToolListing,
+    /// The `tools/list` entries of the registry's tool list as of its last change.
+    listing: ArcSwap<ToolListing>,
+    /// Seals 2026-07-28 `requestState`s.
+    seal: mrtr::StateSeal,
 }
 
 impl Shared {
@@ -61,14 +75,43 @@ impl Shared {
         options: ServerOptions,
         approval_page: Option<String>,
     ) -> Arc<Shared> {
-        let tools = registry.definitions().map(mapping::tool_entry).collect();
-        let listing = ToolListing::new(tools, options.page_size);
+        let listing = ArcSwap::from_pointee(Self::list_tools(&registry, options.page_size));
+        let seal = mrtr::StateSeal::new(
+            options
+                .state_secret
+                .clone()
+                .unwrap_or_else(crate::protocol::StateSecret::random),
+        );
         Arc::new(Shared {
+            seal,
             registry,
             options,
             approval_page,
             listing,
         })
+    }
+
+    fn list_tools(registry: &ToolRegistry, page_size: usize) -> ToolListing {
+        // The generation first: a change while listing makes the listing look stale, so
+        // the next request lists again rather than keeping a listing of a newer list under
+        // an older generation.
+        let generation = registry.tool_list_generation();
+        let tools = registry
+            .definitions()
+            .map(|d| mapping::tool_entry(&d))
+            .collect();
+        ToolListing::new(tools, page_size, generation)
+    }
+
+    /// The `tools/list` entries, listed again when the registry's tool list changed since.
+    pub(crate) fn listing(&self) -> Arc<ToolListing> {
+        let listing = self.listing.load_full();
+        if listing.generation() == self.registry.tool_list_generation() {
+            return listing;
+        }
+        let fresh = Arc::new(Self::list_tools(&self.registry, self.options.page_size));
+        self.listing.store(Arc::clone(&fresh));
+        fresh
     }
 }
 
@@ -104,6 +147,8 @@ pub(crate) struct Session {
     calls: InFlight,
     /// HTTP: the session id, for tool contexts.
     pub session_id: Option<String>,
+    /// Whether a task tells the client about tool list changes already.
+    watching_tool_list: AtomicBool,
 }
 
 impl std::fmt::Debug for Session {
@@ -125,6 +170,7 @@ impl Session {
             client,
             calls: InFlight::default(),
             session_id,
+            watching_tool_list: AtomicBool::new(false),
         })
     }
 
@@ -211,9 +257,39 @@ impl Session {
         self.client.fail_pending();
     }
 
-    /// Adds a standalone stream (HTTP `GET`); later streams are preferred.
+    /// Adds a standalone stream (HTTP `GET`); later streams are preferred. The first one
+    /// also starts telling the client when the tool list changes.
     pub fn add_standalone(&self, stream: mpsc::UnboundedSender<Out>) {
         self.client.add_standalone(stream);
+        self.forward_tool_list_changes(Route::Standalone);
+    }
+
+    /// Sends `notifications/tools/list_changed` along `route` each time the registry's tool
+    /// list changes (once the session is initialized), until the session ends. Started once
+    /// per session; later calls do nothing.
+    pub fn forward_tool_list_changes(&self, route: Route) {
+        if self.watching_tool_list.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let mut changes = self.shared.registry.tool_list_changes();
+        changes.borrow_and_update();
+        let client = Arc::clone(&self.client);
+        let notification = jsonrpc::notification("notifications/tools/list_changed", &json!({}));
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = client.closing() => return,
+                    changed = changes.changed() => {
+                        if changed.is_err() {
+                            return;
+                        }
+                    }
+                }
+                if client.is_initialized() && !client.is_closed() {
+                    client.send(&route, notification.clone());
+                }
+            }
+        });
     }
 }
 

@@ -39,7 +39,7 @@ impl PendingRequests {
 }
 
 /// The capability a client must have declared to be sent `method`.
-fn capability_for(method: &str) -> Option<&'static str> {
+pub(crate) fn capability_for(method: &str) -> Option<&'static str> {
     match method {
         "sampling/createMessage" => Some("sampling"),
         "elicitation/create" => Some("elicitation"),

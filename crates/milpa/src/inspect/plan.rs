@@ -180,7 +180,7 @@ impl<'r> InvocationPlanBuilder<'r> {
     /// unregistered tool).
     pub fn build(&self, name: &str, ctx: &ToolContext) -> Option<InvocationPlan> {
         let tool = self.registry.lookup(name)?;
-        let facts = StageFacts::new(self.registry.wiring(), tool, ctx);
+        let facts = StageFacts::new(self.registry.wiring(), tool.registered(), ctx);
         let tool = facts.tool;
         Some(InvocationPlan {
             schema_version: SCHEMA_VERSION.to_owned(),

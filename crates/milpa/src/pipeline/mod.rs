@@ -345,6 +345,8 @@ pub(crate) async fn execute_call(
     ctx: &ToolContext,
     mut trace: impl StageObserver,
 ) -> ToolResult {
+    // Where a tool of a replaceable group is kept while the call runs (see `resolve`).
+    let held = std::sync::OnceLock::new();
     let mut call = Call::new(registry, name, args, ctx);
     // Walked through a reference: iterating the array by value would copy it into the
     // call's state first.
@@ -355,7 +357,7 @@ pub(crate) async fn execute_call(
         trace.visit(step);
         let flow = match step {
             // The only stage that reads the tool table.
-            StepKind::Resolve => resolve::run(&mut call, registry.tool_table()),
+            StepKind::Resolve => resolve::run(&mut call, registry, &held),
             StepKind::Validate => validate::run(&mut call),
             StepKind::Clamp => clamp::run(&mut call),
             StepKind::Authorize => authorize::run(&mut call).await,

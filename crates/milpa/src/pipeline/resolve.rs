@@ -5,11 +5,20 @@ use crate::inspect::StageFacts;
 use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::pipeline::{Call, Flow};
 use crate::pipeline::{StepKind, step};
-use crate::registry::ToolTable;
+use std::sync::{Arc, OnceLock};
+
+use crate::registry::{RegisteredTool, ToolRegistry};
 use crate::result::ToolResult;
 
+/// Finds the tool: in the registered tools first (borrowed, the hot path), else among the
+/// replaceable groups, whose tool the call then holds in `held` for as long as it runs (its
+/// group may be replaced meanwhile).
 #[inline]
-pub(crate) fn run<'r>(call: &mut Call<'r>, tools: &'r ToolTable) -> Flow {
+pub(crate) fn run<'r>(
+    call: &mut Call<'r>,
+    registry: &'r ToolRegistry,
+    held: &'r OnceLock<Arc<RegisteredTool>>,
+) -> Flow {
     if call.name.len() > MAX_TOOL_NAME_BYTES {
         // No tool has such a name; the caller's text is quoted cut, never whole.
         return call.finish(
@@ -17,9 +26,13 @@ pub(crate) fn run<'r>(call: &mut Call<'r>, tools: &'r ToolTable) -> Flow {
             AuditOutcome::NotFound,
         );
     }
-    match tools.lookup(call.name) {
+    if let Some(tool) = registry.tool_table().lookup(call.name) {
+        call.tool = Some(tool);
+        return Flow::Continue;
+    }
+    match registry.lookup_swappable(call.name) {
         Some(tool) => {
-            call.tool = Some(tool);
+            call.tool = Some(held.get_or_init(|| tool));
             Flow::Continue
         }
         None => call.finish(

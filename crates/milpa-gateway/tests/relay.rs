@@ -1,0 +1,162 @@
+//! Sampling and elicitation an upstream asks for during a forwarded call: relayed to the
+//! MCP client that made the call when it declared the capability, declined otherwise. The
+//! upstream is the `asking_server` example (over stdio and over Streamable HTTP), our
+//! server is milpa-mcp's, and the client is this test speaking JSON-RPC to it.
+
+mod common;
+
+use common::{Client, Via};
+use serde_json::{Value, json};
+
+/// The tool's result: what the upstream's tool made of its client's answer.
+fn structured(response: &Value) -> &Value {
+    let result = &response["result"];
+    assert_ne!(result["isError"], true, "{response}");
+    &result["structuredContent"]
+}
+
+fn error_text(response: &Value) -> &str {
+    assert_eq!(response["result"]["isError"], true, "{response}");
+    response["result"]["content"][0]["text"].as_str().unwrap()
+}
+
+async fn sampling_is_relayed_both_ways(via: Via) {
+    let mut client = Client::connect(via, json!({"sampling": {}})).await;
+    client
+        .call(2, "as__ask_model", json!({"prompt": "two plus two?"}))
+        .await;
+    let asked = client.recv().await;
+    assert_eq!(
+        asked["method"], "sampling/createMessage",
+        "{via:?}: {asked}"
+    );
+    assert_eq!(
+        asked["params"],
+        json!({"messages": [{"role": "user", "content": {"type": "text", "text": "two plus two?"}}],
+               "maxTokens": 50}),
+        "{via:?}: the upstream's params, unchanged"
+    );
+    let answer = json!({"role": "assistant", "content": {"type": "text", "text": "four"},
+                        "model": "test-model", "stopReason": "endTurn"});
+    client
+        .send(json!({"jsonrpc": "2.0", "id": asked["id"], "result": answer}))
+        .await;
+    let response = client.recv().await;
+    assert_eq!(response["id"], 2);
+    assert_eq!(structured(&response), &answer, "{via:?}");
+
+    // The client's error reaches the upstream with its code.
+    client
+        .call(3, "as__ask_model", json!({"prompt": "again"}))
+        .await;
+    let asked = client.recv().await;
+    assert_eq!(
+        asked["method"], "sampling/createMessage",
+        "{via:?}: {asked}"
+    );
+    client
+        .send(json!({"jsonrpc": "2.0", "id": asked["id"],
+                     "error": {"code": -1, "message": "the user rejected sampling"}}))
+        .await;
+    let response = client.recv().await;
+    assert_eq!(
+        error_text(&response),
+        "sampling failed: the user rejected sampling (code -1)",
+        "{via:?}"
+    );
+}
+
+async fn elicitation_is_relayed_both_ways(via: Via) {
+    let mut client = Client::connect(via, json!({"elicitation": {}})).await;
+    client
+        .call(2, "as__ask_user", json!({"message": "Your name?"}))
+        .await;
+    let asked = client.recv().await;
+    assert_eq!(asked["method"], "elicitation/create", "{via:?}: {asked}");
+    assert_eq!(asked["params"]["message"], "Your name?");
+    assert_eq!(
+        asked["params"]["requestedSchema"]["required"],
+        json!(["name"])
+    );
+    let answer = json!({"action": "accept", "content": {"name": "Ada"}});
+    client
+        .send(json!({"jsonrpc": "2.0", "id": asked["id"], "result": answer}))
+        .await;
+    let response = client.recv().await;
+    assert_eq!(structured(&response), &answer, "{via:?}");
+}
+
+/// A client without the capabilities is never asked: elicitation is declined, sampling
+/// refused with a reason.
+async fn a_client_without_the_capability_is_not_asked(via: Via) {
+    let mut client = Client::connect(via, json!({})).await;
+    client
+        .call(2, "as__ask_user", json!({"message": "Your name?"}))
+        .await;
+    let response = client.recv().await;
+    assert_eq!(
+        response["id"], 2,
+        "{via:?}: no request reached the client: {response}"
+    );
+    assert_eq!(
+        structured(&response),
+        &json!({"action": "decline"}),
+        "{via:?}"
+    );
+
+    client
+        .call(3, "as__ask_model", json!({"prompt": "?"}))
+        .await;
+    let response = client.recv().await;
+    assert_eq!(
+        response["id"], 3,
+        "{via:?}: no request reached the client: {response}"
+    );
+    assert_eq!(
+        error_text(&response),
+        "sampling failed: the client did not declare sampling (code -32601)",
+        "{via:?}"
+    );
+
+    // Sampling only: an elicitation is still declined.
+    let mut client = Client::connect(via, json!({"sampling": {}})).await;
+    client
+        .call(2, "as__ask_user", json!({"message": "Your name?"}))
+        .await;
+    let response = client.recv().await;
+    assert_eq!(
+        structured(&response),
+        &json!({"action": "decline"}),
+        "{via:?}"
+    );
+}
+
+#[tokio::test]
+async fn stdio_sampling_is_relayed_to_the_client_and_its_answer_back() {
+    sampling_is_relayed_both_ways(Via::Stdio).await;
+}
+
+#[tokio::test]
+async fn http_sampling_is_relayed_to_the_client_and_its_answer_back() {
+    sampling_is_relayed_both_ways(Via::Http).await;
+}
+
+#[tokio::test]
+async fn stdio_elicitation_is_relayed_to_the_client_and_its_answer_back() {
+    elicitation_is_relayed_both_ways(Via::Stdio).await;
+}
+
+#[tokio::test]
+async fn http_elicitation_is_relayed_to_the_client_and_its_answer_back() {
+    elicitation_is_relayed_both_ways(Via::Http).await;
+}
+
+#[tokio::test]
+async fn stdio_requests_a_client_did_not_declare_are_declined() {
+    a_client_without_the_capability_is_not_asked(Via::Stdio).await;
+}
+
+#[tokio::test]
+async fn http_requests_a_client_did_not_declare_are_declined() {
+    a_client_without_the_capability_is_not_asked(Via::Http).await;
+}

@@ -1,0 +1,424 @@
+//! `POST` of a 2026-07-28 message: no session, each request answered from itself.
+//!
+//! - The routing headers must match the body: `Mcp-Method` the method, `Mcp-Name` the
+//!   `params.name` of `tools/call` and `prompts/get` (`params.uri` of `resources/read`),
+//!   `MCP-Protocol-Version` the `_meta` protocol version; otherwise `400` with `-32020`.
+//!   Header values are compared without surrounding whitespace (RFC 9110 §5.5).
+//! - `Mcp-Param-<Name>` headers must match the arguments whose schema declares
+//!   `x-mcp-header` (see [`check_param_headers`]).
+//! - A notification gets `202`; a batch or a response gets `400` (the revision has neither
+//!   batches nor server-to-client requests).
+//! - Errors carry their status: `404` for an unknown method (`-32601`), `400` for a bad
+//!   `_meta` (`-32602`), a header mismatch (`-32020`), an undeclared capability
+//!   (`-32021`) and an unsupported version (`-32022`).
+//! - `subscriptions/listen` opens a stream of tool-list changes (see [`listen`]).
+//! - A `tools/call` is answered with JSON when it ends before sending anything, and with
+//!   an SSE stream (its progress and log messages, then the response) as soon as it sends
+//!   a message first, when the client accepts `text/event-stream`. The client going away
+//!   (the connection closed, the stream dropped) cancels the call.
+
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+
+use super::HttpState;
+use super::rejection::{HttpRejection, json_body};
+use super::stream::{CancelOnDrop, sse};
+use crate::jsonrpc::{
+    self, ErrorObject, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND, Parsed,
+    RequestId,
+};
+use crate::protocol::{
+    HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
+};
+use crate::session::{
+    CallCancel, CallFuture, Caller, Dispatch, Out, Route, Session, admit, header_mismatch,
+};
+
+const METHOD_HEADER: &str = "mcp-method";
+const NAME_HEADER: &str = "mcp-name";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+/// `_meta` key tagging a listen stream's notifications with its subscription.
+const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// The status a 2026-07-28 response travels with, from its error code (if any).
+fn status_of(reply: &str) -> StatusCode {
+    #[derive(Deserialize)]
+    struct Probe {
+        error: Option<Code>,
+        #[serde(flatten)]
+        _rest: IgnoredAny,
+    }
+    #[derive(Deserialize)]
+    struct Code {
+        code: i64,
+    }
+    let code = serde_json::from_str::<Probe>(reply)
+        .ok()
+        .and_then(|p| p.error)
+        .map(|e| e.code);
+    match code {
+        None => StatusCode::OK,
+        Some(METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
+        Some(
+            INVALID_PARAMS
+            | INVALID_REQUEST
+            | HEADER_MISMATCH
+            | MISSING_REQUIRED_CLIENT_CAPABILITY
+            | UNSUPPORTED_PROTOCOL_VERSION,
+        ) => StatusCode::BAD_REQUEST,
+        Some(_) => StatusCode::OK,
+    }
+}
+
+fn reply(reply: String) -> Response {
+    json_body(status_of(&reply), reply)
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get(name)
+        .map(|v| v.to_str().map(str::trim).unwrap_or("\u{fffd}"))
+}
+
+/// The body field `Mcp-Name` mirrors for `method`, if it has one.
+fn named_field(method: &str) -> Option<&'static str> {
+    match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    }
+}
+
+/// `Mcp-Method` and `Mcp-Name` against the body.
+fn check_routing_headers(
+    headers: &HeaderMap,
+    method: &str,
+    params: Option<&jsonrpc::Params>,
+) -> Result<(), ErrorObject> {
+    match header(headers, METHOD_HEADER) {
+        Some(value) if value == method => {}
+        Some(value) => {
+            return Err(header_mismatch(format!(
+                "Header mismatch: Mcp-Method ({value}) does not match the method ({method})"
+            )));
+        }
+        None => return Err(header_mismatch("Header mismatch: Mcp-Method is required")),
+    }
+    let Some(field) = named_field(method) else {
+        return Ok(());
+    };
+    let body = params
+        .map(jsonrpc::Params::to_value)
+        .and_then(|p| p.get(field).and_then(|v| v.as_str().map(str::to_owned)));
+    match (header(headers, NAME_HEADER), body) {
+        (Some(value), Some(body)) if value == body => Ok(()),
+        (Some(value), Some(body)) => Err(header_mismatch(format!(
+            "Header mismatch: Mcp-Name ({value}) does not match params.{field} ({body})"
+        ))),
+        (None, Some(_)) => Err(header_mismatch(format!(
+            "Header mismatch: Mcp-Name is required for {method}"
+        ))),
+        // No name in the body: the method's own validation answers.
+        (_, None) => Ok(()),
+    }
+}
+
+/// `Mcp-Param-<Name>` headers of a `tools/call`: every argument whose input-schema
+/// property declares `x-mcp-header: <Name>` and has a value in the body must come with that
+/// header, holding the same value (a string as is, other values as JSON text), either
+/// literally or as `=?base64?<standard Base64>?=`; a malformed Base64 value is refused.
+/// Intermediaries route on these headers, so a header that disagrees with the body is a
+/// header mismatch (`-32020`).
+fn check_param_headers(
+    state: &HttpState,
+    headers: &HeaderMap,
+    params: Option<&jsonrpc::Params>,
+) -> Result<(), ErrorObject> {
+    let Some(params) = params.map(jsonrpc::Params::to_value) else {
+        return Ok(());
+    };
+    let Some(tool) = params
+        .get("name")
+        .and_then(Value::as_str)
+        .and_then(|name| state.shared.registry.get(name))
+    else {
+        return Ok(());
+    };
+    let Some(properties) = tool
+        .input_schema()
+        .get("properties")
+        .and_then(Value::as_object)
+    else {
+        return Ok(());
+    };
+    for (property, schema) in properties {
+        let Some(header_name) = schema.get("x-mcp-header").and_then(Value::as_str) else {
+            continue;
+        };
+        let Some(value) = params
+            .get("arguments")
+            .and_then(|a| a.get(property))
+            .filter(|v| !v.is_null())
+        else {
+            continue;
+        };
+        let expected = match value {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        };
+        let name = format!("mcp-param-{}", header_name.to_ascii_lowercase());
+        let Some(raw) = header(headers, &name) else {
+            return Err(header_mismatch(format!(
+                "Header mismatch: Mcp-Param-{header_name} is required with arguments.{property}"
+            )));
+        };
+        let decoded = match raw
+            .strip_prefix("=?base64?")
+            .and_then(|rest| rest.strip_suffix("?="))
+        {
+            Some(encoded) => {
+                use base64::Engine;
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(encoded)
+                    .map_err(|_| {
+                        header_mismatch(format!(
+                            "Header mismatch: Mcp-Param-{header_name} is not valid Base64"
+                        ))
+                    })?;
+                String::from_utf8(bytes).map_err(|_| {
+                    header_mismatch(format!(
+                        "Header mismatch: Mcp-Param-{header_name} is not UTF-8"
+                    ))
+                })?
+            }
+            None => raw.to_owned(),
+        };
+        if decoded != expected {
+            return Err(header_mismatch(format!(
+                "Header mismatch: Mcp-Param-{header_name} does not match arguments.{property}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Answers one 2026-07-28 `POST` body.
+pub(super) async fn post(
+    state: &HttpState,
+    caller: &Caller,
+    headers: &HeaderMap,
+    parsed: Parsed,
+    sse_ok: bool,
+) -> Result<Response, HttpRejection> {
+    let (id, method, params) = match parsed {
+        Parsed::Single(Err(rejected)) => return Err(HttpRejection::Malformed(rejected)),
+        Parsed::Single(Ok(Incoming::Request { id, method, params })) => (id, method, params),
+        Parsed::Single(Ok(Incoming::Notification { .. })) => {
+            return Ok(StatusCode::ACCEPTED.into_response());
+        }
+        Parsed::Single(Ok(Incoming::Response { .. })) | Parsed::Batch(_) => {
+            return Ok(json_body(
+                StatusCode::BAD_REQUEST,
+                jsonrpc::error_response(
+                    None,
+                    &ErrorObject::new(
+                        INVALID_REQUEST,
+                        "Invalid Request: 2026-07-28 takes one request or notification per POST",
+                    ),
+                ),
+            ));
+        }
+    };
+    if let Err(error) = check_routing_headers(headers, &method, params.as_ref()) {
+        return Ok(reply(jsonrpc::error_response(Some(&id), &error)));
+    }
+    if method == "tools/call"
+        && let Err(error) = check_param_headers(state, headers, params.as_ref())
+    {
+        return Ok(reply(jsonrpc::error_response(Some(&id), &error)));
+    }
+    if method == "subscriptions/listen" {
+        return Ok(listen(state, id, params, headers, sse_ok));
+    }
+    let session = Session::modern(state.shared.clone());
+    let (tx, rx) = mpsc::unbounded_channel();
+    let dispatch = session.dispatch_modern(
+        id.clone(),
+        &method,
+        params,
+        caller,
+        Route::Channel(tx),
+        Some(header(headers, VERSION_HEADER)),
+    );
+    match dispatch {
+        Dispatch::Reply(answer) => Ok(reply(answer)),
+        Dispatch::Call(call, cancel) => Ok(run_call(state, call, cancel, rx, sse_ok).await),
+    }
+}
+
+/// `subscriptions/listen`: an SSE stream that acknowledges the subscription, then carries
+/// `notifications/tools/list_changed` on every change of the registry's tool list (when the
+/// filter asked for `toolsListChanged`), each tagged with the subscription id (the
+/// request's id), until the client closes it.
+fn listen(
+    state: &HttpState,
+    id: RequestId,
+    params: Option<jsonrpc::Params>,
+    headers: &HeaderMap,
+    sse_ok: bool,
+) -> Response {
+    let value = params.as_ref().map(jsonrpc::Params::to_value);
+    if let Err(error) = admit(value.as_ref(), Some(header(headers, VERSION_HEADER))) {
+        return reply(jsonrpc::error_response(Some(&id), &error));
+    }
+    let Some(Value::Object(filter)) = value.as_ref().and_then(|p| p.get("notifications")) else {
+        return reply(jsonrpc::error_response(
+            Some(&id),
+            &ErrorObject::new(
+                INVALID_PARAMS,
+                "Invalid params: notifications (a subscription filter object) is required",
+            ),
+        ));
+    };
+    if !sse_ok {
+        return reply(jsonrpc::error_response(
+            Some(&id),
+            &ErrorObject::new(
+                INVALID_REQUEST,
+                "Invalid Request: subscriptions/listen answers with a stream; accept text/event-stream",
+            ),
+        ));
+    }
+    // Only what this server can deliver is acknowledged.
+    let tools = filter.get("toolsListChanged") == Some(&Value::Bool(true));
+    let accepted = if tools {
+        json!({"toolsListChanged": true})
+    } else {
+        json!({})
+    };
+    let tag = json!({ META_SUBSCRIPTION_ID: id });
+    let (tx, rx) = mpsc::unbounded_channel();
+    let _ = tx.send(Out::Msg(jsonrpc::notification(
+        "notifications/subscriptions/acknowledged",
+        &json!({"notifications": accepted, "_meta": tag}),
+    )));
+    let mut changes = state.shared.registry.tool_list_changes();
+    changes.mark_unchanged();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                () = tx.closed() => return,
+                changed = changes.changed(), if tools => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    let note = jsonrpc::notification(
+                        "notifications/tools/list_changed",
+                        &json!({"_meta": tag}),
+                    );
+                    if tx.send(Out::Msg(note)).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    sse(rx, None)
+}
+
+/// Runs a call in a server call slot: JSON when it ends before sending a message, else
+/// (when the client takes SSE) a stream of its messages and then its response.
+async fn run_call(
+    state: &HttpState,
+    call: CallFuture,
+    cancel: CallCancel,
+    mut rx: mpsc::UnboundedReceiver<Out>,
+    sse_ok: bool,
+) -> Response {
+    // Dropped with this handler (the client went away) or with the SSE stream.
+    let guard = CancelOnDrop::new(cancel);
+    let slots = state.call_slots.clone();
+    let (done_tx, mut done_rx) = oneshot::channel();
+    tokio::spawn(async move {
+        let answer = match slots.acquire_owned().await {
+            Ok(_permit) => call.await,
+            Err(_) => None,
+        };
+        let _ = done_tx.send(answer);
+    });
+    let first = loop {
+        tokio::select! {
+            biased;
+            done = &mut done_rx => {
+                return match done {
+                    Ok(Some(answer)) => reply(answer),
+                    _ => StatusCode::ACCEPTED.into_response(),
+                };
+            }
+            message = rx.recv() => match message {
+                Some(Out::Msg(message)) if sse_ok => break message,
+                // Without SSE a call's messages have nowhere to go.
+                Some(_) => {}
+                None => {
+                    return match done_rx.await {
+                        Ok(Some(answer)) => reply(answer),
+                        _ => StatusCode::ACCEPTED.into_response(),
+                    };
+                }
+            },
+        }
+    };
+    let (out, stream) = mpsc::unbounded_channel();
+    let _ = out.send(Out::Msg(first));
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                biased;
+                message = rx.recv() => match message {
+                    Some(Out::Msg(message)) => {
+                        if out.send(Out::Msg(message)).is_err() {
+                            return;
+                        }
+                    }
+                    Some(Out::Close | Out::Release) => {}
+                    None => break,
+                },
+                done = &mut done_rx => {
+                    while let Ok(Out::Msg(message)) = rx.try_recv() {
+                        let _ = out.send(Out::Msg(message));
+                    }
+                    if let Ok(Some(answer)) = done {
+                        let _ = out.send(Out::Msg(answer));
+                    }
+                    let _ = out.send(Out::Close);
+                    return;
+                }
+            }
+        }
+        if let Ok(Some(answer)) = done_rx.await {
+            let _ = out.send(Out::Msg(answer));
+        }
+        let _ = out.send(Out::Close);
+    });
+    sse(stream, Some(guard))
+}
+
+/// Whether this `POST` speaks 2026-07-28: its `MCP-Protocol-Version` names that revision
+/// (or one no revision knows, answered with `-32022`), or it came without a session and
+/// its request carries a 2026-07-28 `_meta`.
+pub(super) fn is_modern(headers: &HeaderMap, parsed: &Parsed) -> bool {
+    if let Some(version) = header(headers, VERSION_HEADER)
+        && crate::session::is_modern_version(version)
+    {
+        return true;
+    }
+    if super::session_id(headers).is_some() {
+        return false;
+    }
+    matches!(parsed, Parsed::Single(Ok(Incoming::Request { params, .. }))
+        if crate::session::is_modern_request(params.as_ref()))
+}

@@ -1,0 +1,483 @@
+//! 2026-07-28 confirmation and human approval through `input_required` results (MRTR).
+//!
+//! The revision has no server-to-client requests: a call that needs the caller's
+//! confirmation, or a person's approval, answers `resultType: "input_required"` with an
+//! elicitation for the client to put to its user, and a `requestState` the client echoes
+//! when it retries the call (a new request, same tool and arguments) with its
+//! `inputResponses`.
+//!
+//! - A caller confirmation (`requires_confirmation`) is a form elicitation (`confirm`: a
+//!   boolean) under the key [`CONFIRM_KEY`], sent when the request declared form-mode
+//!   elicitation and [`ServerOptions::elicitation_confirmation`] is on; otherwise the
+//!   confirmation result with its `confirm_token` goes back as before.
+//! - A human approval (`APPROVAL_PENDING` with an approvals page) is a URL elicitation
+//!   (the `approve_url`, `elicitationId` = the approval id) under [`APPROVAL_KEY`], sent
+//!   when the request declared URL-mode elicitation. The client's accept only means "I
+//!   opened the page"; the decision is the person's, and while nobody decided the retry
+//!   gets the same `input_required` again.
+//!
+//! `requestState` is attacker-controlled, so it is sealed: `base64url(state) "."
+//! base64url(HMAC-SHA-256(secret, state))`, where the state binds the principal, the tool,
+//! a digest of the canonical arguments, an expiry, and the core's confirmation token (or
+//! approval id). The secret is [`ServerOptions::state_secret`], else 32 random bytes drawn
+//! at start (then a state only opens on the server that sealed it). A state that does not
+//! open, or opens for another principal, tool or arguments, or expired, is refused with
+//! `-32602` and changes nothing. Single use is the core's: the retry replays the call with
+//! the token, which the confirmation store consumes (a second retry gets the core's
+//! invalid-token refusal), and an approval is settled once.
+//!
+//! [`ServerOptions::elicitation_confirmation`]: crate::ServerOptions::elicitation_confirmation
+//! [`ServerOptions::state_secret`]: crate::ServerOptions::state_secret
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use hmac::{Hmac, Mac};
+use milpa::{ConfirmationRefusal, ToolContext, ToolResult};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::modern::RequestMeta;
+use super::{Session, approval};
+use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
+use crate::protocol::StateSecret;
+
+/// The `inputRequests` key of a caller confirmation.
+pub(crate) const CONFIRM_KEY: &str = "confirm";
+/// The `inputRequests` key of a human approval.
+pub(crate) const APPROVAL_KEY: &str = "approval";
+
+/// How long a sealed `requestState` opens (the core's confirmation and approval expiries
+/// still apply on top).
+const STATE_TTL: Duration = Duration::from_secs(15 * 60);
+
+/// What a call ends with on the 2026-07-28 path.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// A complete result.
+    Done(ToolResult),
+    /// `resultType: "input_required"` (the whole result object).
+    InputRequired(Value),
+    /// A protocol error (a `requestState` that does not open).
+    Refused(ErrorObject),
+}
+
+/// Seals and opens `requestState`s.
+pub(crate) struct StateSeal {
+    key: StateSecret,
+}
+
+impl std::fmt::Debug for StateSeal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StateSeal(..)")
+    }
+}
+
+/// The sealed content.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+struct SealedState {
+    /// Principal (`None`: anonymous).
+    p: Option<String>,
+    /// Tool name.
+    t: String,
+    /// SHA-256 of the canonical arguments, hex.
+    d: String,
+    /// Expiry, seconds since the epoch.
+    e: u64,
+    /// The core's confirmation token, or the approval id (empty for a tool's own inputs).
+    k: String,
+    /// A human approval (else a caller confirmation).
+    h: bool,
+    /// The answers a tool's own requests got in earlier rounds, by input key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    a: Option<serde_json::Map<String, Value>>,
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// SHA-256 of `value` with object keys sorted at every level, so the same arguments give
+/// the same digest whatever order the client wrote them in.
+fn digest(value: &Value) -> String {
+    fn canonical(value: &Value, out: &mut Vec<u8>) {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                out.push(b'{');
+                for (i, key) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    crate::mapping::write_json(out, key);
+                    out.push(b':');
+                    canonical(&map[key], out);
+                }
+                out.push(b'}');
+            }
+            Value::Array(items) => {
+                out.push(b'[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    canonical(item, out);
+                }
+                out.push(b']');
+            }
+            other => crate::mapping::write_json(out, other),
+        }
+    }
+    let mut bytes = Vec::new();
+    canonical(value, &mut bytes);
+    hex::encode(Sha256::digest(&bytes))
+}
+
+impl StateSeal {
+    pub fn new(key: StateSecret) -> StateSeal {
+        StateSeal { key }
+    }
+
+    fn mac(&self) -> Hmac<Sha256> {
+        // HMAC takes a key of any length.
+        <Hmac<Sha256> as Mac>::new_from_slice(self.key.bytes())
+            .unwrap_or_else(|_| unreachable!("HMAC accepts any key length"))
+    }
+
+    fn seal(&self, state: &SealedState) -> String {
+        let payload = serde_json::to_vec(state).unwrap_or_default();
+        let mut mac = self.mac();
+        mac.update(&payload);
+        let tag = mac.finalize().into_bytes();
+        format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(&payload),
+            URL_SAFE_NO_PAD.encode(tag)
+        )
+    }
+
+    fn open(&self, text: &str) -> Result<SealedState, &'static str> {
+        let (payload, tag) = text.split_once('.').ok_or("is malformed")?;
+        let payload = URL_SAFE_NO_PAD
+            .decode(payload)
+            .map_err(|_| "is malformed")?;
+        let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| "is malformed")?;
+        let mut mac = self.mac();
+        mac.update(&payload);
+        // Constant-time comparison.
+        mac.verify_slice(&tag)
+            .map_err(|_| "failed its integrity check")?;
+        serde_json::from_slice(&payload).map_err(|_| "is malformed")
+    }
+}
+
+fn invalid_state(why: &str) -> ErrorObject {
+    ErrorObject::new(
+        INVALID_PARAMS,
+        format!("Invalid params: requestState {why}"),
+    )
+}
+
+/// Whether the request declared elicitation in `mode` (`form`: an empty object or `form`).
+fn declares_elicitation(meta: &RequestMeta, mode: &str) -> bool {
+    match meta.capabilities.get("elicitation") {
+        Some(Value::Object(map)) => match mode {
+            "form" => map.is_empty() || map.contains_key("form"),
+            _ => map.get(mode).is_some_and(|v| !v.is_null()),
+        },
+        _ => false,
+    }
+}
+
+impl Session {
+    /// The 2026-07-28 ending of a call's first round: an `input_required` result when the
+    /// call waits for a confirmation or an approval the client can ask for, else the
+    /// result.
+    pub(super) fn first_round(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        mut result: ToolResult,
+        ctx: &ToolContext,
+        meta: &RequestMeta,
+    ) -> Outcome {
+        if approval::is_approval_pending(&result) {
+            let Some((id, url)) = self.link_approval(&mut result) else {
+                return Outcome::Done(result);
+            };
+            if !declares_elicitation(meta, "url") {
+                return Outcome::Done(result);
+            }
+            let summary = summary_of(&result, tool);
+            return Outcome::InputRequired(
+                self.approval_request(tool, arguments, ctx, &id, &url, &summary),
+            );
+        }
+        if result.requires_confirmation()
+            && self.shared.options.elicitation_confirmation
+            && declares_elicitation(meta, "form")
+            && let Some(token) = result.confirm_token().map(str::to_owned)
+        {
+            let summary = summary_of(&result, tool);
+            let state = self.seal_state(tool, arguments, ctx, token, false);
+            return Outcome::InputRequired(json!({
+                "resultType": "input_required",
+                "inputRequests": {CONFIRM_KEY: {
+                    "method": "elicitation/create",
+                    "params": {
+                        "mode": "form",
+                        "message": format!("Confirm this action: {summary}"),
+                        "requestedSchema": {
+                            "type": "object",
+                            "properties": {"confirm": {
+                                "type": "boolean",
+                                "title": "Confirm",
+                                "description": format!("Run {summary}?"),
+                                "default": false
+                            }},
+                            "required": ["confirm"]
+                        }
+                    }
+                }},
+                "requestState": state,
+            }));
+        }
+        Outcome::Done(result)
+    }
+
+    /// Opens a retry's `requestState` and checks what it is bound to.
+    fn open_state(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        request_state: &str,
+        ctx: &ToolContext,
+    ) -> Result<SealedState, ErrorObject> {
+        let state = self
+            .shared
+            .seal
+            .open(request_state)
+            .map_err(invalid_state)?;
+        if state.e < now_secs() {
+            return Err(invalid_state("expired; call the tool again"));
+        }
+        if state.t != tool || state.p.as_deref() != ctx.principal() || state.d != digest(arguments)
+        {
+            return Err(invalid_state(
+                "was issued for another caller, tool or arguments",
+            ));
+        }
+        Ok(state)
+    }
+
+    /// A retry's `requestState` when it carries a tool's own inputs: the answers gathered
+    /// in earlier rounds (`Ok(None)`: the state is a confirmation's or an approval's).
+    pub(super) fn tool_answers(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        request_state: &str,
+        ctx: &ToolContext,
+    ) -> Result<Option<serde_json::Map<String, Value>>, ErrorObject> {
+        Ok(self.open_state(tool, arguments, request_state, ctx)?.a)
+    }
+
+    /// A round that asked the client: the `input_required` result, its state carrying
+    /// every answer so far.
+    pub(super) fn tool_input_round(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        ctx: &ToolContext,
+        asked: serde_json::Map<String, Value>,
+        answers: serde_json::Map<String, Value>,
+    ) -> Outcome {
+        let state = self.shared.seal.seal(&SealedState {
+            p: ctx.principal().map(str::to_owned),
+            t: tool.to_owned(),
+            d: digest(arguments),
+            e: now_secs() + STATE_TTL.as_secs(),
+            k: String::new(),
+            h: false,
+            a: Some(answers),
+        });
+        Outcome::InputRequired(json!({
+            "resultType": "input_required",
+            "inputRequests": asked,
+            "requestState": state,
+        }))
+    }
+
+    /// A retry carrying a confirmation's or an approval's `requestState`: checks its seal
+    /// and bindings, then settles the confirmation (or replays the approved call) through
+    /// the core.
+    pub(super) async fn next_round(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        request_state: &str,
+        input_responses: Option<&Value>,
+        ctx: &ToolContext,
+    ) -> Outcome {
+        let state = match self.open_state(tool, arguments, request_state, ctx) {
+            Ok(state) => state,
+            Err(error) => return Outcome::Refused(error),
+        };
+        let key = if state.h { APPROVAL_KEY } else { CONFIRM_KEY };
+        let answer = input_responses.and_then(|r| r.get(key));
+        let action = answer
+            .and_then(|a| a.get("action"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let registry = &self.shared.registry;
+        let replay = json!({"confirm_token": state.k});
+        if state.h {
+            // The person decides on the page; the client's answer only says whether it
+            // keeps waiting.
+            let mut result = registry.call(tool, replay, ctx).await;
+            if approval::is_approval_pending(&result)
+                && let Some((id, url)) = self.link_approval(&mut result)
+                && action == "accept"
+            {
+                let summary = summary_of(&result, tool);
+                return Outcome::InputRequired(
+                    self.approval_request(tool, arguments, ctx, &id, &url, &summary),
+                );
+            }
+            return Outcome::Done(result);
+        }
+        let confirmed = answer
+            .and_then(|a| a.get("content"))
+            .and_then(|c| c.get("confirm"))
+            .and_then(Value::as_bool);
+        let refusal = match (action, confirmed) {
+            ("accept", Some(false)) | ("decline", _) => ConfirmationRefusal::Declined,
+            ("accept", _) => return Outcome::Done(registry.call(tool, replay, ctx).await),
+            ("cancel", _) => ConfirmationRefusal::Cancelled,
+            _ => {
+                return Outcome::Refused(ErrorObject::new(
+                    INVALID_PARAMS,
+                    format!(
+                        "Invalid params: inputResponses.{CONFIRM_KEY} (an elicitation result) is required"
+                    ),
+                ));
+            }
+        };
+        Outcome::Done(
+            registry
+                .decline_confirmation(tool, &state.k, refusal, ctx)
+                .await,
+        )
+    }
+
+    fn seal_state(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        ctx: &ToolContext,
+        token: String,
+        human: bool,
+    ) -> String {
+        self.shared.seal.seal(&SealedState {
+            p: ctx.principal().map(str::to_owned),
+            t: tool.to_owned(),
+            d: digest(arguments),
+            e: now_secs() + STATE_TTL.as_secs(),
+            k: token,
+            h: human,
+            a: None,
+        })
+    }
+
+    fn approval_request(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        ctx: &ToolContext,
+        id: &str,
+        url: &str,
+        summary: &str,
+    ) -> Value {
+        let state = self.seal_state(tool, arguments, ctx, id.to_owned(), true);
+        json!({
+            "resultType": "input_required",
+            "inputRequests": {APPROVAL_KEY: {
+                "method": "elicitation/create",
+                "params": {
+                    "mode": "url",
+                    "elicitationId": id,
+                    "url": url,
+                    "message": format!("A person other than you must approve {summary}: open the approvals page, then answer."),
+                }
+            }},
+            "requestState": state,
+        })
+    }
+}
+
+fn summary_of(result: &ToolResult, tool: &str) -> String {
+    result
+        .data
+        .get("action_summary")
+        .and_then(Value::as_str)
+        .unwrap_or(tool)
+        .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seal() -> StateSeal {
+        StateSeal::new(StateSecret::new(
+            b"0123456789abcdef0123456789abcdef".to_vec(),
+        ))
+    }
+
+    fn state() -> SealedState {
+        SealedState {
+            p: Some("alice".into()),
+            t: "delete_note".into(),
+            d: digest(&json!({"id": 1})),
+            e: 42,
+            k: "token".into(),
+            h: false,
+            a: None,
+        }
+    }
+
+    #[test]
+    fn a_sealed_state_opens_and_a_changed_one_does_not() {
+        let seal = seal();
+        let text = seal.seal(&state());
+        assert_eq!(seal.open(&text).unwrap(), state());
+        let (payload, tag) = text.split_once('.').unwrap();
+        let mut forged = state();
+        forged.p = Some("mallory".into());
+        let forged_payload = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&forged).unwrap());
+        assert_eq!(
+            seal.open(&format!("{forged_payload}.{tag}")),
+            Err("failed its integrity check")
+        );
+        // What the conformance suite does to a state.
+        assert!(seal.open(&format!("{text}-TAMPERED")).is_err());
+        assert!(seal.open(payload).is_err());
+        // Another secret does not open it.
+        let other = StateSeal::new(StateSecret::new(vec![7; 32]));
+        assert!(other.open(&text).is_err());
+    }
+
+    #[test]
+    fn the_argument_digest_ignores_key_order_but_not_values() {
+        let a: Value = serde_json::from_str(r#"{"a":1,"b":{"y":[1,2],"x":null}}"#).unwrap();
+        let b: Value = serde_json::from_str(r#"{"b":{"x":null,"y":[1,2]},"a":1}"#).unwrap();
+        let c: Value = serde_json::from_str(r#"{"a":2,"b":{"x":null,"y":[1,2]}}"#).unwrap();
+        assert_eq!(digest(&a), digest(&b));
+        assert_ne!(digest(&a), digest(&c));
+    }
+}
