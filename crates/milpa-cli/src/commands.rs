@@ -189,9 +189,10 @@ impl AuditSink for BothSinks {
 /// push onto the local queue, and the connection's idle poll (see `milpa_mcp::serve_io`)
 /// drives the I/O driver itself, so an upstream's answer is read without waking another
 /// thread. With worker threads each hop could wake a parked worker (tens of microseconds on
-/// a virtual machine). Measured with `bench_stdio --proxy` (two shared cores), the time
-/// `milpa proxy` adds per call at one in flight went from about 107 µs to about
-/// 30 µs. Nothing the serving path runs blocks the thread: child processes, SQLite
+/// a virtual machine). Measured with `bench_stdio --proxy` (two shared, busy cores), one
+/// call in flight: `milpa proxy` went from about 9 context switches per call to 1.4, and
+/// the time it adds per call from about 114 µs to about 51 µs (medians, both builds in one
+/// run). Nothing the serving path runs blocks the thread: child processes, SQLite
 /// writes (its writer thread) and blocking tools (the blocking pool) all run off it.
 fn runtime(multi_thread: bool) -> Result<tokio::runtime::Runtime, CliError> {
     let mut builder = if multi_thread {
