@@ -160,6 +160,31 @@ fn cancelling_a_slow_upstream_call_cancels_it_upstream() {
 }
 
 #[test]
+fn a_slow_upstream_call_does_not_hold_up_the_calls_after_it() {
+    // The proxy and its upstream (`milpa serve` over stdio) each run on one thread: a call
+    // waiting on its upstream, or on its command, must leave the thread to the others.
+    let sb = Sandbox::new();
+    let mut client = start(&sb);
+    let slow = client.send("tools/call", json!({"name": "up__slow", "arguments": {}}));
+    let pid_file = sb.path().join("slow.pid");
+    let mut sleeper = None;
+    wait_until("the upstream tool to start", || {
+        sleeper = read_pid(&pid_file);
+        sleeper.is_some()
+    });
+    let sleeper = sleeper.unwrap();
+    for _ in 0..3 {
+        let answer = client.call("up__pid", json!({}));
+        assert_eq!(answer["isError"], false, "{answer}");
+    }
+    let listed = client.request("tools/list", json!({}));
+    assert_eq!(listed["result"]["tools"].as_array().unwrap().len(), 2);
+    assert!(alive(sleeper), "the slow call still runs");
+    client.notify("notifications/cancelled", json!({"requestId": slow}));
+    wait_until("the upstream command to be killed", || !alive(sleeper));
+}
+
+#[test]
 fn a_timeout_override_ends_a_slow_upstream_call_and_cancels_it_upstream() {
     let sb = Sandbox::new();
     let mut client = start_with(&sb, "[upstreams.tools.\"slow\"]\ntimeout_seconds = 1\n");

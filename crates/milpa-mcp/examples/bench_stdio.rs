@@ -13,7 +13,9 @@
 //! called with `{"a":1,"b":2}`). `--proxy MILPA` (the `milpa` binary) also starts
 //! `MILPA --store memory proxy --audit /dev/null --name up -- SERVER_CMD…` and times the same
 //! calls through it (tool `up__<tool>`), alternating rounds between the server called
-//! directly and the proxy, and prints the time each call spends in the proxy.
+//! directly and the proxy, and prints the time each call spends in the proxy. `--proxy`
+//! may be given more than once (two builds of `milpa`, say): each proxy gets its own
+//! connection, measured in the same alternation, so a noisy machine hits them all alike.
 //!
 //! Each figure is the median of `--rounds` measurements of `--seconds` each (with the
 //! lowest and highest), because a shared or idle virtual machine varies a lot between runs.
@@ -250,7 +252,7 @@ async fn main() {
     let mut rounds = 5usize;
     let mut audit = "/dev/null".to_owned();
     let mut tool = "add".to_owned();
-    let mut proxy: Option<String> = None;
+    let mut proxies: Vec<String> = Vec::new();
     let mut command: Vec<String> = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -259,7 +261,7 @@ async fn main() {
             "--rounds" => rounds = args.next().and_then(|s| s.parse().ok()).unwrap_or(5).max(1),
             "--audit" => audit = args.next().unwrap_or(audit),
             "--tool" => tool = args.next().expect("--tool needs a name"),
-            "--proxy" => proxy = Some(args.next().expect("--proxy needs the milpa binary")),
+            "--proxy" => proxies.push(args.next().expect("--proxy needs the milpa binary")),
             "--" => {
                 command = args.by_ref().collect();
                 break;
@@ -277,9 +279,9 @@ async fn main() {
             audit.clone(),
         ];
     }
-    let mut labels = vec!["direct"];
+    let mut labels = vec!["direct".to_owned()];
     let mut conns = vec![start(&command[0], &command[1..], tool.clone()).await];
-    if let Some(milpa) = &proxy {
+    for (n, milpa) in proxies.iter().enumerate() {
         let mut proxy_args: Vec<String> = [
             "--store", "memory", "proxy", "--audit", &audit, "--name", "up", "--",
         ]
@@ -288,7 +290,11 @@ async fn main() {
         .collect();
         proxy_args.extend(command.iter().cloned());
         conns.push(start(milpa, &proxy_args, format!("up__{tool}")).await);
-        labels.push("proxy ");
+        labels.push(if proxies.len() == 1 {
+            "proxy ".to_owned()
+        } else {
+            format!("proxy{}", n + 1)
+        });
     }
 
     let ones = alternate(&mut conns, rounds, seconds, 1).await;
@@ -304,11 +310,12 @@ async fn main() {
     for conn in conns {
         stop(conn).await;
     }
-    if proxy.is_some() {
+    for (n, label) in labels.iter().enumerate().skip(1) {
         // Time per call through the proxy minus time per call direct, from the medians.
-        let added = |m: &[f64]| (1.0 / m[1] - 1.0 / m[0]) * 1e6;
+        let added = |m: &[f64]| (1.0 / m[n] - 1.0 / m[0]) * 1e6;
         println!(
-            "added by the proxy per call: 1 in flight {:.1} µs, 32 in flight {:.1} µs",
+            "added by the {} per call: 1 in flight {:.1} µs, 32 in flight {:.1} µs",
+            label.trim_end(),
             added(&one_medians),
             added(&many_medians)
         );
