@@ -129,6 +129,7 @@ impl Caller {
             scopes: vec!["*".to_owned()],
             ip: None,
             user_agent: None,
+            scope_denial: None,
         }
     }
 }
@@ -177,6 +178,10 @@ impl Session {
                 return None;
             }
             value.map(|(name, result)| {
+                if let (Some(slot), Some(needed)) = (&caller.scope_denial, result.required_scopes())
+                {
+                    slot.record(needed.into_iter().map(str::to_owned).collect());
+                }
                 // Only a failed result can move its data out of structuredContent: a
                 // successful call (the common case) skips the lookup.
                 let output_schema = !result.success
