@@ -283,6 +283,25 @@ pub struct AuthSection {
     /// `[[auth.tokens]]`.
     #[serde(default)]
     pub tokens: Vec<TokenSpec>,
+    /// `[auth.oauth]`: the HTTP server as an OAuth 2.1 resource server.
+    pub oauth: Option<OAuthSpec>,
+}
+
+/// `[auth.oauth]`: access tokens (JWTs) from an authorization server, checked against its
+/// keys; beside them the `[[auth.tokens]]` keep working. Scopes in the token are the tool
+/// scopes themselves (no mapping).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OAuthSpec {
+    /// The authorization server (`iss` of the tokens).
+    pub issuer: Spanned<String>,
+    /// This server's resource URL (`aud` of the tokens, RFC 8707), e.g.
+    /// `https://tools.example.com/mcp`.
+    pub audience: Spanned<String>,
+    /// The issuer's JWKS: an `http://` URL or a file path (relative to the manifest).
+    pub jwks: Spanned<String>,
+    /// The claim holding the scopes (default `scope`): a space-separated string or a list.
+    pub scopes_claim: Option<String>,
 }
 
 /// `[[auth.tokens]]`: a bearer token, by the SHA-256 of its text (never the text itself).
@@ -296,6 +315,33 @@ pub struct TokenSpec {
     /// The scopes the token grants.
     #[serde(default)]
     pub scopes: Vec<String>,
+}
+
+impl OAuthSpec {
+    fn check(&self, at: &dyn Fn(usize, String) -> ManifestError) -> Result<(), ManifestError> {
+        if self.issuer.get_ref().trim().is_empty() {
+            return Err(at(
+                self.issuer.span().start,
+                "auth.oauth.issuer must name the authorization server".into(),
+            ));
+        }
+        let audience = self.audience.get_ref().to_ascii_lowercase();
+        if !(audience.starts_with("https://") || audience.starts_with("http://")) {
+            return Err(at(
+                self.audience.span().start,
+                "auth.oauth.audience must be this server's URL (e.g. \
+                 `https://tools.example.com/mcp`): tokens must be issued for it"
+                    .into(),
+            ));
+        }
+        if self.jwks.get_ref().trim().is_empty() {
+            return Err(at(
+                self.jwks.span().start,
+                "auth.oauth.jwks must be the issuer's JWKS URL or a file path".into(),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// `[[rules]]`: a static policy rule, checked after scopes; the first match wins.
@@ -828,6 +874,9 @@ impl Manifest {
         self.approvals.check(&at)?;
         if let Some(policy) = &self.policy {
             policy.check(&at)?;
+        }
+        if let Some(oauth) = &self.auth.oauth {
+            oauth.check(&at)?;
         }
         let mut hashes: Vec<String> = Vec::new();
         for token in &self.auth.tokens {
