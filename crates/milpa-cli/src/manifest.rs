@@ -1109,6 +1109,28 @@ mod tests {
     }
 
     #[test]
+    fn the_oauth_section_names_an_issuer_a_resource_url_and_keys() {
+        let e = error("[auth.oauth]\nissuer = \"https://a.example\"\naudience = \"tools.example.com\"\njwks = \"k.json\"\n");
+        assert!(e.starts_with("m.toml:3: auth.oauth.audience must be this server's URL"), "{e}");
+        let e = error("[auth.oauth]\nissuer = \" \"\naudience = \"https://t.example/mcp\"\njwks = \"k.json\"\n");
+        assert!(e.starts_with("m.toml:2: auth.oauth.issuer must name"), "{e}");
+        let e = error("[auth.oauth]\nissuer = \"https://a.example\"\naudience = \"https://t.example/mcp\"\njwks = \"\"\n");
+        assert!(e.starts_with("m.toml:4: auth.oauth.jwks must be"), "{e}");
+        let e = error("[auth.oauth]\nissuer = \"https://a.example\"\naudience = \"https://t.example/mcp\"\n");
+        assert!(e.contains("missing field `jwks`"), "{e}");
+        let e = error("[auth.oauth]\nissuer = \"i\"\naudience = \"https://t.example/mcp\"\njwks = \"k\"\nscope_claim = \"scp\"\n");
+        assert!(e.contains("unknown field `scope_claim`"), "{e}");
+        let m = Manifest::parse(
+            "m.toml",
+            "[auth.oauth]\nissuer = \"https://a.example\"\naudience = \"https://t.example/mcp\"\njwks = \"k.json\"\nscopes_claim = \"scp\"\n",
+        )
+        .unwrap();
+        let oauth = m.auth.oauth.unwrap();
+        assert_eq!(oauth.jwks.get_ref(), "k.json");
+        assert_eq!(oauth.scopes_claim.as_deref(), Some("scp"));
+    }
+
+    #[test]
     fn lines_are_counted_from_one() {
         assert_eq!(line_of("a\nb\nc", 0), 1);
         assert_eq!(line_of("a\nb\nc", 2), 2);
