@@ -21,10 +21,10 @@ use crate::notify::ApprovalNotifier;
 use crate::setup::{
     ToolsFn, authenticator, build_registry_with, oauth_config, server_options, url_host,
 };
-use milpa_mcp::auth::oauth::OAuthResource;
 use crate::store::{self, StoreUrl, Stores};
 use crate::{CliError, EXIT_CALL_FAILED, EXIT_OK, approvals, load_manifest};
 use milpa_gateway::{Upstream, UpstreamConfig};
+use milpa_mcp::auth::oauth::OAuthResource;
 
 /// Runs a parsed command line; returns the exit code.
 pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
@@ -723,7 +723,10 @@ async fn serve_http(
             server = server.allowed_hosts([host]);
         }
         let resource = OAuthResource::start(config).await.map_err(|e| {
-            std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("[auth.oauth]: {e}"))
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("[auth.oauth]: {e}"),
+            )
         })?;
         eprintln!(
             "milpa: OAuth resource server for {} (issuer {}), metadata at {}",

@@ -1110,15 +1110,31 @@ mod tests {
 
     #[test]
     fn the_oauth_section_names_an_issuer_a_resource_url_and_keys() {
-        let e = error("[auth.oauth]\nissuer = \"https://a.example\"\naudience = \"tools.example.com\"\njwks = \"k.json\"\n");
-        assert!(e.starts_with("m.toml:3: auth.oauth.audience must be this server's URL"), "{e}");
-        let e = error("[auth.oauth]\nissuer = \" \"\naudience = \"https://t.example/mcp\"\njwks = \"k.json\"\n");
-        assert!(e.starts_with("m.toml:2: auth.oauth.issuer must name"), "{e}");
-        let e = error("[auth.oauth]\nissuer = \"https://a.example\"\naudience = \"https://t.example/mcp\"\njwks = \"\"\n");
+        let e = error(
+            "[auth.oauth]\nissuer = \"https://a.example\"\naudience = \"tools.example.com\"\njwks = \"k.json\"\n",
+        );
+        assert!(
+            e.starts_with("m.toml:3: auth.oauth.audience must be this server's URL"),
+            "{e}"
+        );
+        let e = error(
+            "[auth.oauth]\nissuer = \" \"\naudience = \"https://t.example/mcp\"\njwks = \"k.json\"\n",
+        );
+        assert!(
+            e.starts_with("m.toml:2: auth.oauth.issuer must name"),
+            "{e}"
+        );
+        let e = error(
+            "[auth.oauth]\nissuer = \"https://a.example\"\naudience = \"https://t.example/mcp\"\njwks = \"\"\n",
+        );
         assert!(e.starts_with("m.toml:4: auth.oauth.jwks must be"), "{e}");
-        let e = error("[auth.oauth]\nissuer = \"https://a.example\"\naudience = \"https://t.example/mcp\"\n");
+        let e = error(
+            "[auth.oauth]\nissuer = \"https://a.example\"\naudience = \"https://t.example/mcp\"\n",
+        );
         assert!(e.contains("missing field `jwks`"), "{e}");
-        let e = error("[auth.oauth]\nissuer = \"i\"\naudience = \"https://t.example/mcp\"\njwks = \"k\"\nscope_claim = \"scp\"\n");
+        let e = error(
+            "[auth.oauth]\nissuer = \"i\"\naudience = \"https://t.example/mcp\"\njwks = \"k\"\nscope_claim = \"scp\"\n",
+        );
         assert!(e.contains("unknown field `scope_claim`"), "{e}");
         let m = Manifest::parse(
             "m.toml",

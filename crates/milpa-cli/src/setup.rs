@@ -189,7 +189,9 @@ pub fn oauth_config(manifest: &Manifest) -> Option<OAuthConfig> {
 pub fn url_host(url: &str) -> Option<String> {
     let (_, rest) = url.split_once("://")?;
     let authority = rest.split(['/', '?', '#']).next()?;
-    let authority = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+    let authority = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
     let host = match authority.strip_prefix('[') {
         Some(v6) => format!("[{}]", v6.split_once(']')?.0),
         None => authority.split(':').next()?.to_owned(),

@@ -176,7 +176,8 @@ fn a_jwks_that_cannot_be_read_stops_the_server() {
     );
     assert_ne!(run.code, 0);
     assert!(
-        run.stderr.contains("[auth.oauth]: cannot read the JWKS file")
+        run.stderr
+            .contains("[auth.oauth]: cannot read the JWKS file")
             && run.stderr.contains("missing.json"),
         "{}",
         run.stderr

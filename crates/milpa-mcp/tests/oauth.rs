@@ -44,7 +44,10 @@ async fn valid_tokens_of_each_algorithm_call_tools_as_their_subject() {
         .filter(|r| r.tool == "whoami" && r.outcome == AuditOutcome::Executed)
         .map(|r| r.principal.clone().unwrap_or_default())
         .collect();
-    assert_eq!(principals, ["alice", "alice", "bob", "bob", "carol", "carol"]);
+    assert_eq!(
+        principals,
+        ["alice", "alice", "bob", "bob", "carol", "carol"]
+    );
     // The keys were fetched once, at start.
     assert_eq!(jwks.fetches(), 1);
 }
@@ -58,7 +61,10 @@ async fn scopes_may_come_as_a_list_or_from_another_claim() {
     list["scp"] = json!(["notes:read", "other"]);
     let (r, message) = call(p.addr, &signer.sign(&list), "whoami", false).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(message.unwrap()["result"]["structuredContent"]["principal"], "dana");
+    assert_eq!(
+        message.unwrap()["result"]["structuredContent"]["principal"],
+        "dana"
+    );
     // `scope` is not the configured claim here: no scope, so the call is refused.
     let plain = claims(&p.audience, "dana", json!("notes:read"));
     let (r, _) = call(p.addr, &signer.sign(&plain), "whoami", false).await;
@@ -78,7 +84,12 @@ fn assert_invalid(p: &Protected, r: &common::HttpResponse, description: &str, to
         )
     );
     assert!(!r.body.contains(token));
-    assert!(r.json()["error"]["message"].as_str().unwrap().contains(description));
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(description)
+    );
 }
 
 #[tokio::test]
@@ -104,8 +115,14 @@ async fn tokens_outside_their_window_or_for_someone_else_get_401() {
     let cases = [
         (signer.sign(&expired), "the token has expired"),
         (signer.sign(&early), "the token is not valid yet"),
-        (signer.sign(&other_audience), "the token was not issued for this resource"),
-        (signer.sign(&other_issuer), "the token was not issued by the expected issuer"),
+        (
+            signer.sign(&other_audience),
+            "the token was not issued for this resource",
+        ),
+        (
+            signer.sign(&other_issuer),
+            "the token was not issued by the expected issuer",
+        ),
         (forger.sign(&good), "the token's signature is invalid"),
         ("not.a.jwt".to_owned(), "the token is not a well-formed JWT"),
     ];
@@ -115,13 +132,25 @@ async fn tokens_outside_their_window_or_for_someone_else_get_401() {
     }
     let r = initialize(p.addr, Some(&signer.sign(&no_subject))).await;
     assert_eq!(r.status, 401);
-    assert!(r.header("www-authenticate").unwrap().contains("required claim"));
+    assert!(
+        r.header("www-authenticate")
+            .unwrap()
+            .contains("required claim")
+    );
 
     // Within the leeway (30 s) an expired token still passes.
     let mut just_expired = good.clone();
     just_expired["exp"] = json!(now - 5);
-    assert_eq!(initialize(p.addr, Some(&signer.sign(&just_expired))).await.status, 200);
-    assert_eq!(initialize(p.addr, Some(&signer.sign(&good))).await.status, 200);
+    assert_eq!(
+        initialize(p.addr, Some(&signer.sign(&just_expired)))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        initialize(p.addr, Some(&signer.sign(&good))).await.status,
+        200
+    );
 }
 
 #[tokio::test]
@@ -155,7 +184,10 @@ async fn an_unknown_key_id_refetches_the_keys_at_most_once_per_interval() {
     tokio::time::sleep(interval).await;
     let (r, message) = call(p.addr, &token, "whoami", false).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(message.unwrap()["result"]["structuredContent"]["principal"], "frank");
+    assert_eq!(
+        message.unwrap()["result"]["structuredContent"]["principal"],
+        "frank"
+    );
     assert_eq!(jwks.fetches(), 3);
     // The old key is gone with the rotation (the cached set is the issuer's new one).
     let old_token = old.sign(&claims(&p.audience, "frank", json!("notes:read")));
@@ -217,12 +249,23 @@ async fn no_token_gets_401_pointing_at_the_metadata() {
     let r = request(p.addr, "POST", "/mcp", &JSON_HEADERS, list.as_bytes()).await;
     assert_eq!(r.status, 401);
     for method in ["GET", "DELETE"] {
-        let r = request(p.addr, method, "/mcp", &[("Accept", "text/event-stream")], b"").await;
+        let r = request(
+            p.addr,
+            method,
+            "/mcp",
+            &[("Accept", "text/event-stream")],
+            b"",
+        )
+        .await;
         assert_eq!(r.status, 401, "{method}");
         assert_eq!(r.header("www-authenticate"), Some(expected.as_str()));
     }
     // A bearer scheme without a token is no token.
-    let headers = [JSON_HEADERS[0], JSON_HEADERS[1], ("Authorization", "Bearer ")];
+    let headers = [
+        JSON_HEADERS[0],
+        JSON_HEADERS[1],
+        ("Authorization", "Bearer "),
+    ];
     let r = request(p.addr, "POST", "/mcp", &headers, &initialize_body()).await;
     assert_eq!(r.status, 401);
     assert_eq!(r.header("www-authenticate"), Some(expected.as_str()));
@@ -271,13 +314,21 @@ async fn static_tokens_keep_working_beside_oauth() {
     let p = protected_with(&jwks.url, |c| c, |s| s.authenticator(tokens)).await;
     let (r, message) = call(p.addr, "static-secret", "whoami", false).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(message.unwrap()["result"]["structuredContent"]["principal"], "ops");
+    assert_eq!(
+        message.unwrap()["result"]["structuredContent"]["principal"],
+        "ops"
+    );
     // And a scope denial for a static token is the same 403 challenge.
     let (r, _) = call(p.addr, "static-secret", "write_note", false).await;
     assert_eq!(r.status, 403);
     // An unknown one is checked as an access token, and refused as one.
     let r = initialize(p.addr, Some("static-secreT")).await;
-    assert_invalid(&p, &r, "the token is not a well-formed JWT", "static-secreT");
+    assert_invalid(
+        &p,
+        &r,
+        "the token is not a well-formed JWT",
+        "static-secreT",
+    );
 }
 
 #[tokio::test]
@@ -289,7 +340,10 @@ async fn the_server_refuses_to_start_without_its_keys() {
     ))
     .await
     .unwrap_err();
-    assert!(missing.to_string().contains("cannot read the JWKS file"), "{missing}");
+    assert!(
+        missing.to_string().contains("cannot read the JWKS file"),
+        "{missing}"
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let garbage = dir.path().join("jwks.json");
@@ -301,7 +355,10 @@ async fn the_server_refuses_to_start_without_its_keys() {
     ))
     .await
     .unwrap_err();
-    assert!(err.to_string().contains("is not a JSON Web Key Set"), "{err}");
+    assert!(
+        err.to_string().contains("is not a JSON Web Key Set"),
+        "{err}"
+    );
 
     std::fs::write(&garbage, "{\"keys\": []}").unwrap();
     let err = OAuthResource::start(OAuthConfig::new(
@@ -330,7 +387,10 @@ async fn the_server_refuses_to_start_without_its_keys() {
     ))
     .await
     .unwrap_err();
-    assert!(err.to_string().contains("https URLs are not supported"), "{err}");
+    assert!(
+        err.to_string().contains("https URLs are not supported"),
+        "{err}"
+    );
 
     let err = OAuthResource::start(OAuthConfig::new(
         ISSUER,
@@ -355,6 +415,8 @@ async fn keys_from_a_file_work_too() {
     let token = signer.sign(&claims(&p.audience, "hal", json!("notes:read")));
     let (r, message) = call(p.addr, &token, "whoami", false).await;
     assert_eq!(r.status, 200, "{}", r.body);
-    assert_eq!(message.unwrap()["result"]["structuredContent"]["principal"], "hal");
+    assert_eq!(
+        message.unwrap()["result"]["structuredContent"]["principal"],
+        "hal"
+    );
 }
-

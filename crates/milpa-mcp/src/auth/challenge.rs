@@ -84,7 +84,10 @@ mod tests {
     fn challenges_quote_their_parameters() {
         let scopes = vec!["notes:read".to_owned(), "notes:write".to_owned()];
         assert_eq!(
-            insufficient_scope("https://t.example/.well-known/oauth-protected-resource/mcp", &scopes),
+            insufficient_scope(
+                "https://t.example/.well-known/oauth-protected-resource/mcp",
+                &scopes
+            ),
             "Bearer error=\"insufficient_scope\", scope=\"notes:read notes:write\", \
              resource_metadata=\"https://t.example/.well-known/oauth-protected-resource/mcp\""
         );

@@ -15,7 +15,9 @@ use axum::body::Bytes;
 use http_body_util::{BodyExt, Empty, Limited};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, JwkSet, KeyAlgorithm, PublicKeyUse};
+use jsonwebtoken::jwk::{
+    AlgorithmParameters, EllipticCurve, Jwk, JwkSet, KeyAlgorithm, PublicKeyUse,
+};
 use jsonwebtoken::{Algorithm, DecodingKey};
 
 /// The largest JWKS document read (a real one is a few kilobytes).
@@ -176,7 +178,8 @@ fn verifying_key(jwk: &Jwk) -> Option<VerifyingKey> {
     if matches!(jwk.common.public_key_use, Some(PublicKeyUse::Encryption)) {
         return None;
     }
-    let algorithms: &'static [Algorithm] = match (&jwk.algorithm, jwk.common.key_algorithm.as_ref()) {
+    let algorithms: &'static [Algorithm] = match (&jwk.algorithm, jwk.common.key_algorithm.as_ref())
+    {
         (AlgorithmParameters::RSA(_), None | Some(KeyAlgorithm::RS256)) => &[Algorithm::RS256],
         (AlgorithmParameters::EllipticCurve(ec), None | Some(KeyAlgorithm::ES256))
             if ec.curve == EllipticCurve::P256 =>
@@ -294,12 +297,12 @@ async fn fetch_url(url: &str) -> Result<Bytes, JwksError> {
     if url.to_ascii_lowercase().starts_with("https://") {
         return Err(JwksError::HttpsUnsupported(url.to_owned()));
     }
-    let uri: axum::http::Uri = url.parse().map_err(|e: axum::http::uri::InvalidUri| {
-        JwksError::BadUrl {
-            url: url.to_owned(),
-            reason: e.to_string(),
-        }
-    })?;
+    let uri: axum::http::Uri =
+        url.parse()
+            .map_err(|e: axum::http::uri::InvalidUri| JwksError::BadUrl {
+                url: url.to_owned(),
+                reason: e.to_string(),
+            })?;
     let fetch_error = |reason: String| JwksError::Fetch {
         url: url.to_owned(),
         reason,

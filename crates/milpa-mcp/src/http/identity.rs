@@ -143,10 +143,8 @@ async fn first_event_sent(response: Response<Body>) -> Response<Body> {
         Some(Err(_)) | None => None,
     };
     let rest = body.into_data_stream();
-    let stream = futures_util::stream::StreamExt::chain(
-        futures_util::stream::iter(first.map(Ok)),
-        rest,
-    );
+    let stream =
+        futures_util::stream::StreamExt::chain(futures_util::stream::iter(first.map(Ok)), rest);
     Response::from_parts(parts, Body::from_stream(stream))
 }
 

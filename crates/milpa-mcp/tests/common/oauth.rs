@@ -35,8 +35,8 @@ impl Signer {
                 EncodingKey::from_rsa_der(private.to_pkcs1_der().unwrap().as_bytes())
             }
             Algorithm::ES256 => {
-                use p256::pkcs8::EncodePrivateKey;
                 use p256::elliptic_curve::Generate;
+                use p256::pkcs8::EncodePrivateKey;
                 let private = p256::SecretKey::generate();
                 EncodingKey::from_ec_der(private.to_pkcs8_der().unwrap().as_bytes())
             }
@@ -97,11 +97,7 @@ impl JwksServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/jwks.json", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await });
-        JwksServer {
-            url,
-            keys,
-            fetches,
-        }
+        JwksServer { url, keys, fetches }
     }
 
     pub fn fetches(&self) -> usize {
@@ -264,9 +260,5 @@ pub async fn call(
 }
 
 pub fn metadata_url(p: &Protected) -> String {
-    format!(
-        "http://{}/.well-known/oauth-protected-resource/mcp",
-        p.addr
-    )
+    format!("http://{}/.well-known/oauth-protected-resource/mcp", p.addr)
 }
-
