@@ -16,7 +16,10 @@
 //! [`ServerOptions::max_message_bytes`] get `413`, bodies slower than the body read timeout
 //! `408`. `Authorization: Bearer` tokens map to a principal and scopes through an
 //! [`Authenticator`]; without a token the caller is anonymous, and a token the
-//! authenticator does not know gets `401` before any of the body is read.
+//! authenticator does not know gets `401` before any of the body is read. With an OAuth
+//! resource server ([`HttpServer::oauth`]) access tokens are accepted too, every request
+//! needs a valid token (`401` with a challenge otherwise), a call denied for a missing scope
+//! gets `403 insufficient_scope`, and the RFC 9728 metadata is served.
 //!
 //! A session is bound to the principal that created it; a request with another identity
 //! cannot use it. Sessions idle for longer than the idle timeout (default 30 min, 5 min for
