@@ -380,17 +380,36 @@ async fn the_server_refuses_to_start_without_its_keys() {
     .unwrap_err();
     assert!(err.to_string().contains("cannot fetch the JWKS"), "{err}");
 
+    // https: the TLS handshake with something that is not a TLS server fails.
+    let plain = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = plain.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = plain.accept().await {
+            use tokio::io::AsyncWriteExt;
+            let _ = socket.write_all(b"HTTP/1.1 200 OK\r\n\r\n").await;
+        }
+    });
     let err = OAuthResource::start(OAuthConfig::new(
         ISSUER,
         "http://127.0.0.1:1/mcp",
-        JwksSource::parse("https://auth.example.test/jwks.json"),
+        JwksSource::parse(&format!("https://127.0.0.1:{port}/jwks.json")),
     ))
     .await
     .unwrap_err();
     assert!(
-        err.to_string().contains("https URLs are not supported"),
+        err.to_string()
+            .contains("cannot fetch the JWKS from https://"),
         "{err}"
     );
+
+    let err = OAuthResource::start(OAuthConfig::new(
+        ISSUER,
+        "http://127.0.0.1:1/mcp",
+        JwksSource::Url("ftp://127.0.0.1/jwks.json".into()),
+    ))
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("only http and https"), "{err}");
 
     let err = OAuthResource::start(OAuthConfig::new(
         ISSUER,

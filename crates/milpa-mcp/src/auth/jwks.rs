@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use http_body_util::{BodyExt, Empty, Limited};
+use hyper_rustls::HttpsConnectorBuilder;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use jsonwebtoken::jwk::{
@@ -32,13 +33,13 @@ const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 pub enum JwksSource {
     /// A local file (kept current by whoever deploys the server).
     File(PathBuf),
-    /// An `http://` URL, fetched with a plain HTTP/1.1 GET.
+    /// An `https://` (or, on a trusted network, `http://`) URL, fetched with an HTTP/1.1
+    /// GET; https checks the server against the system's trusted roots.
     Url(String),
 }
 
 impl JwksSource {
-    /// An `http://` or `https://` address is a URL (https is refused when the keys are
-    /// loaded: this build has no TLS client), anything else a file path.
+    /// An `http://` or `https://` address is a URL, anything else a file path.
     pub fn parse(text: &str) -> JwksSource {
         let lower = text.trim().to_ascii_lowercase();
         if lower.starts_with("http://") || lower.starts_with("https://") {
@@ -71,13 +72,16 @@ pub enum JwksError {
         #[source]
         source: std::io::Error,
     },
-    /// An `https://` URL: this build has no TLS client.
-    #[error(
-        "cannot fetch the JWKS from {0}: https URLs are not supported by this build (no TLS \
-         client); save the key set to a file and point `jwks` at it, or serve it over http \
-         on a trusted network"
-    )]
-    HttpsUnsupported(String),
+    /// The system's trusted roots, which https fetches check the issuer against, could not
+    /// be loaded.
+    #[error("cannot fetch the JWKS from {url}: no trusted root certificates: {source}")]
+    Roots {
+        /// The URL.
+        url: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// The URL is not one the client can use.
     #[error("invalid JWKS URL {url}: {reason}")]
     BadUrl {
@@ -294,20 +298,32 @@ async fn fetch(source: &JwksSource) -> Result<KeySet, JwksError> {
 }
 
 async fn fetch_url(url: &str) -> Result<Bytes, JwksError> {
-    if url.to_ascii_lowercase().starts_with("https://") {
-        return Err(JwksError::HttpsUnsupported(url.to_owned()));
+    let bad_url = |reason: String| JwksError::BadUrl {
+        url: url.to_owned(),
+        reason,
+    };
+    let uri: axum::http::Uri = url
+        .parse()
+        .map_err(|e: axum::http::uri::InvalidUri| bad_url(e.to_string()))?;
+    if !matches!(uri.scheme_str(), Some("http" | "https")) {
+        return Err(bad_url("only http and https URLs are fetched".to_owned()));
     }
-    let uri: axum::http::Uri =
-        url.parse()
-            .map_err(|e: axum::http::uri::InvalidUri| JwksError::BadUrl {
-                url: url.to_owned(),
-                reason: e.to_string(),
-            })?;
     let fetch_error = |reason: String| JwksError::Fetch {
         url: url.to_owned(),
         reason,
     };
-    let client = Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
+    // Built per fetch: fetches are rare (the start, then at most one per refresh
+    // interval), and the system's roots may have changed meanwhile.
+    let connector = HttpsConnectorBuilder::new()
+        .with_native_roots()
+        .map_err(|source| JwksError::Roots {
+            url: url.to_owned(),
+            source,
+        })?
+        .https_or_http()
+        .enable_http1()
+        .build();
+    let client = Client::builder(TokioExecutor::new()).build::<_, Empty<Bytes>>(connector);
     let request = axum::http::Request::get(uri)
         .header(axum::http::header::ACCEPT, "application/json")
         .body(Empty::new())
