@@ -293,6 +293,17 @@ async fn the_metadata_document_is_served_at_both_paths() {
             })
         );
     }
+    // Read-only.
+    let r = request(
+        p.addr,
+        "POST",
+        "/.well-known/oauth-protected-resource",
+        &[],
+        b"{}",
+    )
+    .await;
+    assert_eq!(r.status, 405);
+    assert_eq!(r.header("allow"), Some("GET, HEAD"));
     // Behind the same Host check as the endpoint.
     let r = request(
         p.addr,

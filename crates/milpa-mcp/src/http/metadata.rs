@@ -13,7 +13,7 @@ use milpa::ToolRegistry;
 use tower_http::validate_request::ValidateRequestHeaderLayer;
 
 use super::guard::HostOriginCheck;
-use super::rejection::{HttpRejection, json_body};
+use super::rejection::json_body;
 use crate::auth::oauth::{METADATA_PATH, OAuthResource};
 
 /// Every scope a tool asks for, sorted, without duplicates (`scopes_supported`).
@@ -46,7 +46,13 @@ pub(super) fn router(
             response
         }
     })
-    .fallback(|| async { HttpRejection::MethodNotAllowed.into_response() });
+    .fallback(|| async {
+        (
+            StatusCode::METHOD_NOT_ALLOWED,
+            [(header::ALLOW, HeaderValue::from_static("GET, HEAD"))],
+        )
+            .into_response()
+    });
     let mut paths = vec![METADATA_PATH.to_owned()];
     for suffix in [endpoint_path.trim_end_matches('/'), oauth.resource_path()] {
         let path = format!("{METADATA_PATH}{suffix}");
