@@ -186,6 +186,20 @@ fn is_priming(chunk: &[u8]) -> bool {
         })
 }
 
+/// The same response as `403` with the `insufficient_scope` challenge.
+fn insufficient_scope(
+    mut response: Response<Body>,
+    metadata_url: &str,
+    needed: &[String],
+) -> Response<Body> {
+    *response.status_mut() = StatusCode::FORBIDDEN;
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        challenge::insufficient_scope(metadata_url, needed),
+    );
+    response
+}
+
 #[cfg(test)]
 mod tests {
     use super::is_priming;
@@ -200,18 +214,4 @@ mod tests {
         assert!(!is_priming(b":\n\n"));
         assert!(!is_priming(b""));
     }
-}
-
-/// The same response as `403` with the `insufficient_scope` challenge.
-fn insufficient_scope(
-    mut response: Response<Body>,
-    metadata_url: &str,
-    needed: &[String],
-) -> Response<Body> {
-    *response.status_mut() = StatusCode::FORBIDDEN;
-    response.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        challenge::insufficient_scope(metadata_url, needed),
-    );
-    response
 }
