@@ -18,10 +18,13 @@ use crate::cli::{
 use crate::local_tokens::LocalTokens;
 use crate::manifest::{Manifest, UpstreamSpec};
 use crate::notify::ApprovalNotifier;
-use crate::setup::{ToolsFn, authenticator, build_registry_with, server_options};
+use crate::setup::{
+    ToolsFn, authenticator, build_registry_with, oauth_config, server_options, url_host,
+};
 use crate::store::{self, StoreUrl, Stores};
 use crate::{CliError, EXIT_CALL_FAILED, EXIT_OK, approvals, load_manifest};
 use milpa_gateway::{Upstream, UpstreamConfig};
+use milpa_mcp::auth::oauth::OAuthResource;
 
 /// Runs a parsed command line; returns the exit code.
 pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
@@ -730,15 +733,36 @@ async fn serve_http(
         local_tokens.authenticator()
     } else {
         let tokens = authenticator(manifest);
-        if tokens.is_empty() {
+        if tokens.is_empty() && manifest.auth.oauth.is_none() {
             eprintln!("milpa: no [[auth.tokens]] in the manifest: every HTTP caller is anonymous");
         }
         tokens
     };
-    eprintln!("milpa: serving MCP on http://{local}/mcp");
-    milpa_mcp::HttpServer::new(registry)
+    let mut server = milpa_mcp::HttpServer::new(registry)
         .options(options)
-        .authenticator(tokens)
+        .authenticator(tokens);
+    if let Some(config) = oauth_config(manifest) {
+        // The audience is this server's public URL: its host is one clients (or the proxy
+        // in front) send in `Host`.
+        if let Some(host) = url_host(&config.audience) {
+            server = server.allowed_hosts([host]);
+        }
+        let resource = OAuthResource::start(config).await.map_err(|e| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("[auth.oauth]: {e}"),
+            )
+        })?;
+        eprintln!(
+            "milpa: OAuth resource server for {} (issuer {}), metadata at {}",
+            resource.config().audience,
+            resource.config().issuer,
+            resource.metadata_url()
+        );
+        server = server.oauth(resource);
+    }
+    eprintln!("milpa: serving MCP on http://{local}/mcp");
+    server
         .serve_listener(listener, std::future::pending())
         .await
 }

@@ -283,6 +283,25 @@ pub struct AuthSection {
     /// `[[auth.tokens]]`.
     #[serde(default)]
     pub tokens: Vec<TokenSpec>,
+    /// `[auth.oauth]`: the HTTP server as an OAuth 2.1 resource server.
+    pub oauth: Option<OAuthSpec>,
+}
+
+/// `[auth.oauth]`: access tokens (JWTs) from an authorization server, checked against its
+/// keys; beside them the `[[auth.tokens]]` keep working. Scopes in the token are the tool
+/// scopes themselves (no mapping).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OAuthSpec {
+    /// The authorization server (`iss` of the tokens).
+    pub issuer: Spanned<String>,
+    /// This server's resource URL (`aud` of the tokens, RFC 8707), e.g.
+    /// `https://tools.example.com/mcp`.
+    pub audience: Spanned<String>,
+    /// The issuer's JWKS: an `http://` URL or a file path (relative to the manifest).
+    pub jwks: Spanned<String>,
+    /// The claim holding the scopes (default `scope`): a space-separated string or a list.
+    pub scopes_claim: Option<String>,
 }
 
 /// `[[auth.tokens]]`: a bearer token, by the SHA-256 of its text (never the text itself).
@@ -296,6 +315,33 @@ pub struct TokenSpec {
     /// The scopes the token grants.
     #[serde(default)]
     pub scopes: Vec<String>,
+}
+
+impl OAuthSpec {
+    fn check(&self, at: &dyn Fn(usize, String) -> ManifestError) -> Result<(), ManifestError> {
+        if self.issuer.get_ref().trim().is_empty() {
+            return Err(at(
+                self.issuer.span().start,
+                "auth.oauth.issuer must name the authorization server".into(),
+            ));
+        }
+        let audience = self.audience.get_ref().to_ascii_lowercase();
+        if !(audience.starts_with("https://") || audience.starts_with("http://")) {
+            return Err(at(
+                self.audience.span().start,
+                "auth.oauth.audience must be this server's URL (e.g. \
+                 `https://tools.example.com/mcp`): tokens must be issued for it"
+                    .into(),
+            ));
+        }
+        if self.jwks.get_ref().trim().is_empty() {
+            return Err(at(
+                self.jwks.span().start,
+                "auth.oauth.jwks must be the issuer's JWKS URL or a file path".into(),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// `[[rules]]`: a static policy rule, checked after scopes; the first match wins.
@@ -829,6 +875,9 @@ impl Manifest {
         if let Some(policy) = &self.policy {
             policy.check(&at)?;
         }
+        if let Some(oauth) = &self.auth.oauth {
+            oauth.check(&at)?;
+        }
         let mut hashes: Vec<String> = Vec::new();
         for token in &self.auth.tokens {
             let hash = token.sha256.get_ref();
@@ -1057,6 +1106,44 @@ mod tests {
 
     fn error(text: &str) -> String {
         Manifest::parse("m.toml", text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn the_oauth_section_names_an_issuer_a_resource_url_and_keys() {
+        let e = error(
+            "[auth.oauth]\nissuer = \"https://a.example\"\naudience = \"tools.example.com\"\njwks = \"k.json\"\n",
+        );
+        assert!(
+            e.starts_with("m.toml:3: auth.oauth.audience must be this server's URL"),
+            "{e}"
+        );
+        let e = error(
+            "[auth.oauth]\nissuer = \" \"\naudience = \"https://t.example/mcp\"\njwks = \"k.json\"\n",
+        );
+        assert!(
+            e.starts_with("m.toml:2: auth.oauth.issuer must name"),
+            "{e}"
+        );
+        let e = error(
+            "[auth.oauth]\nissuer = \"https://a.example\"\naudience = \"https://t.example/mcp\"\njwks = \"\"\n",
+        );
+        assert!(e.starts_with("m.toml:4: auth.oauth.jwks must be"), "{e}");
+        let e = error(
+            "[auth.oauth]\nissuer = \"https://a.example\"\naudience = \"https://t.example/mcp\"\n",
+        );
+        assert!(e.contains("missing field `jwks`"), "{e}");
+        let e = error(
+            "[auth.oauth]\nissuer = \"i\"\naudience = \"https://t.example/mcp\"\njwks = \"k\"\nscope_claim = \"scp\"\n",
+        );
+        assert!(e.contains("unknown field `scope_claim`"), "{e}");
+        let m = Manifest::parse(
+            "m.toml",
+            "[auth.oauth]\nissuer = \"https://a.example\"\naudience = \"https://t.example/mcp\"\njwks = \"k.json\"\nscopes_claim = \"scp\"\n",
+        )
+        .unwrap();
+        let oauth = m.auth.oauth.unwrap();
+        assert_eq!(oauth.jwks.get_ref(), "k.json");
+        assert_eq!(oauth.scopes_claim.as_deref(), Some("scp"));
     }
 
     #[test]

@@ -12,6 +12,7 @@ use milpa::verification::{HumanVerifier, VerificationTools};
 use milpa::{RegistryError, ToolRegistry};
 use milpa_mcp::ServerOptions;
 use milpa_mcp::auth::StaticTokens;
+use milpa_mcp::auth::oauth::{JwksSource, OAuthConfig};
 
 use crate::command_tool::CommandTool;
 use crate::manifest::{Manifest, ManifestError};
@@ -163,6 +164,39 @@ pub fn authenticator(manifest: &Manifest) -> StaticTokens {
         );
     }
     tokens
+}
+
+/// The OAuth resource server settings of `[auth.oauth]`, if any: a relative `jwks` path is
+/// read beside the manifest.
+pub fn oauth_config(manifest: &Manifest) -> Option<OAuthConfig> {
+    let spec = manifest.auth.oauth.as_ref()?;
+    let jwks = match JwksSource::parse(spec.jwks.get_ref()) {
+        JwksSource::File(path) if path.is_relative() => JwksSource::File(
+            manifest
+                .base_dir()
+                .map_or_else(|| path.clone(), |dir| dir.join(&path)),
+        ),
+        other => other,
+    };
+    let mut config = OAuthConfig::new(spec.issuer.get_ref(), spec.audience.get_ref(), jwks);
+    if let Some(claim) = &spec.scopes_claim {
+        config = config.scopes_claim(claim);
+    }
+    Some(config)
+}
+
+/// The host a URL names, lowercased, without port (`tools.example.com`).
+pub fn url_host(url: &str) -> Option<String> {
+    let (_, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => format!("[{}]", v6.split_once(']')?.0),
+        None => authority.split(':').next()?.to_owned(),
+    };
+    (!host.is_empty()).then(|| host.to_ascii_lowercase())
 }
 
 /// The MCP server options of `[server]` and `[confirmation]`.

@@ -6,7 +6,8 @@
 //!
 //! - [`serve_stdio`] / [`serve_io`]: newline-delimited JSON-RPC over stdio or any streams.
 //! - [`HttpServer`]: the Streamable HTTP transport (sessions, SSE, Host/Origin checks,
-//!   bearer tokens through an [`auth::Authenticator`]), and beside it the [`approvals`]
+//!   bearer tokens through an [`auth::Authenticator`], OAuth 2.1 access tokens through
+//!   [`auth::oauth`]), and beside it the [`approvals`]
 //!   page, where a person signs in with a token and grants or rejects parked calls.
 //! - Tools reach their caller through their context's [`milpa::CallHandle`]: progress
 //!   (`notifications/progress`), log messages (`notifications/message`, filtered by the

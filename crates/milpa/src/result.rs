@@ -12,6 +12,9 @@ use serde_json::{Map, Value, json};
 use crate::context::ToolContext;
 use crate::json_write::{FieldVisitor, ObjectWriter, SerdeFields};
 
+/// The meta key of a scope denial's needed scopes ([`ToolResult::required_scopes`]).
+const REQUIRED_SCOPES_KEY: &str = "required_scopes";
+
 /// What went wrong, as a stable string callers match on (`meta.code`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -657,6 +660,32 @@ impl ToolResult {
     /// `data.confirm_token`, when the result asks for confirmation.
     pub fn confirm_token(&self) -> Option<&str> {
         self.data.get("confirm_token").and_then(Value::as_str)
+    }
+
+    /// The same result listing, in `meta.required_scopes`, every scope the call needs: what
+    /// the `authorize` stage adds to a denial for a missing scope.
+    pub fn with_required_scopes(self, needed: Vec<String>) -> ToolResult {
+        let needed = needed.into_iter().map(Value::String).collect();
+        self.with_meta(REQUIRED_SCOPES_KEY, Value::Array(needed))
+    }
+
+    /// Every scope the call needs, when this is a `FORBIDDEN` denial for a missing scope
+    /// (see [`with_required_scopes`](Self::with_required_scopes)); `None` for any other
+    /// result.
+    ///
+    /// ```
+    /// use milpa::ToolResult;
+    ///
+    /// let denied = ToolResult::forbidden("no").with_required_scopes(vec!["notes:write".into()]);
+    /// assert_eq!(denied.required_scopes(), Some(vec!["notes:write"]));
+    /// assert_eq!(ToolResult::forbidden("no").required_scopes(), None);
+    /// ```
+    pub fn required_scopes(&self) -> Option<Vec<&str>> {
+        if self.code() != Some(&ErrorCode::Forbidden) {
+            return None;
+        }
+        let list = self.meta.get(REQUIRED_SCOPES_KEY)?.as_array()?;
+        list.iter().map(Value::as_str).collect()
     }
 
     /// Whether this result asks the caller to confirm (see [`asks_for_confirmation`]).

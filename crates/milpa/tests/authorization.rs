@@ -310,3 +310,57 @@ async fn denials_are_audited_and_the_tool_never_runs() {
     assert_eq!(record.args, json!({"password": "***REDACTED***"}));
     assert_eq!(runs.count(), 0);
 }
+
+/// A scope denial lists every scope the call needs (the tool's and a matching rule's), for
+/// a transport to ask for them all at once; other denials list none. The call is audited as
+/// denied either way.
+#[tokio::test]
+async fn scope_denials_report_every_scope_the_call_needs() {
+    let runs = Runs::default();
+    let sink = Arc::new(milpa::audit::MemoryAuditSink::new());
+    let builder = ToolRegistry::builder()
+        .audit_sink(sink.clone())
+        .rule_provider(rules(vec![for_tool(
+            "write",
+            rule(
+                Some(7),
+                RuleEffect::Allow,
+                &["notes:admin", "notes:write"],
+                None,
+            ),
+        )]));
+    let registry = registry_with(builder, &runs);
+
+    // Lacks the tool's scope: the tool's and the rule's scopes, once each, in order.
+    let reader = ToolContext::mcp("r", Some("ann".into()), ["notes:read"]);
+    let result = registry.call("write", json!({}), &reader).await;
+    assert_eq!(
+        result.required_scopes(),
+        Some(vec!["notes:write", "notes:admin"])
+    );
+    assert_eq!(
+        result.meta.get("required_scopes"),
+        Some(&json!(["notes:write", "notes:admin"]))
+    );
+    assert_eq!(only_record(&sink).outcome, AuditOutcome::Denied);
+
+    // Holds the tool's scope but not the rule's: still both.
+    let builder = ToolRegistry::builder().rule_provider(rules(vec![for_tool(
+        "write",
+        rule(Some(8), RuleEffect::Allow, &["notes:admin"], None),
+    )]));
+    let registry = registry_with(builder, &runs);
+    let writer = ToolContext::mcp("r", Some("ann".into()), ["notes:write"]);
+    let result = registry.call("write", json!({}), &writer).await;
+    assert_eq!(
+        result.required_scopes(),
+        Some(vec!["notes:write", "notes:admin"])
+    );
+
+    // Not a scope denial: nothing listed.
+    let anonymous = ToolContext::mcp("r", None, ["*"]);
+    let result = registry.call("write", json!({}), &anonymous).await;
+    assert_eq!(result.code(), Some(&ErrorCode::Forbidden));
+    assert_eq!(result.required_scopes(), None);
+    assert_eq!(runs.count(), 0);
+}

@@ -36,7 +36,12 @@ pub fn milpa_command(sb: &Sandbox) -> Command {
 /// Starts `milpa ARGS…` (a `serve --http 127.0.0.1:0` command line); returns the server
 /// and the address it says it listens on.
 pub fn spawn_http(sb: &Sandbox, args: &[&str]) -> (Server, SocketAddr) {
-    let mut child = milpa_command(sb)
+    spawn_http_command(milpa_command(sb), args)
+}
+
+/// [`spawn_http`] with a prepared command (extra environment, …).
+pub fn spawn_http_command(mut command: Command, args: &[&str]) -> (Server, SocketAddr) {
+    let mut child = command
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -1,22 +1,18 @@
 //! The checks every request passes before a handler sees it, as tower layers: `Host` and
-//! `Origin` (DNS-rebinding defence), `MCP-Protocol-Version`, a `POST`'s `Content-Type`
-//! (all through `tower-http`'s request validation), and the caller's identity from the
-//! bearer token, resolved from the headers before any body is read.
+//! `Origin` (DNS-rebinding defence), `MCP-Protocol-Version` and a `POST`'s `Content-Type`,
+//! all through `tower-http`'s request validation. The caller's identity is resolved by the
+//! layer in [`super::identity`].
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderMap, Method, Response, header};
-use axum::middleware::Next;
 use axum::response::IntoResponse;
 use tower_http::validate_request::ValidateRequest;
 
 use super::rejection::HttpRejection;
-use crate::auth::Authenticator;
 use crate::protocol;
-use crate::session::Caller;
 
 /// The header naming the protocol version a client speaks after `initialize`.
 const VERSION_HEADER: &str = "mcp-protocol-version";
@@ -137,50 +133,6 @@ impl<B> ValidateRequest<B> for ContentTypeCheck {
             Err(HttpRejection::UnsupportedMediaType.into_response())
         }
     }
-}
-
-/// Resolves the caller from the request's headers and connection, and hands it to the
-/// handler as a request extension. A bearer token the authenticator does not know is
-/// refused here (`401`), before the handler reads any of the body; no token is anonymous.
-pub(crate) async fn authenticate(
-    State(auth): State<Option<Arc<dyn Authenticator>>>,
-    mut request: Request,
-    next: Next,
-) -> Result<Response<Body>, HttpRejection> {
-    let headers = request.headers();
-    let mut caller = Caller {
-        ip: request
-            .extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|c| c.0.ip().to_string()),
-        user_agent: headers
-            .get(header::USER_AGENT)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned),
-        ..Caller::default()
-    };
-    let token = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            let (scheme, token) = v.split_once(' ')?;
-            scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-        })
-        .filter(|t| !t.is_empty());
-    if let (Some(auth), Some(token)) = (&auth, token) {
-        match auth.authenticate(token).await {
-            Some(identity) => {
-                caller.principal = Some(identity.principal);
-                caller.scopes = identity.scopes;
-            }
-            None => {
-                tracing::warn!(target: "milpa_mcp", "unknown bearer token refused");
-                return Err(HttpRejection::InvalidToken);
-            }
-        }
-    }
-    request.extensions_mut().insert(caller);
-    Ok(next.run(request).await)
 }
 
 /// The host part of a `Host` header or an origin's authority, lowercased, without port.

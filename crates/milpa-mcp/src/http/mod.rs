@@ -16,7 +16,10 @@
 //! [`ServerOptions::max_message_bytes`] get `413`, bodies slower than the body read timeout
 //! `408`. `Authorization: Bearer` tokens map to a principal and scopes through an
 //! [`Authenticator`]; without a token the caller is anonymous, and a token the
-//! authenticator does not know gets `401` before any of the body is read.
+//! authenticator does not know gets `401` before any of the body is read. With an OAuth
+//! resource server ([`HttpServer::oauth`]) access tokens are accepted too, every request
+//! needs a valid token (`401` with a challenge otherwise), a call denied for a missing scope
+//! gets `403 insufficient_scope`, and the RFC 9728 metadata is served.
 //!
 //! A session is bound to the principal that created it; a request with another identity
 //! cannot use it. Sessions idle for longer than the idle timeout (default 30 min, 5 min for
@@ -52,6 +55,7 @@ use tower_http::validate_request::ValidateRequestHeaderLayer;
 
 use crate::approvals::{self, LoginLimits, PageState};
 use crate::auth::Authenticator;
+use crate::auth::oauth::OAuthResource;
 use crate::protocol::ServerOptions;
 use crate::session::Shared;
 
@@ -59,6 +63,8 @@ mod accept;
 mod delete;
 mod get;
 mod guard;
+mod identity;
+mod metadata;
 mod modern;
 mod post;
 mod rejection;
@@ -105,6 +111,7 @@ pub struct HttpServer {
     path: String,
     approvals_page: bool,
     approval_page_url: Option<String>,
+    oauth: Option<Arc<OAuthResource>>,
 }
 
 impl std::fmt::Debug for HttpServer {
@@ -122,6 +129,7 @@ impl std::fmt::Debug for HttpServer {
             .field("path", &self.path)
             .field("approvals_page", &self.approvals_page)
             .field("approval_page_url", &self.approval_page_url)
+            .field("oauth", &self.oauth)
             .finish_non_exhaustive()
     }
 }
@@ -154,6 +162,7 @@ impl HttpServer {
             path: "/mcp".into(),
             approvals_page: true,
             approval_page_url: None,
+            oauth: None,
         }
     }
 
@@ -172,6 +181,17 @@ impl HttpServer {
     /// Like [`authenticator`](Self::authenticator), for a shared one.
     pub fn authenticator_arc(mut self, authenticator: Arc<dyn Authenticator>) -> Self {
         self.auth = Some(authenticator);
+        self
+    }
+
+    /// Protects the endpoint as an OAuth 2.1 resource server: every request needs a bearer
+    /// token, either one the [`authenticator`](Self::authenticator) knows or an access
+    /// token `resource` accepts; others get `401` with a challenge naming the RFC 9728
+    /// metadata, served at `/.well-known/oauth-protected-resource` (and with the
+    /// resource's path appended). A tool call denied for a missing scope gets `403
+    /// insufficient_scope` naming every scope it needs. See [`crate::auth::oauth`].
+    pub fn oauth(mut self, resource: OAuthResource) -> Self {
+        self.oauth = Some(Arc::new(resource));
         self
     }
 
@@ -352,9 +372,14 @@ impl HttpServer {
                 self.body_read_timeout,
             )
         });
+        let gate = Arc::new(identity::Gate {
+            auth: self.auth.clone(),
+            oauth: self.oauth.clone(),
+            scopes: metadata::tool_scopes(&self.registry).into(),
+        });
         let endpoint = Endpoint {
             path: self.path.clone(),
-            auth: self.auth.clone(),
+            gate,
             check,
             state: self.into_http_state(page_url),
         };
@@ -425,21 +450,26 @@ impl HttpServer {
 /// The MCP endpoint and what its router needs.
 struct Endpoint {
     path: String,
-    auth: Option<Arc<dyn Authenticator>>,
+    gate: Arc<identity::Gate>,
     check: guard::HostOriginCheck,
     state: Arc<HttpState>,
 }
 
 /// The endpoint with its checks, outermost first: `Host`/`Origin`, protocol version, the
 /// caller's identity, then a `POST`'s content type; the handlers read bodies only after.
-/// The approvals page, when served, sits beside it with its own checks.
+/// The approvals page, when served, and the OAuth metadata, when OAuth is on, sit beside
+/// it with their own checks.
 fn router_for(endpoint: Endpoint, page: Option<Arc<PageState>>) -> Router {
     let Endpoint {
         path,
-        auth,
+        gate,
         check: hosts,
         state,
     } = endpoint;
+    let metadata = gate
+        .oauth
+        .clone()
+        .map(|oauth| metadata::router(oauth, &gate.scopes, &path, hosts.clone()));
     let page = page.map(|page| approvals::router(page, hosts.clone()));
     let methods = axum::routing::get(get::get)
         .post(post::post)
@@ -452,11 +482,15 @@ fn router_for(endpoint: Endpoint, page: Option<Arc<PageState>>) -> Router {
                 guard::ProtocolVersionCheck,
             ))
             .layer(axum::middleware::from_fn_with_state(
-                auth,
-                guard::authenticate,
+                gate,
+                identity::authenticate,
             ))
             .layer(ValidateRequestHeaderLayer::custom(guard::ContentTypeCheck)),
     );
+    let mcp = match metadata {
+        Some(metadata) => mcp.merge(metadata),
+        None => mcp,
+    };
     match page {
         Some(page) => mcp.merge(page),
         None => mcp,

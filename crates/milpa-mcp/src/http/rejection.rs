@@ -39,6 +39,19 @@ pub(crate) enum HttpRejection {
     BodyUnreadable,
     /// A bearer token the authenticator does not know.
     InvalidToken,
+    /// No token, on a server protected by OAuth.
+    TokenRequired {
+        /// The `WWW-Authenticate` value (pointing at the resource metadata).
+        challenge: HeaderValue,
+    },
+    /// A token that is neither a static one nor a valid access token, on a server
+    /// protected by OAuth.
+    InvalidAccessToken {
+        /// The `WWW-Authenticate` value (`error="invalid_token"`).
+        challenge: HeaderValue,
+        /// Why, in a few words (never the token).
+        why: String,
+    },
     /// `GET` without `Accept: text/event-stream`.
     NotAcceptable,
     /// A method other than `GET`, `POST` and `DELETE`.
@@ -83,7 +96,9 @@ impl HttpRejection {
             HttpRejection::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             HttpRejection::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             HttpRejection::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
-            HttpRejection::InvalidToken => StatusCode::UNAUTHORIZED,
+            HttpRejection::InvalidToken
+            | HttpRejection::TokenRequired { .. }
+            | HttpRejection::InvalidAccessToken { .. } => StatusCode::UNAUTHORIZED,
             HttpRejection::NotAcceptable => StatusCode::NOT_ACCEPTABLE,
             HttpRejection::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             HttpRejection::SessionNotFound => StatusCode::NOT_FOUND,
@@ -128,6 +143,13 @@ impl HttpRejection {
             }
             HttpRejection::InvalidToken => {
                 plain(SERVER_ERROR, "Unauthorized: unknown bearer token")
+            }
+            HttpRejection::TokenRequired { .. } => plain(
+                SERVER_ERROR,
+                "Unauthorized: this server needs an access token (Authorization: Bearer)",
+            ),
+            HttpRejection::InvalidAccessToken { why, .. } => {
+                plain(SERVER_ERROR, &format!("Unauthorized: {why}"))
             }
             HttpRejection::NotAcceptable => plain(
                 INVALID_REQUEST,
@@ -183,6 +205,15 @@ impl IntoResponse for HttpRejection {
                     header::WWW_AUTHENTICATE,
                     HeaderValue::from_static("Bearer error=\"invalid_token\""),
                 );
+                response
+            }
+            HttpRejection::TokenRequired { ref challenge }
+            | HttpRejection::InvalidAccessToken { ref challenge, .. } => {
+                let challenge = challenge.clone();
+                let mut response = rejection_body(status, self);
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, challenge);
                 response
             }
             _ => rejection_body(status, self),

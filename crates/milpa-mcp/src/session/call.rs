@@ -142,6 +142,7 @@ impl Caller {
             scopes: vec!["*".to_owned()],
             ip: None,
             user_agent: None,
+            scope_denial: None,
         }
     }
 }
@@ -199,6 +200,10 @@ impl Session {
                     Outcome::InputRequired(answer) => return jsonrpc::response(&id, &answer),
                     Outcome::Refused(error) => return jsonrpc::error_response(Some(&id), &error),
                 };
+                if let (Some(slot), Some(needed)) = (&caller.scope_denial, result.required_scopes())
+                {
+                    slot.record(needed.into_iter().map(str::to_owned).collect());
+                }
                 // Only a failed result can move its data out of structuredContent: a
                 // successful call (the common case) skips the lookup.
                 let output_schema = !result.success

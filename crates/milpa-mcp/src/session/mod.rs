@@ -45,6 +45,7 @@ pub(crate) use modern::{
 };
 pub(crate) use outgoing::capability_for;
 
+use crate::auth::challenge::ScopeDenial;
 use crate::jsonrpc::{self, Incoming, Params, Rejected, RequestId};
 use crate::mapping;
 use crate::protocol::ServerOptions;
@@ -124,6 +125,9 @@ pub(crate) struct Caller {
     pub scopes: Vec<String>,
     pub ip: Option<String>,
     pub user_agent: Option<String>,
+    /// Where a call denied for a missing scope leaves the scopes it needs, when the
+    /// transport answers such a denial itself (HTTP with OAuth: `403 insufficient_scope`).
+    pub scope_denial: Option<ScopeDenial>,
 }
 
 /// What the transport should do with a request.

@@ -3,6 +3,8 @@
 
 #![allow(dead_code, missing_docs)]
 
+pub mod oauth;
+
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,5 +1,7 @@
 //! Stage 4, `authorize`: the policy gate decides. A denial is `FORBIDDEN` with a message
-//! that names the failing check.
+//! that names the failing check; a denial for a missing scope also lists, in
+//! `meta.required_scopes`, every scope the call needs (read back with
+//! [`ToolResult::required_scopes`], e.g. for an OAuth `insufficient_scope` challenge).
 
 use crate::audit::AuditOutcome;
 use crate::inspect::StageFacts;
@@ -33,6 +35,11 @@ pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
             // Boxed: a registry without a call policy keeps every call's future small.
             Some(policy) => Box::pin(judge(call, policy.clone())).await,
         },
+        Authorization::InsufficientScope { reason, needed } => call.finish(
+            ToolResult::forbidden(reason).with_required_scopes(needed),
+            AuditOutcome::Denied,
+        ),
+        // `Denied`, and any verdict this stage does not know: fail closed.
         Authorization::Denied(reason) => {
             call.finish(ToolResult::forbidden(reason), AuditOutcome::Denied)
         }

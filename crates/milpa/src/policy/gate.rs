@@ -10,11 +10,22 @@ use crate::policy::rules::{PolicyRuleProvider, RuleEffect, RuleQuery};
 
 /// The gate's verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Authorization {
     /// The call may proceed.
     Allowed,
     /// The call is denied; the reason names the check that failed.
     Denied(String),
+    /// The call is denied because the caller lacks a scope: the tool's, or a matching
+    /// rule's. `needed` lists every scope the call asks for (the tool's and the rule's), so
+    /// a transport can ask for all of them at once (an OAuth `insufficient_scope`
+    /// challenge) instead of one refusal per missing scope.
+    InsufficientScope {
+        /// What the caller is told, as for [`Authorization::Denied`].
+        reason: String,
+        /// Every scope the call needs, in order, without duplicates.
+        needed: Vec<String>,
+    },
 }
 
 /// Checks, in this order (the first failing check wins): authentication required by the
@@ -172,7 +183,13 @@ impl PolicyGate {
         tool: &ToolDefinition,
     ) -> Authorization {
         if let Some(denied) = check_caller(policy, ctx, tool) {
-            return denied;
+            return match denied {
+                // Boxed: the denial path only; the rules' scopes join the tool's.
+                Authorization::InsufficientScope { reason, needed } => {
+                    Box::pin(self.with_rule_scopes(ctx, tool, reason, needed)).await
+                }
+                other => other,
+            };
         }
         if let Some(provider) = &self.rule_provider {
             // Boxed: a gate without rules keeps every call's future small.
@@ -181,6 +198,43 @@ impl PolicyGate {
             }
         }
         check_channel(policy, ctx, tool)
+    }
+}
+
+impl PolicyGate {
+    /// A scope denial completed with the scopes a matching rule would ask next, so one
+    /// challenge names every scope the call needs.
+    async fn with_rule_scopes(
+        &self,
+        ctx: &ToolContext,
+        tool: &ToolDefinition,
+        reason: String,
+        mut needed: Vec<String>,
+    ) -> Authorization {
+        if let Some(provider) = &self.rule_provider
+            && let Some(rule) = provider.find_matching_rule(rule_query(ctx, tool)).await
+        {
+            add_scopes(&mut needed, &rule.requires_scopes);
+        }
+        Authorization::InsufficientScope { reason, needed }
+    }
+}
+
+fn rule_query<'a>(ctx: &'a ToolContext, tool: &'a ToolDefinition) -> RuleQuery<'a> {
+    RuleQuery {
+        channel: ctx.channel(),
+        principal: ctx.principal(),
+        tool: tool.name(),
+        mutating: tool.is_mutating(),
+    }
+}
+
+/// Appends the scopes `needed` does not list yet.
+fn add_scopes(needed: &mut Vec<String>, scopes: &[String]) {
+    for scope in scopes {
+        if !needed.contains(scope) {
+            needed.push(scope.clone());
+        }
     }
 }
 
@@ -239,19 +293,25 @@ fn check_caller(
     ctx: &ToolContext,
     tool: &ToolDefinition,
 ) -> Option<Authorization> {
-    let message = match caller_denial(policy, ctx, tool)? {
-        CallerDenial::Unauthenticated => format!(
+    Some(match caller_denial(policy, ctx, tool)? {
+        CallerDenial::Unauthenticated => Authorization::Denied(format!(
             "channel '{}' requires an authenticated principal (require_auth) — none provided.",
             ctx.channel()
-        ),
-        CallerDenial::MissingScope => format!(
-            "Missing required scope for tool '{}'. Need one of: {} — context has: {}.",
-            tool.name(),
-            tool.scopes().join(", "),
-            held_scopes(ctx)
-        ),
-    };
-    Some(Authorization::Denied(message))
+        )),
+        CallerDenial::MissingScope => {
+            let mut needed = Vec::with_capacity(tool.scopes().len());
+            add_scopes(&mut needed, tool.scopes());
+            Authorization::InsufficientScope {
+                reason: format!(
+                    "Missing required scope for tool '{}'. Need one of: {} — context has: {}.",
+                    tool.name(),
+                    tool.scopes().join(", "),
+                    held_scopes(ctx)
+                ),
+                needed,
+            }
+        }
+    })
 }
 
 /// The first matching rule decides, if there is one.
@@ -261,20 +321,21 @@ async fn check_rules(
     tool: &ToolDefinition,
 ) -> Option<Authorization> {
     let (channel, name) = (ctx.channel(), tool.name());
-    let query = RuleQuery {
-        channel,
-        principal: ctx.principal(),
-        tool: name,
-        mutating: tool.is_mutating(),
-    };
-    let rule = provider.find_matching_rule(query).await?;
+    let rule = provider.find_matching_rule(rule_query(ctx, tool)).await?;
     let id = rule.id.map(|id| id.to_string()).unwrap_or_default();
     if !rule.requires_scopes.is_empty() && !ctx.has_any_scope(&rule.requires_scopes) {
-        return Some(Authorization::Denied(format!(
-            "Policy rule #{id} for tool '{name}' requires one of these scopes: {} — context has: {}.",
-            rule.requires_scopes.join(", "),
-            held_scopes(ctx)
-        )));
+        // The tool's own scopes are held (checked before); the call needs them still.
+        let mut needed = Vec::new();
+        add_scopes(&mut needed, tool.scopes());
+        add_scopes(&mut needed, &rule.requires_scopes);
+        return Some(Authorization::InsufficientScope {
+            reason: format!(
+                "Policy rule #{id} for tool '{name}' requires one of these scopes: {} — context has: {}.",
+                rule.requires_scopes.join(", "),
+                held_scopes(ctx)
+            ),
+            needed,
+        });
     }
     Some(match rule.effect {
         RuleEffect::Allow => Authorization::Allowed,

@@ -1,14 +1,24 @@
 //! Bearer tokens → principal and scopes, for the HTTP transport.
 //!
-//! A request's `Authorization: Bearer <token>` is handed to an [`Authenticator`]. What it
-//! returns becomes the call's principal and scopes; no token, or one it does not know, is
-//! anonymous (and the `mcp` channel policy's `require_auth` then denies tool calls with the
-//! usual `FORBIDDEN` message, while `tools/list` still works).
+//! A request's `Authorization: Bearer <token>` is handed to an [`Authenticator`] (a table of
+//! [`StaticTokens`] from the manifest). What it returns becomes the call's principal and
+//! scopes; without a token the caller is anonymous (and the `mcp` channel policy's
+//! `require_auth` then denies tool calls with the usual `FORBIDDEN` message, while
+//! `tools/list` still works), and a token it does not know gets `401`.
+//!
+//! With an OAuth resource server configured ([`oauth`]), a token the authenticator does not
+//! know is checked as an access token (a JWT from the issuer), and a request without a valid
+//! token of either kind gets `401` with a challenge pointing at the protected-resource
+//! metadata: no anonymous access.
 
 use std::collections::HashMap;
 
 use milpa::BoxFuture;
 use sha2::{Digest, Sha256};
+
+pub(crate) mod challenge;
+mod jwks;
+pub mod oauth;
 
 /// Who a token belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
