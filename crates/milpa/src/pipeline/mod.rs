@@ -33,7 +33,10 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use tracing::Instrument;
+
 use crate::audit::AuditOutcome;
+use crate::call_span;
 use crate::context::ToolContext;
 use crate::definition::{ToolError, ToolOutput};
 use crate::inspect::StageFacts;
@@ -337,8 +340,30 @@ impl<'r> Call<'r> {
     }
 }
 
-/// Runs one call through every stage of [`StepKind::ORDER`].
+/// Runs one call through every stage of [`StepKind::ORDER`], inside its `execute_tool`
+/// span ([`call_span`](crate::call_span)) when a subscriber wants that span.
 pub(crate) async fn execute_call(
+    registry: &ToolRegistry,
+    name: &str,
+    args: Value,
+    ctx: &ToolContext,
+    trace: impl StageObserver,
+) -> ToolResult {
+    let span = call_span::start(name, ctx);
+    // Nobody listens: the stages run as they would without a span, not wrapped in an
+    // `Instrumented` that would enter and leave a disabled span on every poll.
+    if span.is_disabled() {
+        return run_stages(registry, name, args, ctx, trace).await;
+    }
+    let result = run_stages(registry, name, args, ctx, trace)
+        .instrument(span.clone())
+        .await;
+    call_span::record_result(&span, &result);
+    result
+}
+
+/// The stages themselves, in order; every terminal path ends in `audit`.
+async fn run_stages(
     registry: &ToolRegistry,
     name: &str,
     args: Value,
