@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use milpa::call_span::McpAttributes;
 use milpa::{CallHandle, ToolContext, ToolResult, channel, generate_request_id};
 use serde_json::Value;
 use tokio::sync::Notify;
@@ -139,7 +140,7 @@ impl Session {
     pub(super) fn start_call(
         self: &Arc<Self>,
         id: RequestId,
-        call: CallParams,
+        mut call: CallParams,
         caller: &Caller,
         route: Route,
     ) -> Dispatch {
@@ -156,12 +157,15 @@ impl Session {
         let caller = caller.clone();
         let grace = self.shared.options.cancel_grace;
         let cancel = CallCancel(control.clone());
+        // The caller's trace context wraps the whole call, a confirmation's replay too.
+        let trace_parent = std::mem::take(&mut call.trace_parent);
         let call = Box::pin(async move {
             let guard = CallGuard {
                 table: &session.calls,
                 id: &id,
             };
-            let work = session.run_call(call, &caller, route, control.clone());
+            let work =
+                trace_parent.run(session.run_call(call, &caller, &id, route, control.clone()));
             let value = tokio::select! {
                 biased;
                 () = async {
@@ -197,6 +201,7 @@ impl Session {
         self: &Arc<Self>,
         call: CallParams,
         caller: &Caller,
+        id: &RequestId,
         route: Route,
         control: Arc<CallControl>,
     ) -> (String, ToolResult) {
@@ -206,7 +211,7 @@ impl Session {
             call.progress_token,
             route,
         ));
-        let ctx = self.context(caller, CallHandle::new(peer.clone()));
+        let ctx = self.context(caller, CallHandle::new(peer.clone()), Some(id));
         let result = self
             .shared
             .registry
@@ -227,12 +232,19 @@ impl Session {
         (call.name, result)
     }
 
-    /// The context a call from `caller` runs with, whatever the transport.
-    pub(super) fn context(&self, caller: &Caller, handle: CallHandle) -> ToolContext {
+    /// The context a call from `caller` runs with, whatever the transport; `id` is the
+    /// JSON-RPC id of its request, when it got far enough to run.
+    pub(super) fn context(
+        &self,
+        caller: &Caller,
+        handle: CallHandle,
+        id: Option<&RequestId>,
+    ) -> ToolContext {
         let mut builder = ToolContext::builder(channel::MCP)
             .request_id(generate_request_id())
             .scopes(caller.scopes.iter().cloned())
-            .call_handle(handle);
+            .call_handle(handle)
+            .mcp_attributes(self.span_attributes(id));
         if let Some(principal) = &caller.principal {
             builder = builder.principal(principal.clone());
         }
@@ -246,5 +258,21 @@ impl Session {
             builder = builder.extra("mcp_session_id", Value::String(session.clone()));
         }
         builder.build()
+    }
+
+    /// The MCP semantic conventions' attributes of a `tools/call` on this session.
+    fn span_attributes(&self, id: Option<&RequestId>) -> McpAttributes {
+        let mut attributes = McpAttributes::new("tools/call");
+        if let Some(session) = &self.session_id {
+            attributes = attributes.session_id(session.clone());
+        }
+        if let Some(version) = self.client.protocol_version() {
+            attributes = attributes.protocol_version(version);
+        }
+        match id {
+            Some(RequestId::Number(number)) => attributes.request_id(number.to_string()),
+            Some(RequestId::String(text)) => attributes.request_id(&**text),
+            None => attributes,
+        }
     }
 }

@@ -3,6 +3,7 @@
 use serde_json::{Map, Value};
 
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, Params};
+use crate::trace_context::TraceParent;
 
 /// A `tools/call` that can be run.
 #[derive(Debug)]
@@ -10,6 +11,8 @@ pub(crate) struct CallParams {
     pub name: String,
     pub arguments: Value,
     pub progress_token: Option<Value>,
+    /// `_meta.traceparent` / `tracestate`: the parent of the call's span.
+    pub trace_parent: TraceParent,
 }
 
 /// A `tools/call` refused before it reached the registry: the JSON-RPC error to answer,
@@ -74,10 +77,12 @@ pub(crate) fn parse_call(params: Option<Params>) -> Result<CallParams, RefusedCa
         .and_then(|m| m.get("progressToken"))
         .filter(|t| t.is_string() || t.is_number())
         .cloned();
+    let trace_parent = TraceParent::from_meta(wire.meta.as_ref());
     Ok(CallParams {
         name,
         arguments,
         progress_token,
+        trace_parent,
     })
 }
 
