@@ -31,7 +31,7 @@ use tracing::field::Empty;
 use crate::context::ToolContext;
 use crate::result::ToolResult;
 
-/// The tracing name of the call span (exporters show [`otel.name`](self), `execute_tool <tool>`).
+/// The tracing name of the call span (exporters show its `otel.name`, `execute_tool <tool>`).
 pub const SPAN_NAME: &str = "execute_tool";
 
 /// The tracing target of the call span, for a subscriber's filters.
