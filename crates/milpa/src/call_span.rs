@@ -5,7 +5,7 @@
 //! subscriber the host installs (the `milpa` command adds an OTLP exporter through
 //! `tracing-opentelemetry` when `OTEL_EXPORTER_OTLP_ENDPOINT` is set). With no subscriber
 //! interested, creating the span is one check of a cached callsite interest, and none of the
-//! field values below is computed: the in-process call bench holds that to the untraced call.
+//! field values below is computed.
 //!
 //! The span's fields, which `tracing-opentelemetry` turns into the span's name, kind, status
 //! and attributes:
@@ -21,9 +21,12 @@
 //! | `error.type` | the result's `meta.code` when the call failed (`_OTHER` when it has none) |
 //! | `otel.status_code` | `error` when the call failed |
 //!
-//! The parent is the current span, or the OpenTelemetry context current when the call is
-//! polled: the MCP server attaches the W3C trace context of a request's `_meta.traceparent`
-//! around its call, so the span joins the caller's trace.
+//! The span opens when the call starts (its first poll) and closes when `audit` is done. Its
+//! parent is the span current then, or else the OpenTelemetry context current then: the MCP
+//! server attaches the W3C trace context of a request's `_meta.traceparent` around its
+//! call, so the span joins the caller's trace. It is not entered while the stages run (see
+//! `execute_call` for the measured reason), so spans and events inside a tool are not its
+//! children.
 
 use tracing::Span;
 use tracing::field::Empty;

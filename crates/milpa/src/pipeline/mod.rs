@@ -33,8 +33,6 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use tracing::Instrument;
-
 use crate::audit::AuditOutcome;
 use crate::call_span;
 use crate::context::ToolContext;
@@ -340,36 +338,23 @@ impl<'r> Call<'r> {
     }
 }
 
-/// Runs one call through every stage of [`StepKind::ORDER`], inside its `execute_tool`
-/// span ([`call_span`](crate::call_span)) when a subscriber wants that span.
+/// Runs one call through every stage of [`StepKind::ORDER`], with its `execute_tool` span
+/// ([`call_span`](crate::call_span)) open from the first stage to the end of `audit`.
+///
+/// The span is made when the call starts (its parent is what is current then: a caller's
+/// span, or the trace context an MCP transport attached) and is not entered while the
+/// stages run: entering it on every poll takes an `Instrumented` wrapper around the stages'
+/// future, and any wrapper (even one used only when a subscriber wants the span) measured
+/// 6–20% more instructions a call (moves of the stages' state and of the result). Creating
+/// a span nobody wants is a check of a cached interest.
 pub(crate) async fn execute_call(
-    registry: &ToolRegistry,
-    name: &str,
-    args: Value,
-    ctx: &ToolContext,
-    trace: impl StageObserver,
-) -> ToolResult {
-    let span = call_span::start(name, ctx);
-    // Nobody listens: the stages run as they would without a span, not wrapped in an
-    // `Instrumented` that would enter and leave a disabled span on every poll.
-    if span.is_disabled() {
-        return run_stages(registry, name, args, ctx, trace).await;
-    }
-    let result = run_stages(registry, name, args, ctx, trace)
-        .instrument(span.clone())
-        .await;
-    call_span::record_result(&span, &result);
-    result
-}
-
-/// The stages themselves, in order; every terminal path ends in `audit`.
-async fn run_stages(
     registry: &ToolRegistry,
     name: &str,
     args: Value,
     ctx: &ToolContext,
     mut trace: impl StageObserver,
 ) -> ToolResult {
+    let span = call_span::start(name, ctx);
     let mut call = Call::new(registry, name, args, ctx);
     // Walked through a reference: iterating the array by value would copy it into the
     // call's state first.
@@ -402,6 +387,11 @@ async fn run_stages(
     // would wait in a temporary (one more copy). And the state is taken apart here rather
     // than by a method taking the call by value, which would copy it whole.
     audit::run(&mut call);
+    if !span.is_disabled()
+        && let Some(terminal) = &call.terminal
+    {
+        call_span::record_result(&span, &terminal.result);
+    }
     drop(call.args);
     drop(call.confirm_token);
     drop(call.raw);
