@@ -22,6 +22,7 @@ use crate::setup::{
     ToolsFn, authenticator, build_registry_with, oauth_config, server_options, url_host,
 };
 use crate::store::{self, StoreUrl, Stores};
+use crate::telemetry::Telemetry;
 use crate::{CliError, EXIT_CALL_FAILED, EXIT_OK, approvals, load_manifest};
 use milpa_gateway::{Upstream, UpstreamConfig};
 use milpa_mcp::auth::oauth::OAuthResource;
@@ -34,26 +35,32 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
         &|name| std::env::var_os(name),
         &manifest,
     )?;
+    let serving = matches!(cli.command, Command::Serve(_) | Command::Proxy(_));
     let serving_http = matches!(
         cli.command,
         Command::Serve(ServeArgs { http: Some(_), .. })
             | Command::Proxy(ProxyArgs { http: Some(_), .. })
     );
-    match &cli.command {
-        Command::Serve(ServeArgs { audit: None, .. })
-        | Command::Proxy(ProxyArgs { audit: None, .. }) => {
-            init_tracing("warn,milpa::audit=info,milpa::upstream=info")
-        }
-        Command::Serve(_) | Command::Proxy(_) => init_tracing("warn,milpa::upstream=info"),
-        Command::Audit(_) => init_tracing("warn"),
-        Command::Tools(_) | Command::Call(_) | Command::Approvals(_) => {
-            init_tracing("warn,milpa::audit=off")
-        }
-    }
     if matches!(cli.command, Command::Approvals(_)) && url == StoreUrl::Memory {
         return Err(approvals::memory_store_refusal());
     }
     let runtime = runtime(serving_http)?;
+    // Calls are traced where they run: `serve`, `proxy` and `call`.
+    let telemetry = if serving || matches!(cli.command, Command::Call(_)) {
+        Telemetry::from_env(&|name| std::env::var(name).ok(), runtime.handle().clone())?
+    } else {
+        None
+    };
+    let log_filter = match &cli.command {
+        Command::Serve(ServeArgs { audit: None, .. })
+        | Command::Proxy(ProxyArgs { audit: None, .. }) => {
+            "warn,milpa::audit=info,milpa::upstream=info"
+        }
+        Command::Serve(_) | Command::Proxy(_) => "warn,milpa::upstream=info",
+        Command::Audit(_) => "warn",
+        Command::Tools(_) | Command::Call(_) | Command::Approvals(_) => "warn,milpa::audit=off",
+    };
+    init_tracing(log_filter, telemetry.as_ref());
     let stores = runtime.block_on(Stores::open(&url, &manifest))?;
     let notifier = ApprovalNotifier::from_manifest(&manifest).map(Arc::new);
     let code = match cli.command {
@@ -116,8 +123,12 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
         }
         Command::Audit(args) => audit_command(&stores, args),
     };
-    // Whatever the trail still buffers is written before the process ends.
+    // Whatever the trail still buffers is written before the process ends, and so are
+    // the spans not exported yet.
     stores.flush();
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown(&runtime);
+    }
     runtime.shutdown_timeout(SHUTDOWN_GRACE);
     code
 }
@@ -212,17 +223,25 @@ fn runtime(multi_thread: bool) -> Result<tokio::runtime::Runtime, CliError> {
 /// Logs to standard error only (standard output is the result, or the MCP channel);
 /// `RUST_LOG` overrides `default`. Colours only when standard error is a terminal and
 /// `NO_COLOR` is unset or empty (<https://no-color.org>): a log file or a log collector
-/// gets no escape sequences.
-fn init_tracing(default: &str) {
+/// gets no escape sequences. With `telemetry`, the call spans go to its exporter too; each
+/// side has its own filter, so `RUST_LOG` never hides a span from the collector.
+fn init_tracing(default: &str, telemetry: Option<&Telemetry>) {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let no_color = std::env::var_os("NO_COLOR");
     let ansi =
         TerminalRenderer::colour_wanted(std::io::stderr().is_terminal(), no_color.as_deref());
-    let _ = tracing_subscriber::fmt()
+    let log = tracing_subscriber::fmt::layer()
         .with_ansi(ansi)
         .with_writer(std::io::stderr)
-        .with_env_filter(filter)
+        .with_filter(filter);
+    let _ = tracing_subscriber::registry()
+        .with(log)
+        .with(telemetry.map(Telemetry::layer))
         .try_init();
 }
 

@@ -50,6 +50,7 @@ pub mod notify;
 pub mod policy_section;
 pub mod setup;
 pub mod store;
+mod telemetry;
 pub mod template;
 
 use std::ffi::OsString;

@@ -56,6 +56,7 @@ mod peer;
 pub mod protocol;
 mod session;
 mod stdio;
+mod trace_context;
 
 pub use http::HttpServer;
 pub use protocol::{LATEST_VERSION, SUPPORTED_VERSIONS, ServerOptions};

@@ -4,6 +4,10 @@
 //! collaborators complete without yielding, so what is measured is the pipeline itself, not
 //! an executor. Arguments are built outside the timed section (`iter_batched`), since a call
 //! consumes them. Audit is on (the default tracing sink, with no subscriber installed).
+//!
+//! `trivial_cli_otel` is the same call with tracing on: a subscriber with the OpenTelemetry
+//! layer, whose tracer builds every `execute_tool` span and hands it to an exporter that
+//! discards it (what a call costs to trace, without the network).
 
 // criterion's macros generate functions without doc comments.
 #![allow(missing_docs)]
@@ -21,7 +25,12 @@ use milpa::audit::JsonLinesAuditSink;
 use milpa::events::{Dispatcher, Event};
 use milpa::rate_limit::{InMemoryRateLimiter, Quota};
 use milpa::{ToolContext, ToolDefinition, ToolRegistry, ToolResult};
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
 use serde_json::{Value, json};
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::layer::SubscriberExt;
 
 fn trivial() -> ToolDefinition {
     ToolDefinition::builder("ping")
@@ -91,6 +100,7 @@ fn pipeline(c: &mut Criterion) {
         json!({"a": 2, "b": 3}),
         &cli,
     );
+    traced(c, &registry, &cli);
     let mcp = ToolContext::mcp("req-1", Some("agent".into()), ["notes:*"]);
     bench_call(c, "scoped_mcp", &registry, "read_notes", Value::Null, &mcp);
 
@@ -137,6 +147,33 @@ fn pipeline(c: &mut Criterion) {
         json!({"user": "ann", "password": "hunter2", "note": "see https://example.com/a?page=2", "count": 3}),
         &cli,
     );
+}
+
+/// Exports nothing: the traced case measures building and ending spans, not a network.
+#[derive(Debug)]
+struct DiscardingExporter;
+
+impl SpanExporter for DiscardingExporter {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        black_box(batch);
+        Ok(())
+    }
+}
+
+/// The trivial call with a subscriber whose OpenTelemetry layer wants every call span.
+fn traced(c: &mut Criterion, registry: &ToolRegistry, cli: &ToolContext) {
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(DiscardingExporter)
+        .build();
+    // As the `milpa` command installs it: spans only (audit records stay logs).
+    let layer = tracing_opentelemetry::layer()
+        .with_tracer(provider.tracer("milpa-bench"))
+        .with_filter(tracing_subscriber::filter::filter_fn(|meta| meta.is_span()));
+    let subscriber = tracing_subscriber::registry().with(layer);
+    tracing::subscriber::with_default(subscriber, || {
+        bench_call(c, "trivial_cli_otel", registry, "ping", Value::Null, cli);
+    });
+    let _ = provider.shutdown();
 }
 
 /// Returns its arguments.

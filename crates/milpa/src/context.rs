@@ -7,6 +7,7 @@ use serde::ser::SerializeStruct;
 use serde_json::{Map, Value};
 
 use crate::call_handle::CallHandle;
+use crate::call_span::McpAttributes;
 
 /// Names of the channels the runtime ships a policy for.
 pub mod channel {
@@ -71,6 +72,8 @@ struct Inner {
     extra: Map<String, Value>,
     mode: Mode,
     call_handle: CallHandle,
+    // Boxed: only MCP calls carry it, and every context pays for the field.
+    mcp: Option<Box<McpAttributes>>,
 }
 
 /// Who is calling, over which channel, with which scopes and in which mode.
@@ -108,6 +111,7 @@ impl ToolContext {
                 extra: Map::new(),
                 mode: Mode::Execute,
                 call_handle: CallHandle::detached(),
+                mcp: None,
             },
             request_id: None,
         }
@@ -248,6 +252,13 @@ impl ToolContext {
         &self.inner.call_handle
     }
 
+    /// What the MCP transport recorded about the request (for the call's `execute_tool`
+    /// span); `None` for a call made in process.
+    #[inline]
+    pub fn mcp_attributes(&self) -> Option<&McpAttributes> {
+        self.inner.mcp.as_deref()
+    }
+
     /// The same context with a transport's call handle.
     pub fn with_call_handle(&self, handle: CallHandle) -> ToolContext {
         let mut inner = (*self.inner).clone();
@@ -361,6 +372,13 @@ impl ToolContextBuilder {
     /// The transport's line back to the caller.
     pub fn call_handle(mut self, handle: CallHandle) -> Self {
         self.inner.call_handle = handle;
+        self
+    }
+
+    /// What the MCP transport knows about the request, recorded on the call's
+    /// `execute_tool` span (see [`call_span`](crate::call_span)).
+    pub fn mcp_attributes(mut self, attributes: McpAttributes) -> Self {
+        self.inner.mcp = Some(Box::new(attributes));
         self
     }
 

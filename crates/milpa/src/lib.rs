@@ -44,6 +44,7 @@ pub mod audit;
 mod bind;
 pub mod budget;
 pub mod call_handle;
+pub mod call_span;
 pub mod confirm;
 mod context;
 mod deferred;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use milpa::call_span::McpAttributes;
 use milpa::{CallHandle, ToolContext, channel, generate_request_id};
 use serde_json::Value;
 use tokio::sync::Notify;
@@ -153,7 +154,7 @@ impl Session {
     pub(super) fn start_call(
         self: &Arc<Self>,
         id: RequestId,
-        call: CallParams,
+        mut call: CallParams,
         caller: &Caller,
         route: Route,
     ) -> Dispatch {
@@ -170,12 +171,15 @@ impl Session {
         let caller = caller.clone();
         let grace = self.shared.options.cancel_grace;
         let cancel = CallCancel(control.clone());
+        // The caller's trace context wraps the whole call, a confirmation's replay too.
+        let trace_parent = std::mem::take(&mut call.trace_parent);
         let call = Box::pin(async move {
             let guard = CallGuard {
                 table: &session.calls,
                 id: &id,
             };
-            let work = session.run_call(call, &caller, route, control.clone());
+            let work =
+                trace_parent.run(session.run_call(call, &caller, &id, route, control.clone()));
             let value = tokio::select! {
                 biased;
                 () = async {
@@ -225,6 +229,7 @@ impl Session {
         self: &Arc<Self>,
         call: CallParams,
         caller: &Caller,
+        id: &RequestId,
         route: Route,
         control: Arc<CallControl>,
     ) -> (String, Outcome, Option<&'static str>) {
@@ -235,7 +240,7 @@ impl Session {
             route,
             call.request.clone(),
         ));
-        let ctx = self.context(caller, CallHandle::new(peer.clone()));
+        let ctx = self.context(caller, CallHandle::new(peer.clone()), Some(id));
         if let Some(meta) = call.request.clone() {
             let outcome = self.run_modern(&call, &meta, &ctx, &peer).await;
             return (call.name, outcome, peer.missing_capability());
@@ -302,12 +307,19 @@ impl Session {
         self.first_round(&call.name, &call.arguments, result, ctx, meta)
     }
 
-    /// The context a call from `caller` runs with, whatever the transport.
-    pub(super) fn context(&self, caller: &Caller, handle: CallHandle) -> ToolContext {
+    /// The context a call from `caller` runs with, whatever the transport; `id` is the
+    /// JSON-RPC id of its request, when it got far enough to run.
+    pub(super) fn context(
+        &self,
+        caller: &Caller,
+        handle: CallHandle,
+        id: Option<&RequestId>,
+    ) -> ToolContext {
         let mut builder = ToolContext::builder(channel::MCP)
             .request_id(generate_request_id())
             .scopes(caller.scopes.iter().cloned())
-            .call_handle(handle);
+            .call_handle(handle)
+            .mcp_attributes(self.span_attributes(id));
         if let Some(principal) = &caller.principal {
             builder = builder.principal(principal.clone());
         }
@@ -321,5 +333,21 @@ impl Session {
             builder = builder.extra("mcp_session_id", Value::String(session.clone()));
         }
         builder.build()
+    }
+
+    /// The MCP semantic conventions' attributes of a `tools/call` on this session.
+    fn span_attributes(&self, id: Option<&RequestId>) -> McpAttributes {
+        let mut attributes = McpAttributes::new("tools/call");
+        if let Some(session) = &self.session_id {
+            attributes = attributes.session_id(session.clone());
+        }
+        if let Some(version) = self.client.protocol_version() {
+            attributes = attributes.protocol_version(version);
+        }
+        match id {
+            Some(RequestId::Number(number)) => attributes.request_id(number.to_string()),
+            Some(RequestId::String(text)) => attributes.request_id(&**text),
+            None => attributes,
+        }
     }
 }

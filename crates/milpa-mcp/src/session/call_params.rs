@@ -3,6 +3,7 @@
 use serde_json::{Map, Value};
 
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, Params};
+use crate::trace_context::TraceParent;
 
 /// A `tools/call` that can be run.
 #[derive(Debug)]
@@ -16,6 +17,8 @@ pub(crate) struct CallParams {
     pub input_responses: Option<Value>,
     /// 2026-07-28 retry: the `requestState` echoed back.
     pub request_state: Option<String>,
+    /// `_meta.traceparent` / `tracestate`: the parent of the call's span.
+    pub trace_parent: TraceParent,
 }
 
 /// A `tools/call` refused before it reached the registry: the JSON-RPC error to answer,
@@ -84,6 +87,7 @@ pub(crate) fn parse_call(params: Option<Params>) -> Result<CallParams, RefusedCa
         .and_then(|m| m.get("progressToken"))
         .filter(|t| t.is_string() || t.is_number())
         .cloned();
+    let trace_parent = TraceParent::from_meta(wire.meta.as_ref());
     Ok(CallParams {
         name,
         arguments,
@@ -94,6 +98,7 @@ pub(crate) fn parse_call(params: Option<Params>) -> Result<CallParams, RefusedCa
             Some(Value::String(state)) => Some(state),
             _ => None,
         },
+        trace_parent,
     })
 }
 

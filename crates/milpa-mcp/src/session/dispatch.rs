@@ -71,7 +71,7 @@ impl Session {
 
     /// A `tools/call` refused before the registry saw it still leaves an audit record.
     pub(super) fn audit_refused_call(&self, refused: &RefusedCall, caller: &Caller) {
-        let ctx = self.context(caller, CallHandle::detached());
+        let ctx = self.context(caller, CallHandle::detached(), None);
         self.shared.registry.audit_refused_request(
             refused.name.as_deref(),
             &refused.error.message,

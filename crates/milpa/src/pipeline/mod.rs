@@ -34,6 +34,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::audit::AuditOutcome;
+use crate::call_span;
 use crate::context::ToolContext;
 use crate::definition::{ToolError, ToolOutput};
 use crate::inspect::StageFacts;
@@ -337,7 +338,15 @@ impl<'r> Call<'r> {
     }
 }
 
-/// Runs one call through every stage of [`StepKind::ORDER`].
+/// Runs one call through every stage of [`StepKind::ORDER`], with its `execute_tool` span
+/// ([`call_span`](crate::call_span)) open from the first stage to the end of `audit`.
+///
+/// The span is made when the call starts (its parent is what is current then: a caller's
+/// span, or the trace context an MCP transport attached) and is not entered while the
+/// stages run: entering it on every poll takes an `Instrumented` wrapper around the stages'
+/// future, and any wrapper (even one used only when a subscriber wants the span) measured
+/// 6–20% more instructions a call (moves of the stages' state and of the result). Creating
+/// a span nobody wants is a check of a cached interest.
 pub(crate) async fn execute_call(
     registry: &ToolRegistry,
     name: &str,
@@ -347,6 +356,7 @@ pub(crate) async fn execute_call(
 ) -> ToolResult {
     // Where a tool of a replaceable group is kept while the call runs (see `resolve`).
     let held = std::sync::OnceLock::new();
+    let span = call_span::start(name, ctx);
     let mut call = Call::new(registry, name, args, ctx);
     // Walked through a reference: iterating the array by value would copy it into the
     // call's state first.
@@ -379,6 +389,11 @@ pub(crate) async fn execute_call(
     // would wait in a temporary (one more copy). And the state is taken apart here rather
     // than by a method taking the call by value, which would copy it whole.
     audit::run(&mut call);
+    if !span.is_disabled()
+        && let Some(terminal) = &call.terminal
+    {
+        call_span::record_result(&span, &terminal.result);
+    }
     drop(call.args);
     drop(call.confirm_token);
     drop(call.raw);
