@@ -380,8 +380,10 @@ mod tests {
         let mut registry = ToolRegistry::new();
         registry.register(tool("native")).unwrap();
         let registry = Arc::new(registry);
-        let mut options = ServerOptions::default();
-        options.page_size = 1;
+        let options = ServerOptions {
+            page_size: 1,
+            ..ServerOptions::default()
+        };
         let session = Session::new(Shared::new(Arc::clone(&registry), options), None);
         let init = reply(
             &session,
