@@ -59,6 +59,8 @@ pub(crate) struct Shared {
     calls: Mutex<HashMap<u64, CallTarget>>,
     /// Told when the upstream says its tool list changed.
     list_changed: Mutex<Option<Arc<Notify>>>,
+    /// Becomes true when the session ends (for tasks that wait on the upstream).
+    ended: watch::Sender<bool>,
     /// Set once the session ended: why.
     closed: Mutex<Option<String>>,
     next_id: AtomicU64,
@@ -81,6 +83,21 @@ impl Shared {
         }
         lock(&self.progress).clear();
         lock(&self.calls).clear();
+        self.ended.send_replace(true);
+    }
+
+    /// Wakes the upstream's re-discovery: its tool list may have changed unseen (a stream
+    /// that would have carried the notification was not open).
+    pub(crate) fn tools_may_have_changed(&self) {
+        if let Some(notify) = lock(&self.list_changed).as_ref() {
+            notify.notify_one();
+        }
+    }
+
+    /// Completes once the session ended.
+    pub(crate) async fn ended(&self) {
+        let mut ended = self.ended.subscribe();
+        let _ = ended.wait_for(|ended| *ended).await;
     }
 
     /// The call a request from the upstream belongs to: the one whose answer stream it came
@@ -102,7 +119,7 @@ impl Shared {
         }
     }
 
-    fn closed(&self) -> Option<String> {
+    pub(crate) fn closed(&self) -> Option<String> {
         lock(&self.closed).clone()
     }
 }
@@ -368,9 +385,7 @@ pub(crate) fn dispatch(
         }
         (Some("notifications/tools/list_changed"), None) => {
             tracing::debug!(target: "milpa::upstream", upstream, "its tool list changed");
-            if let Some(notify) = lock(&shared.list_changed).as_ref() {
-                notify.notify_one();
-            }
+            shared.tools_may_have_changed();
         }
         (Some("notifications/message"), None) => {
             // The server's own log goes to ours, like its standard error.

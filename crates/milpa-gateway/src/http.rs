@@ -5,10 +5,18 @@
 //! bearer token, when configured, on all of them. A server that forgot the session (it
 //! restarted) answers `404`; a new session is then opened and the message sent again.
 //!
+//! Once the session is initialized, a `GET` opens the server's own stream, on which it
+//! sends what belongs to no request (`notifications/tools/list_changed`); it is opened
+//! again when it ends (after 1 s, doubling to 30 s while that fails), unless the server
+//! answers `405` (it offers none). Each time it opens, the tools are discovered again, since
+//! a change while it was closed was announced to nobody.
+//!
 //! Plain `http://` only (there is no TLS stack in the workspace): meant for servers on the
 //! same host or behind a local TLS terminator.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
@@ -35,6 +43,8 @@ struct Endpoint {
     session: Mutex<Option<String>>,
     /// Held while a new session is opened, so concurrent messages open one, not many.
     renewing: tokio::sync::Mutex<()>,
+    /// Whether the server's own stream is being listened to.
+    listening: AtomicBool,
     client: Client<HttpConnector, Full<Bytes>>,
 }
 
@@ -47,6 +57,7 @@ pub(crate) fn open(upstream: Arc<str>, uri: Uri, bearer: Option<String>) -> Conn
             bearer,
             session: Mutex::new(None),
             renewing: tokio::sync::Mutex::new(()),
+            listening: AtomicBool::new(false),
             client: Client::builder(TokioExecutor::new()).build_http(),
         });
         tokio::spawn(post_messages(endpoint, lines, outgoing, shared));
@@ -65,11 +76,22 @@ async fn post_messages(
         let shared = Arc::clone(&shared);
         // Each message is its own exchange: a long call's stream does not hold up others.
         tokio::spawn(async move {
-            let request_id = serde_json::from_str::<Value>(&line)
-                .ok()
+            let message = serde_json::from_str::<Value>(&line).ok();
+            let request_id = message
+                .as_ref()
                 .filter(|m| m.get("method").is_some())
                 .and_then(|m| m["id"].as_u64());
+            let initialized = message
+                .as_ref()
+                .is_some_and(|m| m["method"] == "notifications/initialized");
             let outcome = exchange(&endpoint, line, request_id, &outgoing, &shared).await;
+            if initialized && outcome.is_ok() && !endpoint.listening.swap(true, Ordering::AcqRel) {
+                tokio::spawn(listen(
+                    Arc::clone(&endpoint),
+                    outgoing.clone(),
+                    Arc::clone(&shared),
+                ));
+            }
             if let Some(id) = request_id {
                 // Delivered answers are gone from the table already; this fails the rest.
                 let why = match outcome {
@@ -82,6 +104,82 @@ async fn post_messages(
             }
         });
     }
+}
+
+/// The first delay before the server's stream is opened again.
+const LISTEN_RETRY: Duration = Duration::from_secs(1);
+/// The longest such delay.
+const LISTEN_RETRY_MAX: Duration = Duration::from_secs(30);
+
+/// Listens to the server's own stream (`GET`) until the session ends, opening it again
+/// when it ends; stops for good when the server offers none (`405`).
+async fn listen(
+    endpoint: Arc<Endpoint>,
+    outgoing: mpsc::UnboundedSender<String>,
+    shared: Arc<Shared>,
+) {
+    let upstream = Arc::clone(&endpoint.upstream);
+    let listening = async {
+        let mut delay = LISTEN_RETRY;
+        while shared.closed().is_none() {
+            match get_stream(&endpoint).await {
+                Ok(response) if response.status() == StatusCode::METHOD_NOT_ALLOWED => {
+                    tracing::debug!(target: "milpa::upstream", upstream = %upstream, "the server offers no stream of its own");
+                    return;
+                }
+                Ok(response) if response.status().is_success() => {
+                    delay = LISTEN_RETRY;
+                    // A change while no stream was open went unannounced: look again.
+                    shared.tools_may_have_changed();
+                    let read = read_messages(&endpoint, response, |message| {
+                        dispatch(&upstream, message, &outgoing, &shared, None);
+                    })
+                    .await;
+                    if let Err(why) = read {
+                        tracing::debug!(target: "milpa::upstream", upstream = %upstream, "its stream ended: {why}");
+                    }
+                }
+                Ok(response) => tracing::debug!(
+                    target: "milpa::upstream",
+                    upstream = %upstream,
+                    "its stream was refused (HTTP {})",
+                    response.status()
+                ),
+                Err(why) => {
+                    tracing::debug!(target: "milpa::upstream", upstream = %upstream, "{why}")
+                }
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(LISTEN_RETRY_MAX);
+        }
+    };
+    tokio::select! {
+        () = listening => {}
+        () = shared.ended() => {}
+    }
+}
+
+/// Opens the server's own stream: a `GET` with the session id and the token.
+async fn get_stream(endpoint: &Endpoint) -> Result<Response<Incoming>, String> {
+    let mut request = Request::builder()
+        .method(Method::GET)
+        .uri(&endpoint.uri)
+        .header(ACCEPT, "text/event-stream")
+        .header("mcp-protocol-version", PROTOCOL_VERSION);
+    if let Some(session) = lock(&endpoint.session).clone() {
+        request = request.header(SESSION_HEADER, session);
+    }
+    if let Some(bearer) = &endpoint.bearer {
+        request = request.header(AUTHORIZATION, format!("Bearer {bearer}"));
+    }
+    let request = request
+        .body(Full::new(Bytes::new()))
+        .map_err(|e| format!("could not build the request: {e}"))?;
+    endpoint
+        .client
+        .request(request)
+        .await
+        .map_err(|e| format!("could not reach {}: {}", endpoint.uri, chain(&e)))
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -101,3 +101,8 @@ async fn tools_follow_the_upstreams_list(via: Via) {
 async fn stdio_tools_follow_the_upstreams_list() {
     tools_follow_the_upstreams_list(Via::Stdio).await;
 }
+
+#[tokio::test]
+async fn http_tools_follow_the_upstreams_list() {
+    tools_follow_the_upstreams_list(Via::Http).await;
+}

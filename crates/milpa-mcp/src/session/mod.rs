@@ -399,6 +399,56 @@ mod tests {
         );
     }
 
+    /// `tools/list` follows the registry's changes, and a cursor given before a change is
+    /// refused rather than read against the new list.
+    #[test]
+    fn the_listing_follows_the_registrys_tool_list() {
+        let tool = |name: &str| milpa::ToolDefinition::builder(name).sync(|_, _| json!(null));
+        let mut registry = ToolRegistry::new();
+        registry.register(tool("native")).unwrap();
+        let registry = Arc::new(registry);
+        let options = ServerOptions {
+            page_size: 1,
+            ..ServerOptions::default()
+        };
+        let session = Session::new(Shared::new(Arc::clone(&registry), options), None);
+        let init = reply(
+            &session,
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#,
+        );
+        assert_eq!(init["result"]["capabilities"]["tools"]["listChanged"], true);
+        registry
+            .replace_tools("up", vec![tool("up__a"), tool("up__b")])
+            .unwrap();
+        let first = reply(
+            &session,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+        );
+        assert_eq!(first["result"]["tools"][0]["name"], "native");
+        let cursor = first["result"]["nextCursor"].clone();
+        let list = |id: u32, cursor: &Value| {
+            reply(
+                &session,
+                &json!({"jsonrpc": "2.0", "id": id, "method": "tools/list",
+                        "params": {"cursor": cursor}})
+                .to_string(),
+            )
+        };
+        let second = list(3, &cursor);
+        assert_eq!(second["result"]["tools"][0]["name"], "up__a");
+        registry
+            .replace_tools("up", vec![tool("up__c"), tool("up__b")])
+            .unwrap();
+        let stale = list(4, &second["result"]["nextCursor"]);
+        assert_eq!(stale["error"]["code"], INVALID_PARAMS, "{stale}");
+        let again = reply(
+            &session,
+            r#"{"jsonrpc":"2.0","id":5,"method":"tools/list"}"#,
+        );
+        let cursor = again["result"]["nextCursor"].clone();
+        assert_eq!(list(6, &cursor)["result"]["tools"][0]["name"], "up__c");
+    }
+
     #[test]
     fn log_levels_are_set_by_name_and_filter_in_order() {
         let names = [
