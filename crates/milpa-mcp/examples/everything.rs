@@ -18,7 +18,7 @@
 //! Tools: the suite's fixtures (`test_simple_text`, `test_image_content`,
 //! `test_audio_content`, `test_embedded_resource`, `test_multiple_content_types`,
 //! `test_error_handling`, `test_tool_with_logging`, `test_tool_with_progress`,
-//! `test_reconnection`, `test_sampling`, `test_elicitation`, `test_elicitation_sep1034_defaults`,
+//! `test_reconnection`, `test_trigger_tool_change`, `test_sampling`, `test_elicitation`, `test_elicitation_sep1034_defaults`,
 //! `test_elicitation_sep1330_enums`, `json_schema_2020_12_tool`), plus `add(a, b)`,
 //! `echo(text)`, `delete_note(id)` (asks for confirmation), `restart_server` (denied by a
 //! policy rule) and `slow(seconds)` (reports progress, stops when cancelled).
@@ -619,10 +619,42 @@ fn build_registry(args: &Args) -> Result<ToolRegistry, Box<dyn std::error::Error
         .into_iter()
         .chain(input_required_tools())
         .chain(demo_tools())
+        .chain([trigger_tool_change()])
     {
         registry.register(tool)?;
     }
     Ok(registry)
+}
+
+/// The registry being served, for the one tool that changes the tool list. A weak
+/// reference: the registry owns that tool.
+static SERVED: std::sync::OnceLock<std::sync::Weak<ToolRegistry>> = std::sync::OnceLock::new();
+
+/// `test_trigger_tool_change`: the suite's hook for tool list changes (2026-07-28
+/// `subscriptions/listen`). Each call adds the tool `changed_tool` or takes it away again.
+fn trigger_tool_change() -> ToolDefinition {
+    ToolDefinition::builder("test_trigger_tool_change")
+        .description("Adds the tool changed_tool, or removes it when it is there")
+        .input_schema(no_args())
+        .sync(|_, _| {
+            let Some(registry) = SERVED.get().and_then(std::sync::Weak::upgrade) else {
+                return json!("no registry is being served");
+            };
+            let extra = if registry.has("changed_tool") {
+                vec![]
+            } else {
+                vec![
+                    ToolDefinition::builder("changed_tool")
+                        .description("Appears and disappears with test_trigger_tool_change")
+                        .input_schema(no_args())
+                        .sync(|_, _| json!("here")),
+                ]
+            };
+            match registry.replace_tools("changes", extra) {
+                Ok(()) => json!("tool list changed"),
+                Err(error) => json!(format!("tool list unchanged: {error}")),
+            }
+        })
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -653,6 +685,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         eprintln!("usage: everything [--stdio | --http ADDR] [--json-response] [--no-elicitation-confirm] [--require-auth] [--token TOKEN=PRINCIPAL:SCOPES] [--audit FILE]");
     })?;
     let registry = Arc::new(build_registry(&args)?);
+    let _ = SERVED.set(Arc::downgrade(&registry));
     let mut options = ServerOptions::default();
     options.name = "milpa-everything".into();
     options.instructions = Some("Fixture server for the MCP conformance suite.".into());

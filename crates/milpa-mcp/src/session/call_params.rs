@@ -93,13 +93,25 @@ pub(crate) fn parse_call(params: Option<Params>) -> Result<CallParams, RefusedCa
         arguments,
         progress_token,
         request: None,
-        input_responses: wire.input_responses.filter(Value::is_object),
+        input_responses: wire.input_responses.and_then(answers_only),
         request_state: match wire.request_state {
             Some(Value::String(state)) => Some(state),
             _ => None,
         },
         trace_parent,
     })
+}
+
+/// `inputResponses` keeps only what can be an answer: every answer (an elicitation's, a
+/// sampling's, a roots listing's) is an object, so an entry that is not one is dropped, and
+/// the tool asks for it again in a new `input_required` round (SEP-2322: validate, never
+/// take a malformed answer as given).
+fn answers_only(responses: Value) -> Option<Value> {
+    let Value::Object(mut responses) = responses else {
+        return None;
+    };
+    responses.retain(|_, answer| answer.is_object());
+    Some(Value::Object(responses))
 }
 
 #[cfg(test)]
@@ -130,5 +142,18 @@ mod tests {
         let call = parse(r#"{"name":"add","_meta":{"progressToken":"p"}}"#).unwrap();
         assert_eq!(call.arguments, serde_json::json!({}));
         assert_eq!(call.progress_token, Some(serde_json::json!("p")));
+    }
+
+    #[test]
+    fn input_responses_keep_only_answers_that_are_objects() {
+        let call =
+            parse(r#"{"name":"t","inputResponses":{"user_name":12345,"ok":{"action":"accept"}}}"#)
+                .unwrap();
+        assert_eq!(
+            call.input_responses,
+            Some(serde_json::json!({"ok": {"action": "accept"}}))
+        );
+        let call = parse(r#"{"name":"t","inputResponses":null}"#).unwrap();
+        assert_eq!(call.input_responses, None);
     }
 }
