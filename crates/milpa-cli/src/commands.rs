@@ -565,7 +565,8 @@ fn serve(
             upstream.follow_tool_list(&registry);
         }
     }
-    let options = server_options(manifest);
+    let mut options = server_options(manifest);
+    options.state_secret = runtime.block_on(stores.request_state_secret())?;
     if let Some(addr) = args.http
         && !addr.ip().is_loopback()
     {

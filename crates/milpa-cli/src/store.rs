@@ -12,6 +12,7 @@ use milpa::audit::trail::AuditTrail;
 use milpa::confirm::ConfirmationStore;
 use milpa::rate_limit::{InMemoryRateLimiter, RateLimiter};
 use milpa::verification::{InMemoryVerificationStore, VerificationStore};
+use milpa_mcp::protocol::StateSecret;
 
 use crate::CliError;
 use crate::manifest::Manifest;
@@ -168,7 +169,12 @@ pub struct Stores {
     pub rate_limiter: Arc<dyn RateLimiter>,
     /// The SQLite store, which also keeps the audit trail and the demo's notes.
     sqlite: Option<milpa_sqlite::SqliteStore>,
+    /// The Redis store, which also keeps the shared secrets.
+    redis: Option<milpa_redis::RedisStore>,
 }
+
+/// The name under which the store keeps the key that seals MCP 2026-07-28 `requestState`.
+const REQUEST_STATE_SECRET: &str = "mcp-request-state";
 
 impl fmt::Debug for Stores {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -187,6 +193,7 @@ impl Stores {
             verifications: Arc::new(InMemoryVerificationStore::new()),
             rate_limiter: Arc::new(InMemoryRateLimiter::new()),
             sqlite: None,
+            redis: None,
         }
     }
 
@@ -205,6 +212,7 @@ impl Stores {
                     verifications: store.verifications(),
                     rate_limiter: store.rate_limiter(),
                     sqlite: Some(store),
+                    redis: None,
                 })
             }
             StoreUrl::Redis(redis_url) => {
@@ -223,6 +231,7 @@ impl Stores {
                     verifications: store.verifications(),
                     rate_limiter: store.rate_limiter(),
                     sqlite: None,
+                    redis: Some(store),
                 })
             }
         }
@@ -236,6 +245,28 @@ impl Stores {
     /// The SQLite store, when that is what is open (the demo keeps its notes there).
     pub fn sqlite(&self) -> Option<&milpa_sqlite::SqliteStore> {
         self.sqlite.as_ref()
+    }
+
+    /// The key that seals the `requestState` of MCP 2026-07-28 confirmations and approvals,
+    /// kept in the store (made on first use): every process on the same SQLite file or
+    /// Redis checks what any of them sealed, and a restart keeps pending rounds valid. With
+    /// `memory`, `None`: the server draws a key of its own, as nothing outlives it anyway.
+    pub async fn request_state_secret(&self) -> Result<Option<StateSecret>, CliError> {
+        let kept = if let Some(store) = &self.sqlite {
+            store.shared_secret(REQUEST_STATE_SECRET).await
+        } else if let Some(store) = &self.redis {
+            store.shared_secret(REQUEST_STATE_SECRET).await
+        } else {
+            return Ok(None);
+        };
+        kept.map(|bytes| Some(StateSecret::new(bytes)))
+            .map_err(|e| {
+                CliError::failed(format!(
+                    "store {}: cannot read the request-state key: {}",
+                    self.url,
+                    chain(&e)
+                ))
+            })
     }
 
     /// Appends to the store's audit trail; `None` when the store keeps none (only SQLite

@@ -1,6 +1,7 @@
 //! Two `milpa serve --http` replicas on one real Redis: one rate budget, one-time tokens,
-//! and a Redis outage that refuses calls (`UNAVAILABLE`) until Redis is back, with no
-//! restart of milpa.
+//! a Redis outage that refuses calls (`UNAVAILABLE`) until Redis is back, with no
+//! restart of milpa, and MCP 2026-07-28 requests (no sessions) answered by either replica,
+//! a confirmation or an approval asked by one and completed on the other.
 
 mod common;
 
@@ -8,7 +9,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use common::Sandbox;
-use common::http::{Server, call, initialize, spawn_http};
+use common::http::{Server, call, initialize, milpa_command, post, spawn_http};
 use common::redis::RedisServer;
 use milpa_mcp::auth::sha256_hex;
 use serde_json::{Value, json};
@@ -39,6 +40,14 @@ description = "Appends a line to wiped.log"
 command = ["sh", "-c", "echo wiped >> wiped.log"]
 mutating = true
 confirm = true
+scopes = ["ops:write"]
+
+[[tools]]
+name = "deploy"
+description = "Appends a line to deployed.log once a person approves"
+command = ["sh", "-c", "echo deployed >> deployed.log"]
+mutating = true
+confirm = "human"
 scopes = ["ops:write"]
 "#,
         alice = sha256_hex("alice-token"),
@@ -171,4 +180,151 @@ fn a_token_runs_once_across_replicas_and_an_outage_is_refused_then_survived() {
             std::thread::sleep(Duration::from_millis(200));
         }
     }
+}
+
+const V2026: &str = "2026-07-28";
+
+/// One 2026-07-28 request as alice: no session, the version and the client's capabilities
+/// in `_meta`, the method (and tool) in headers too.
+fn modern(addr: SocketAddr, method: &str, mut params: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": V2026,
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}, "url": {}}},
+    });
+    let name = params["name"].as_str().unwrap_or("").to_owned();
+    let mut headers = vec![
+        ALICE,
+        ("MCP-Protocol-Version", V2026),
+        ("Mcp-Method", method),
+    ];
+    if !name.is_empty() {
+        headers.push(("Mcp-Name", &name));
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+    let response = post(addr, &headers, &body);
+    assert_eq!(response.status, 200, "{method}: {}", response.body);
+    assert!(response.header("mcp-session-id").is_none(), "no sessions");
+    response.message()["result"].clone()
+}
+
+#[test]
+fn replicas_answer_2026_requests_alike_and_complete_each_others_rounds() {
+    let redis = RedisServer::start();
+    let sb = Sandbox::new();
+    sb.write("m.toml", &manifest(1000));
+    let [(_a, a), (_b, b)] = replicas(&sb, &redis);
+
+    // Discovery and listing, alternating: the same answers.
+    let found = [a, b].map(|addr| modern(addr, "server/discover", json!({})));
+    assert_eq!(found[0]["supportedVersions"], found[1]["supportedVersions"]);
+    assert!(
+        found[0]["supportedVersions"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(V2026)),
+        "{}",
+        found[0]
+    );
+    let listed = [b, a].map(|addr| modern(addr, "tools/list", json!({})));
+    assert_eq!(listed[0]["tools"], listed[1]["tools"]);
+    assert_eq!(listed[0]["tools"].as_array().unwrap().len(), 3);
+
+    // A confirmation asked by replica A, answered on replica B: runs once.
+    let wipe = json!({"name": "wipe", "arguments": {}});
+    let asked = modern(a, "tools/call", wipe.clone());
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    assert_eq!(
+        asked["inputRequests"]["confirm"]["params"]["mode"], "form",
+        "{asked}"
+    );
+    let mut answer = wipe.clone();
+    answer["requestState"] = asked["requestState"].clone();
+    answer["inputResponses"] =
+        json!({"confirm": {"action": "accept", "content": {"confirm": true}}});
+    let done = modern(b, "tools/call", answer.clone());
+    assert_eq!(done["resultType"], "complete", "{done}");
+    assert_eq!(done["isError"], false, "{done}");
+    assert_eq!(
+        std::fs::read_to_string(sb.path().join("wiped.log")).unwrap(),
+        "wiped\n"
+    );
+    // The same answer again, on A: the token is spent in Redis, nothing runs twice.
+    let again = modern(a, "tools/call", answer);
+    assert_eq!(again["isError"], true, "{again}");
+    assert_eq!(
+        std::fs::read_to_string(sb.path().join("wiped.log")).unwrap(),
+        "wiped\n"
+    );
+
+    // A state sealed by a server with another key (another Redis) is refused on both.
+    let other_redis = RedisServer::start();
+    let other_url = other_redis.url();
+    let (_c, c) = spawn_http(
+        &sb,
+        &[
+            "--manifest",
+            "m.toml",
+            "--store",
+            &other_url,
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+        ],
+    );
+    let foreign = modern(c, "tools/call", wipe.clone());
+    let mut forged = wipe.clone();
+    forged["requestState"] = foreign["requestState"].clone();
+    forged["inputResponses"] =
+        json!({"confirm": {"action": "accept", "content": {"confirm": true}}});
+    forged["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": V2026,
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+    });
+    let forged_body = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": forged});
+    let refused = post(
+        a,
+        &[
+            ALICE,
+            ("MCP-Protocol-Version", V2026),
+            ("Mcp-Method", "tools/call"),
+            ("Mcp-Name", "wipe"),
+        ],
+        &forged_body,
+    );
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert_eq!(
+        refused.message()["error"]["code"],
+        -32602,
+        "{}",
+        refused.body
+    );
+
+    // A person's approval: parked through B, granted with `milpa approvals grant` on the
+    // same Redis, completed through A.
+    let deploy = json!({"name": "deploy", "arguments": {}});
+    let parked = modern(b, "tools/call", deploy.clone());
+    assert_eq!(parked["resultType"], "input_required", "{parked}");
+    let ask = &parked["inputRequests"]["approval"]["params"];
+    assert_eq!(ask["mode"], "url", "{parked}");
+    let id = ask["elicitationId"].as_str().unwrap().to_owned();
+    let granted = milpa_command(&sb)
+        .args(["--manifest", "m.toml", "--store", &redis.url()])
+        .args(["approvals", "grant", &id, "--actor", "bob"])
+        .output()
+        .unwrap();
+    assert!(
+        granted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&granted.stderr)
+    );
+    let mut resume = deploy;
+    resume["requestState"] = parked["requestState"].clone();
+    resume["inputResponses"] = json!({"approval": {"action": "accept"}});
+    let deployed = modern(a, "tools/call", resume);
+    assert_eq!(deployed["resultType"], "complete", "{deployed}");
+    assert_eq!(deployed["isError"], false, "{deployed}");
+    assert_eq!(
+        std::fs::read_to_string(sb.path().join("deployed.log")).unwrap(),
+        "deployed\n"
+    );
 }

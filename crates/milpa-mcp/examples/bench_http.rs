@@ -7,6 +7,7 @@
 //! cargo build --release -p milpa-mcp --examples
 //! target/release/examples/bench_http [--seconds 2] [--rounds 5] [--connections 16]
 //!     [--audit FILE] [--url http://127.0.0.1:8000/mcp]
+//!     [--revisions 2025-06-18,2025-11-25,2026-07-28]
 //! ```
 //!
 //! Without `--url` it serves in process on `127.0.0.1:0` (its own Tokio runtime;
@@ -15,8 +16,11 @@
 //! (any MCP server with an `add(a, b)` tool; the answer is read as SSE or JSON by its
 //! content type).
 //!
-//! The client keeps HTTP/1.1 connections alive (`hyper`), initializes one session, then
-//! measures calls one at a time on one connection, and one at a time on each of
+//! The client keeps HTTP/1.1 connections alive (`hyper`) and speaks each of `--revisions`
+//! in turn: for a legacy revision it initializes one session (which all connections share),
+//! for 2026-07-28 it sends no `initialize` and each call carries the version and the
+//! client's capabilities in `_meta` and its method and tool in `Mcp-Method` / `Mcp-Name`.
+//! It measures calls one at a time on one connection, and one at a time on each of
 //! `--connections` connections at once. Each figure is the median of `--rounds` rounds of
 //! `--seconds` each (with the lowest and highest), for calls/s and for the p50 and p99
 //! latency of each round, because a shared virtual machine varies a lot between runs.
@@ -139,6 +143,8 @@ struct Conn {
     version: String,
     /// The next request id (connections sharing a session use disjoint ranges).
     next_id: u64,
+    /// Speaking 2026-07-28: no session, `_meta` and method headers on every request.
+    modern: bool,
 }
 
 impl Conn {
@@ -156,12 +162,22 @@ impl Conn {
             session: None,
             version: "2025-06-18".into(),
             next_id: 1,
+            modern: false,
         }
     }
 
     /// POSTs `body`; returns the session header (if any) and the JSON-RPC message that
     /// answered (read from JSON or from the SSE events).
     async fn post(&mut self, body: String) -> (Option<String>, Option<Value>) {
+        self.post_with(body, &[]).await
+    }
+
+    /// [`post`](Self::post) with extra headers.
+    async fn post_with(
+        &mut self,
+        body: String,
+        headers: &[(&str, &str)],
+    ) -> (Option<String>, Option<Value>) {
         let mut request = hyper::Request::post(self.path.as_str())
             .header("host", self.host.as_str())
             .header("content-type", "application/json")
@@ -169,6 +185,9 @@ impl Conn {
             .header("mcp-protocol-version", self.version.as_str());
         if let Some(session) = &self.session {
             request = request.header("mcp-session-id", session.as_str());
+        }
+        for (name, value) in headers {
+            request = request.header(*name, *value);
         }
         let request = request.body(Full::new(Bytes::from(body))).unwrap();
         self.send.ready().await.unwrap();
@@ -204,9 +223,15 @@ impl Conn {
         (session, message)
     }
 
-    async fn initialize(&mut self) {
+    /// Starts speaking `revision`: a session for a legacy one, nothing for 2026-07-28.
+    async fn initialize(&mut self, revision: &str) {
+        self.version = revision.to_owned();
+        if revision == MODERN {
+            self.modern = true;
+            return;
+        }
         let (session, reply) = self
-            .post(r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#.into())
+            .post(format!(r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"{revision}","capabilities":{{}},"clientInfo":{{"name":"bench","version":"1"}}}}}}"#))
             .await;
         let reply = reply.expect("an initialize reply");
         self.session = session;
@@ -220,11 +245,20 @@ impl Conn {
     async fn call(&mut self) {
         let id = self.next_id;
         self.next_id += 1;
-        let (_, reply) = self
-            .post(format!(
+        let (_, reply) = if self.modern {
+            self.post_with(
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"add","arguments":{{"a":1,"b":2}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"{MODERN}","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+                ),
+                &[("mcp-method", "tools/call"), ("mcp-name", "add")],
+            )
+            .await
+        } else {
+            self.post(format!(
                 r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"add","arguments":{{"a":1,"b":2}}}}}}"#
             ))
-            .await;
+            .await
+        };
         let reply = reply.expect("a tools/call reply");
         assert!(
             reply["result"]["isError"] != true && reply["result"].is_object(),
@@ -290,14 +324,25 @@ fn median_and_range<T: Copy + PartialOrd>(mut values: Vec<T>) -> (T, T, T) {
     )
 }
 
-async fn measure(label: &str, target: &Target, connections: usize, seconds: f64, rounds: usize) {
+/// The sessionless revision.
+const MODERN: &str = "2026-07-28";
+
+async fn measure(
+    label: &str,
+    target: &Target,
+    revision: &str,
+    connections: usize,
+    seconds: f64,
+    rounds: usize,
+) {
     let mut first = Conn::open(target).await;
-    first.initialize().await;
+    first.initialize(revision).await;
     let mut conns = vec![first];
     while conns.len() < connections {
         let mut conn = Conn::open(target).await;
         conn.session = conns[0].session.clone();
         conn.version = conns[0].version.clone();
+        conn.modern = conns[0].modern;
         conn.next_id = (conns.len() as u64) << 32;
         conns.push(conn);
     }
@@ -315,7 +360,7 @@ async fn measure(label: &str, target: &Target, connections: usize, seconds: f64,
     let (p99, p99_lo, p99_hi) =
         median_and_range(results.iter().map(|r| r.p99.as_secs_f64() * 1e6).collect());
     println!(
-        "{label:<34} {rate:>8.0} calls/s ({rate_lo:.0}..{rate_hi:.0})  p50 {p50:>7.0} us ({p50_lo:.0}..{p50_hi:.0})  p99 {p99:>7.0} us ({p99_lo:.0}..{p99_hi:.0})"
+        "{label:<46} {rate:>8.0} calls/s ({rate_lo:.0}..{rate_hi:.0})  p50 {p50:>7.0} us ({p50_lo:.0}..{p50_hi:.0})  p99 {p99:>7.0} us ({p99_lo:.0}..{p99_hi:.0})"
     );
 }
 
@@ -327,6 +372,7 @@ async fn main() {
     let mut connections = 16usize;
     let mut audit = "/dev/null".to_owned();
     let mut url = None;
+    let mut revisions = "2025-06-18,2025-11-25,2026-07-28".to_owned();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| panic!("{arg} needs a value"));
@@ -336,6 +382,7 @@ async fn main() {
             "--connections" => connections = value().parse::<usize>().expect("--connections"),
             "--audit" => audit = value(),
             "--url" => url = Some(value()),
+            "--revisions" => revisions = value(),
             other => panic!("unknown argument {other}"),
         }
     }
@@ -357,21 +404,25 @@ async fn main() {
             .collect(),
     };
     for (label, target) in &targets {
-        measure(
-            &format!("{label}, 1 connection:"),
-            target,
-            1,
-            seconds,
-            rounds,
-        )
-        .await;
-        measure(
-            &format!("{label}, {connections} connections:"),
-            target,
-            connections,
-            seconds,
-            rounds,
-        )
-        .await;
+        for revision in revisions.split(',') {
+            measure(
+                &format!("{label} {revision}, 1 connection:"),
+                target,
+                revision,
+                1,
+                seconds,
+                rounds,
+            )
+            .await;
+            measure(
+                &format!("{label} {revision}, {connections} connections:"),
+                target,
+                revision,
+                connections,
+                seconds,
+                rounds,
+            )
+            .await;
+        }
     }
 }

@@ -19,21 +19,25 @@
 //! calls still running get `DRAIN_TIMEOUT` to finish, then are cancelled (and audited as
 //! cancelled) and the server returns.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::{FutureExt, StreamExt};
 use milpa::ToolRegistry;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio_util::bytes::BytesMut;
 use tokio_util::codec::{Decoder, FramedRead, LinesCodec, LinesCodecError};
 
-use crate::jsonrpc::{self, ErrorObject, INVALID_REQUEST, Incoming, PARSE_ERROR, Parsed};
+use crate::jsonrpc::{
+    self, ErrorObject, INVALID_REQUEST, Incoming, PARSE_ERROR, Params, Parsed, RequestId,
+};
 use crate::protocol::ServerOptions;
-use crate::session::{Caller, Dispatch, Out, Route, Session, Shared, is_modern_request};
+use crate::session::{
+    Caller, Dispatch, LISTEN_METHOD, Out, Route, Session, Shared, Subscription, is_modern_request,
+};
 
 /// Serves `registry` over this process's stdin and stdout with default options, until end
 /// of input.
@@ -128,6 +132,7 @@ where
         permits: Arc::new(Semaphore::new(max_in_flight)),
         finished: Arc::new(Notify::new()),
         caller: Caller::local_process(),
+        listens: Mutex::new(HashMap::new()),
     };
     let mut out: Vec<u8> = Vec::with_capacity(64 * 1024);
     let mut batch = Vec::with_capacity(64);
@@ -390,6 +395,9 @@ struct Conn {
     permits: Arc<Semaphore>,
     finished: Arc<Notify>,
     caller: Caller,
+    /// Open 2026-07-28 subscriptions, by request id: sending ends one (the client's
+    /// `notifications/cancelled` naming it); the connection closing ends them all.
+    listens: Mutex<HashMap<RequestId, oneshot::Sender<()>>>,
 }
 
 impl Conn {
@@ -409,6 +417,12 @@ impl Conn {
             Parsed::Single(message) => {
                 let dispatch = match message {
                     Ok(Incoming::Request { id, method, params })
+                        if method == LISTEN_METHOD && is_modern_request(params.as_ref()) =>
+                    {
+                        self.listen(id, params, out);
+                        None
+                    }
+                    Ok(Incoming::Request { id, method, params })
                         if is_modern_request(params.as_ref()) =>
                     {
                         Some(self.modern.dispatch_modern(
@@ -421,6 +435,9 @@ impl Conn {
                         ))
                     }
                     Ok(Incoming::Notification { method, params }) => {
+                        if method == "notifications/cancelled" {
+                            self.end_listen(params.as_ref());
+                        }
                         // `notifications/cancelled` may name a call of either era.
                         self.modern.notify(&method, params.clone());
                         self.session.notify(&method, params);
@@ -465,6 +482,48 @@ impl Conn {
                 }
                 jobs.push_back(Job::Batch(replies, calls));
             }
+        }
+    }
+
+    /// Opens a `subscriptions/listen` subscription: the acknowledgement now, then its
+    /// notifications through the writer until the client cancels the request.
+    fn listen(&self, id: RequestId, params: Option<Params>, out: &mut Vec<u8>) {
+        let value = params.as_ref().map(Params::to_value);
+        let subscription = match Subscription::open(&id, value.as_ref(), None) {
+            Ok(subscription) => subscription,
+            Err(error) => {
+                push_line(out, &jsonrpc::error_response(Some(&id), &error));
+                return;
+            }
+        };
+        push_line(out, &subscription.acknowledgement());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let mut listens = self.listens.lock().unwrap_or_else(|p| p.into_inner());
+        // Ended ones (their receiver gone) are dropped as new ones come.
+        listens.retain(|_, stop| !stop.is_closed());
+        listens.insert(id, stop);
+        let registry = self.modern.shared.registry.clone();
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            subscription
+                .forward(&registry, tx, async {
+                    let _ = stopped.await;
+                })
+                .await;
+        });
+    }
+
+    /// Ends the subscription a `notifications/cancelled` names, if it is one.
+    fn end_listen(&self, params: Option<&Params>) {
+        let Some(id) = params
+            .map(Params::to_value)
+            .and_then(|p| p.get("requestId").and_then(RequestId::from_value))
+        else {
+            return;
+        };
+        let mut listens = self.listens.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(stop) = listens.remove(&id) {
+            let _ = stop.send(());
         }
     }
 

@@ -444,6 +444,71 @@ async fn stdio_answers_2026_requests_without_initialize_beside_a_legacy_session(
 }
 
 #[tokio::test]
+async fn stdio_listen_tells_of_tool_list_changes_until_cancelled() {
+    let f = fixture();
+    let mut client = StdioClient::start(f.registry.clone(), ServerOptions::default());
+    let add_tool = |name: &str| {
+        f.registry
+            .replace_tools(
+                "extra",
+                vec![
+                    milpa::ToolDefinition::builder(name)
+                        .input_schema(json!({"type": "object"}))
+                        .sync(|_, _| json!("here")),
+                ],
+            )
+            .unwrap();
+    };
+    client
+        .send(
+            json!({"jsonrpc": "2.0", "id": 90, "method": "subscriptions/listen", "params": {
+            "notifications": {"toolsListChanged": true}, "_meta": meta()}}),
+        )
+        .await;
+    let ack = client.recv().await;
+    assert_eq!(
+        ack,
+        json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+            "params": {"notifications": {"toolsListChanged": true},
+                "_meta": {"io.modelcontextprotocol/subscriptionId": 90}}})
+    );
+    add_tool("late");
+    let note = client.recv().await;
+    assert_eq!(
+        note,
+        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed",
+            "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 90}}})
+    );
+
+    // Cancelled (a round trip makes sure the server read it): later changes are not sent.
+    client
+        .send(
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 90}}),
+        )
+        .await;
+    client
+        .request("server/discover", json!({"_meta": meta()}))
+        .await;
+    add_tool("later");
+    let listed = client.request("tools/list", json!({"_meta": meta()})).await;
+    assert!(
+        listed["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "later")
+    );
+    assert!(client.backlog.is_empty(), "{:?}", client.backlog);
+
+    // A request without a filter is refused.
+    let refused = client
+        .request("subscriptions/listen", json!({"_meta": meta()}))
+        .await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+}
+
+#[tokio::test]
 async fn a_listen_stream_is_acknowledged_then_told_of_tool_list_changes() {
     let f = fixture_with(true, |b| b);
     let (addr, _stop) = start_http(HttpServer::new(f.registry.clone())).await;

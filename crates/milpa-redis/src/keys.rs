@@ -6,6 +6,7 @@
 //! <prefix>{verification}:request:<id>          a verification request: one hash, TTL = retention
 //! <prefix>{verification}:pending               pending request ids, scored by created_at_ms
 //! <prefix>{verification}:resolved              resolved request ids, scored by resolved_at_ms
+//! <prefix>secret:<name>                        a shared secret: 32 random bytes, no expiry
 //! ```
 //!
 //! The budget and confirmation scripts each touch one key, so those keys carry no hash tag
@@ -61,6 +62,13 @@ impl KeySpace {
         out
     }
 
+    /// A secret every replica shares.
+    pub(crate) fn secret(&self, name: &str) -> String {
+        let mut out = self.with_capacity("secret:", name.len());
+        out.push_str(name);
+        out
+    }
+
     /// The ids of the pending verification requests, scored by `created_at_ms`.
     pub(crate) fn pending_verifications(&self) -> &str {
         &self.pending_verifications
@@ -94,6 +102,7 @@ mod tests {
         assert_eq!(keys.rate(rate), "milpa:rate:mcp:alice:echo");
         assert_eq!(keys.confirmation("ab12"), "milpa:confirm:ab12");
         assert_eq!(keys.verification("r-1"), "milpa:{verification}:request:r-1");
+        assert_eq!(keys.secret("state"), "milpa:secret:state");
         assert_eq!(keys.pending_verifications(), "milpa:{verification}:pending");
         assert_eq!(
             keys.resolved_verifications(),

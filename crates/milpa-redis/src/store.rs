@@ -15,6 +15,9 @@ use crate::options::RedisOptions;
 use crate::rate_limit::RedisRateLimiter;
 use crate::verification::RedisVerificationStore;
 
+/// How many random bytes a new shared secret has.
+const SECRET_LEN: usize = 32;
+
 /// What every store of one [`RedisStore`] shares.
 #[derive(Debug)]
 pub(crate) struct Shared {
@@ -80,6 +83,42 @@ impl RedisStore {
     /// Rate budgets, shared between replicas.
     pub fn rate_limiter(&self) -> Arc<dyn RateLimiter> {
         Arc::new(self.redis_rate_limiter())
+    }
+
+    /// The secret called `name`, shared by every replica on this Redis (and prefix): 32
+    /// random bytes stored on first use (`SET … NX`, so of replicas starting together the
+    /// first write wins and all read it back), with no expiry.
+    ///
+    /// Fails with [`StoreError::unavailable`] when Redis does not answer, and as corrupt
+    /// when the key holds fewer than 32 bytes.
+    pub async fn shared_secret(&self, name: &str) -> Result<Vec<u8>, StoreError> {
+        let key = self.shared.keys.secret(name);
+        let fresh: [u8; SECRET_LEN] = rand::random();
+        let value: Vec<u8> = self
+            .shared
+            .link
+            .run(|mut conn| async move {
+                let (value,): (Vec<u8>,) = redis::pipe()
+                    .atomic()
+                    .cmd("SET")
+                    .arg(&key)
+                    .arg(&fresh[..])
+                    .arg("NX")
+                    .ignore()
+                    .cmd("GET")
+                    .arg(&key)
+                    .query_async(&mut conn)
+                    .await?;
+                Ok(value)
+            })
+            .await?;
+        if value.len() < SECRET_LEN {
+            return Err(StoreError::corrupt(format!(
+                "the shared secret {name} has {} bytes, fewer than {SECRET_LEN}",
+                value.len()
+            )));
+        }
+        Ok(value)
     }
 
     /// [`confirmations`](Self::confirmations) as its concrete type.

@@ -18,6 +18,7 @@ mod connection;
 mod error;
 mod migrations;
 mod rate_limit;
+mod secrets;
 mod store;
 mod verifications;
 mod writer;

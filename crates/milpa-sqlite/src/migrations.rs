@@ -64,6 +64,12 @@ pub(crate) const MIGRATIONS: &[&str] = &[
      CREATE INDEX milpa_verifications_resolved
          ON milpa_verifications (coalesce(resolved_at_ms, 0), id)
          WHERE status <> 'pending';",
+    // 3: named secrets shared by every process on the file (the key that seals the MCP
+    // 2026-07-28 `requestState`, so any process can check what another one sealed).
+    "CREATE TABLE milpa_secrets (
+         name TEXT PRIMARY KEY,
+         value BLOB NOT NULL
+     ) WITHOUT ROWID;",
 ];
 
 /// Brings the file at `path` (open as `conn`) up to `migrations.len()`. Refuses a file

@@ -75,7 +75,7 @@ impl Shared {
 /// ```
 #[derive(Clone)]
 pub struct SqliteStore {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
 }
 
 impl std::fmt::Debug for SqliteStore {

@@ -21,7 +21,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::HttpState;
@@ -35,14 +35,13 @@ use crate::protocol::{
     HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
 };
 use crate::session::{
-    CallCancel, CallFuture, Caller, Dispatch, Out, Route, Session, admit, header_mismatch,
+    CallCancel, CallFuture, Caller, Dispatch, LISTEN_METHOD, Out, Route, Session, Subscription,
+    header_mismatch,
 };
 
 const METHOD_HEADER: &str = "mcp-method";
 const NAME_HEADER: &str = "mcp-name";
 const VERSION_HEADER: &str = "mcp-protocol-version";
-/// `_meta` key tagging a listen stream's notifications with its subscription.
-const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// The status a 2026-07-28 response travels with, from its error code (if any).
 fn status_of(reply: &str) -> StatusCode {
@@ -241,7 +240,7 @@ pub(super) async fn post(
     {
         return Ok(reply(jsonrpc::error_response(Some(&id), &error)));
     }
-    if method == "subscriptions/listen" {
+    if method == LISTEN_METHOD {
         return Ok(listen(state, id, params, headers, sse_ok));
     }
     let session = Session::modern(state.shared.clone());
@@ -260,10 +259,8 @@ pub(super) async fn post(
     }
 }
 
-/// `subscriptions/listen`: an SSE stream that acknowledges the subscription, then carries
-/// `notifications/tools/list_changed` on every change of the registry's tool list (when the
-/// filter asked for `toolsListChanged`), each tagged with the subscription id (the
-/// request's id), until the client closes it.
+/// `subscriptions/listen`: an SSE stream that carries the acknowledgement, then the
+/// subscription's notifications (see [`Subscription`]), until the client closes it.
 fn listen(
     state: &HttpState,
     id: RequestId,
@@ -272,18 +269,11 @@ fn listen(
     sse_ok: bool,
 ) -> Response {
     let value = params.as_ref().map(jsonrpc::Params::to_value);
-    if let Err(error) = admit(value.as_ref(), Some(header(headers, VERSION_HEADER))) {
-        return reply(jsonrpc::error_response(Some(&id), &error));
-    }
-    let Some(Value::Object(filter)) = value.as_ref().and_then(|p| p.get("notifications")) else {
-        return reply(jsonrpc::error_response(
-            Some(&id),
-            &ErrorObject::new(
-                INVALID_PARAMS,
-                "Invalid params: notifications (a subscription filter object) is required",
-            ),
-        ));
-    };
+    let subscription =
+        match Subscription::open(&id, value.as_ref(), Some(header(headers, VERSION_HEADER))) {
+            Ok(subscription) => subscription,
+            Err(error) => return reply(jsonrpc::error_response(Some(&id), &error)),
+        };
     if !sse_ok {
         return reply(jsonrpc::error_response(
             Some(&id),
@@ -293,39 +283,13 @@ fn listen(
             ),
         ));
     }
-    // Only what this server can deliver is acknowledged.
-    let tools = filter.get("toolsListChanged") == Some(&Value::Bool(true));
-    let accepted = if tools {
-        json!({"toolsListChanged": true})
-    } else {
-        json!({})
-    };
-    let tag = json!({ META_SUBSCRIPTION_ID: id });
     let (tx, rx) = mpsc::unbounded_channel();
-    let _ = tx.send(Out::Msg(jsonrpc::notification(
-        "notifications/subscriptions/acknowledged",
-        &json!({"notifications": accepted, "_meta": tag}),
-    )));
-    let mut changes = state.shared.registry.tool_list_changes();
-    changes.mark_unchanged();
+    let _ = tx.send(Out::Msg(subscription.acknowledgement()));
+    let registry = state.shared.registry.clone();
     tokio::spawn(async move {
-        loop {
-            tokio::select! {
-                () = tx.closed() => return,
-                changed = changes.changed(), if tools => {
-                    if changed.is_err() {
-                        return;
-                    }
-                    let note = jsonrpc::notification(
-                        "notifications/tools/list_changed",
-                        &json!({"_meta": tag}),
-                    );
-                    if tx.send(Out::Msg(note)).is_err() {
-                        return;
-                    }
-                }
-            }
-        }
+        subscription
+            .forward(&registry, tx, std::future::pending())
+            .await;
     });
     sse(rx, None)
 }

@@ -23,6 +23,7 @@ mod call_params;
 mod client;
 mod confirm;
 mod dispatch;
+mod listen;
 mod listing;
 mod modern;
 mod mrtr;
@@ -40,9 +41,8 @@ use tokio::sync::mpsc;
 
 pub(crate) use call::{CallCancel, CallControl};
 pub(crate) use client::{ClientLink, Out, Route};
-pub(crate) use modern::{
-    RequestMeta, admit, header_mismatch, is_modern_request, is_modern_version,
-};
+pub(crate) use listen::{LISTEN_METHOD, Subscription};
+pub(crate) use modern::{RequestMeta, header_mismatch, is_modern_request, is_modern_version};
 pub(crate) use outgoing::capability_for;
 
 use crate::auth::challenge::ScopeDenial;

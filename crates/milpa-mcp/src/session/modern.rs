@@ -147,7 +147,7 @@ impl Shared {
         result.insert(
             "capabilities".into(),
             json!({
-                // Changes reach `subscriptions/listen` streams (HTTP).
+                // Changes reach `subscriptions/listen` subscriptions.
                 "tools": {"listChanged": true},
                 "prompts": {"listChanged": false},
                 "resources": {"listChanged": false, "subscribe": false},

@@ -1,0 +1,140 @@
+//! `subscriptions/listen` (2026-07-28): a long-lived request through which the server sends
+//! the notifications a client asked for. This server can deliver one kind, the tool list
+//! changing (`toolsListChanged`); it acknowledges only what it delivers, then tags each
+//! notification with the subscription's id (the request's id) until the client ends it.
+//! HTTP ends a subscription when the client closes its stream; stdio when the client
+//! sends `notifications/cancelled` naming the request, or closes the connection.
+
+use milpa::ToolRegistry;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::Out;
+use super::modern::admit;
+use crate::jsonrpc::{self, ErrorObject, INVALID_PARAMS, RequestId};
+
+/// The method.
+pub(crate) const LISTEN_METHOD: &str = "subscriptions/listen";
+
+/// `_meta` key tagging a subscription's notifications with its id.
+const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// An admitted subscription: what it asked for that this server delivers.
+#[derive(Debug)]
+pub(crate) struct Subscription {
+    /// `{"io.modelcontextprotocol/subscriptionId": <request id>}`.
+    tag: Value,
+    /// Whether tool list changes were asked for.
+    tools: bool,
+}
+
+impl Subscription {
+    /// Admits the request's `_meta` (see [`admit`]; `version_header` is the HTTP version
+    /// header, `None` elsewhere) and reads its filter (`params.notifications`, an object;
+    /// `-32602` otherwise).
+    pub fn open(
+        id: &RequestId,
+        params: Option<&Value>,
+        version_header: Option<Option<&str>>,
+    ) -> Result<Subscription, ErrorObject> {
+        admit(params, version_header)?;
+        let Some(Value::Object(filter)) = params.and_then(|p| p.get("notifications")) else {
+            return Err(ErrorObject::new(
+                INVALID_PARAMS,
+                "Invalid params: notifications (a subscription filter object) is required",
+            ));
+        };
+        Ok(Subscription {
+            tag: json!({ META_SUBSCRIPTION_ID: id }),
+            tools: filter.get("toolsListChanged") == Some(&Value::Bool(true)),
+        })
+    }
+
+    /// `notifications/subscriptions/acknowledged`, naming what will be delivered.
+    pub fn acknowledgement(&self) -> String {
+        let accepted = if self.tools {
+            json!({"toolsListChanged": true})
+        } else {
+            json!({})
+        };
+        jsonrpc::notification(
+            "notifications/subscriptions/acknowledged",
+            &json!({"notifications": accepted, "_meta": self.tag}),
+        )
+    }
+
+    /// Sends `notifications/tools/list_changed` into `tx` on every change of `registry`'s
+    /// tool list made from now on, until `tx`'s receiver is gone or `stop` resolves.
+    pub async fn forward(
+        self,
+        registry: &ToolRegistry,
+        tx: mpsc::UnboundedSender<Out>,
+        stop: impl Future<Output = ()>,
+    ) {
+        let mut changes = registry.tool_list_changes();
+        changes.mark_unchanged();
+        let mut stop = std::pin::pin!(stop);
+        loop {
+            tokio::select! {
+                // An ended subscription sends nothing more, even a change already waiting.
+                biased;
+                () = tx.closed() => return,
+                () = &mut stop => return,
+                changed = changes.changed(), if self.tools => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    let note = jsonrpc::notification(
+                        "notifications/tools/list_changed",
+                        &json!({"_meta": self.tag}),
+                    );
+                    if tx.send(Out::Msg(note)).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN_VERSION};
+
+    fn params(notifications: Value) -> Value {
+        json!({"notifications": notifications, "_meta": {
+            META_PROTOCOL_VERSION: MODERN_VERSION,
+            META_CLIENT_CAPABILITIES: {},
+        }})
+    }
+
+    #[test]
+    fn only_tool_list_changes_are_acknowledged() {
+        let id = RequestId::Number(4);
+        let asked = params(json!({"toolsListChanged": true, "resourcesListChanged": true}));
+        let sub = Subscription::open(&id, Some(&asked), None).unwrap();
+        let ack: Value = serde_json::from_str(&sub.acknowledgement()).unwrap();
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+        assert_eq!(
+            ack["params"]["notifications"],
+            json!({"toolsListChanged": true})
+        );
+        assert_eq!(ack["params"]["_meta"][META_SUBSCRIPTION_ID], 4);
+
+        let none = Subscription::open(&id, Some(&params(json!({}))), None).unwrap();
+        let ack: Value = serde_json::from_str(&none.acknowledgement()).unwrap();
+        assert_eq!(ack["params"]["notifications"], json!({}));
+    }
+
+    #[test]
+    fn a_missing_filter_or_meta_is_invalid_params() {
+        let id = RequestId::Number(1);
+        let no_filter = params(Value::Null);
+        let error = Subscription::open(&id, Some(&no_filter), None).unwrap_err();
+        assert_eq!(error.code, INVALID_PARAMS);
+        let no_meta = json!({"notifications": {"toolsListChanged": true}});
+        let error = Subscription::open(&id, Some(&no_meta), None).unwrap_err();
+        assert_eq!(error.code, INVALID_PARAMS);
+    }
+}
