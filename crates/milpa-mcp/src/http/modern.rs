@@ -96,7 +96,7 @@ fn named_field(method: &str) -> Option<&'static str> {
 fn check_routing_headers(
     headers: &HeaderMap,
     method: &str,
-    params: Option<&jsonrpc::Params>,
+    params: Option<&Value>,
 ) -> Result<(), ErrorObject> {
     match header(headers, METHOD_HEADER) {
         Some(value) if value == method => {}
@@ -110,9 +110,7 @@ fn check_routing_headers(
     let Some(field) = named_field(method) else {
         return Ok(());
     };
-    let body = params
-        .map(jsonrpc::Params::to_value)
-        .and_then(|p| p.get(field).and_then(|v| v.as_str().map(str::to_owned)));
+    let body = params.and_then(|p| p.get(field)).and_then(Value::as_str);
     match (header(headers, NAME_HEADER), body) {
         (Some(value), Some(body)) if value == body => Ok(()),
         (Some(value), Some(body)) => Err(header_mismatch(format!(
@@ -135,9 +133,9 @@ fn check_routing_headers(
 fn check_param_headers(
     state: &HttpState,
     headers: &HeaderMap,
-    params: Option<&jsonrpc::Params>,
+    params: Option<&Value>,
 ) -> Result<(), ErrorObject> {
-    let Some(params) = params.map(jsonrpc::Params::to_value) else {
+    let Some(params) = params else {
         return Ok(());
     };
     let Some(tool) = params
@@ -232,11 +230,13 @@ pub(super) async fn post(
             ));
         }
     };
-    if let Err(error) = check_routing_headers(headers, &method, params.as_ref()) {
+    // Read once for both header checks.
+    let value = params.as_ref().map(jsonrpc::Params::to_value);
+    if let Err(error) = check_routing_headers(headers, &method, value.as_ref()) {
         return Ok(reply(jsonrpc::error_response(Some(&id), &error)));
     }
     if method == "tools/call"
-        && let Err(error) = check_param_headers(state, headers, params.as_ref())
+        && let Err(error) = check_param_headers(state, headers, value.as_ref())
     {
         return Ok(reply(jsonrpc::error_response(Some(&id), &error)));
     }
