@@ -345,6 +345,66 @@ async fn progress_and_requested_logs_arrive_on_the_calls_own_stream() {
     assert_eq!(messages.last().unwrap()["result"]["resultType"], "complete");
 }
 
+/// A call that ends at once (answered inline, without a task) gets what a slower one gets
+/// through its task: its messages on an SSE stream before its response, or plain JSON when
+/// it sent none.
+#[tokio::test]
+async fn a_call_that_ends_at_once_still_streams_what_it_sent() {
+    let f = fixture_with(true, |b| b);
+    f.registry
+        .replace_tools(
+            "extra",
+            vec![
+                milpa::ToolDefinition::builder("tick")
+                    .input_schema(json!({"type": "object"}))
+                    .sync(|_, ctx| {
+                        ctx.call_handle().progress(1.0, Some(1.0), Some("done"));
+                        json!("ticked")
+                    }),
+            ],
+        )
+        .unwrap();
+    let (addr, _stop) = start_http(HttpServer::new(f.registry.clone())).await;
+    let mut with_progress = meta();
+    with_progress["progressToken"] = json!("t1");
+    let r = http(
+        addr,
+        "POST",
+        &headers("tools/call", Some("tick")),
+        &body(
+            60,
+            "tools/call",
+            json!({"name": "tick", "arguments": {}, "_meta": with_progress}),
+        ),
+    )
+    .await;
+    assert_eq!(r.header("content-type"), Some("text/event-stream"));
+    let messages = r.sse_messages();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(messages[0]["method"], "notifications/progress");
+    assert_eq!(messages[0]["params"]["progressToken"], "t1");
+    assert_eq!(messages[1]["id"], 60);
+    assert_eq!(
+        messages[1]["result"]["structuredContent"]["result"],
+        "ticked"
+    );
+
+    // No progress token: nothing to send first, so JSON.
+    let r = http(
+        addr,
+        "POST",
+        &headers("tools/call", Some("tick")),
+        &body(
+            61,
+            "tools/call",
+            json!({"name": "tick", "arguments": {}, "_meta": meta()}),
+        ),
+    )
+    .await;
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(r.json()["result"]["resultType"], "complete");
+}
+
 #[tokio::test]
 async fn a_client_that_goes_away_cancels_its_call() {
     let f = fixture_with(true, |b| b);

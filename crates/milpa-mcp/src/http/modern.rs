@@ -19,8 +19,8 @@
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use futures_util::FutureExt;
 use serde::Deserialize;
-use serde::de::IgnoredAny;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
@@ -45,11 +45,12 @@ const VERSION_HEADER: &str = "mcp-protocol-version";
 
 /// The status a 2026-07-28 response travels with, from its error code (if any).
 fn status_of(reply: &str) -> StatusCode {
+    // The other members (the result above all) are skipped unread. A `#[serde(flatten)]`
+    // catch-all here buffered the whole result first: with it, 2026-07-28 calls measured
+    // 28% fewer calls/s than legacy ones (`bench_http`, 16 connections, JSON).
     #[derive(Deserialize)]
     struct Probe {
         error: Option<Code>,
-        #[serde(flatten)]
-        _rest: IgnoredAny,
     }
     #[derive(Deserialize)]
     struct Code {
@@ -298,19 +299,33 @@ fn listen(
 /// (when the client takes SSE) a stream of its messages and then its response.
 async fn run_call(
     state: &HttpState,
-    call: CallFuture,
+    mut call: CallFuture,
     cancel: CallCancel,
     mut rx: mpsc::UnboundedReceiver<Out>,
     sse_ok: bool,
 ) -> Response {
+    // Most calls (sync tools, quick async ones) end at their first poll: answered here,
+    // without a task, a channel and a `select!` per call. Measured with `bench_http`,
+    // 16 connections, JSON answers: 36k calls/s through the task, against 51k for the
+    // legacy era's inline call in the same run.
+    let mut permit = state.call_slots.clone().try_acquire_owned().ok();
+    if permit.is_some()
+        && let Some(answer) = (&mut call).now_or_never()
+    {
+        drop(permit);
+        return answered_at_once(answer, &mut rx, sse_ok);
+    }
     // Dropped with this handler (the client went away) or with the SSE stream.
     let guard = CancelOnDrop::new(cancel);
     let slots = state.call_slots.clone();
     let (done_tx, mut done_rx) = oneshot::channel();
     tokio::spawn(async move {
-        let answer = match slots.acquire_owned().await {
-            Ok(_permit) => call.await,
-            Err(_) => None,
+        let answer = match permit.take() {
+            Some(_permit) => call.await,
+            None => match slots.acquire_owned().await {
+                Ok(_permit) => call.await,
+                Err(_) => None,
+            },
         };
         let _ = done_tx.send(answer);
     });
@@ -369,6 +384,36 @@ async fn run_call(
         let _ = out.send(Out::Close);
     });
     sse(stream, Some(guard))
+}
+
+/// The response of a call that ended at its first poll, as [`run_call`] would have made it
+/// through its task: JSON when it sent no message (or the client takes no SSE), else an SSE
+/// stream of its messages and then its response.
+fn answered_at_once(
+    answer: Option<String>,
+    rx: &mut mpsc::UnboundedReceiver<Out>,
+    sse_ok: bool,
+) -> Response {
+    let mut messages = Vec::new();
+    while let Ok(out) = rx.try_recv() {
+        if let Out::Msg(message) = out
+            && sse_ok
+        {
+            messages.push(message);
+        }
+    }
+    if messages.is_empty() {
+        return match answer {
+            Some(answer) => reply(answer),
+            None => StatusCode::ACCEPTED.into_response(),
+        };
+    }
+    let (out, stream) = mpsc::unbounded_channel();
+    for message in messages.into_iter().chain(answer) {
+        let _ = out.send(Out::Msg(message));
+    }
+    let _ = out.send(Out::Close);
+    sse(stream, None)
 }
 
 /// Whether this `POST` speaks 2026-07-28: its `MCP-Protocol-Version` names that revision
