@@ -1,6 +1,7 @@
 //! State that outlives a process: the default SQLite store shared by separate `milpa`
-//! processes, a `serve --http` killed with SIGKILL and restarted on the same file, and the
-//! audit trail (`milpa audit`, `milpa audit verify`).
+//! processes, a `serve --http` killed with SIGKILL and restarted on the same file (legacy
+//! tokens, verification requests, and an MCP 2026-07-28 confirmation round), and the audit
+//! trail (`milpa audit`, `milpa audit verify`).
 
 mod common;
 
@@ -8,7 +9,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::process::Stdio;
 
-use common::http::{call, initialize, milpa_command, spawn_http};
+use common::http::{call, initialize, milpa_command, post, spawn_http};
 use common::{Run, Sandbox, run};
 use milpa_mcp::auth::sha256_hex;
 use serde_json::{Value, json};
@@ -235,6 +236,54 @@ fn a_killed_server_loses_no_token_and_no_verification_request() {
     );
     let twice = resolve(&sb);
     assert_eq!(twice.code, 1, "{}", twice.stdout);
+}
+
+/// A 2026-07-28 `tools/call` of `wipe` as alice, with `extra` params (the retry's).
+fn modern_wipe(addr: SocketAddr, extra: Value) -> Value {
+    const V: &str = "2026-07-28";
+    let mut params = json!({"name": "wipe", "arguments": {}, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": V,
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+    }});
+    if let (Value::Object(params), Value::Object(extra)) = (&mut params, extra) {
+        params.extend(extra);
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params});
+    let headers = [
+        ALICE,
+        ("MCP-Protocol-Version", V),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "wipe"),
+    ];
+    let response = post(addr, &headers, &body);
+    assert_eq!(response.status, 200, "{}", response.body);
+    response.message()["result"].clone()
+}
+
+#[test]
+fn a_2026_confirmation_asked_before_a_kill_completes_after_the_restart() {
+    let sb = Sandbox::new();
+    sb.write("m.toml", &manifest());
+    let (mut server, addr) = serve(&sb);
+    let asked = modern_wipe(addr, json!({}));
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    server.0.kill().unwrap();
+    server.0.wait().unwrap();
+
+    // The restarted server reads the same sealing key from the file, and the token the
+    // state names is still there: the answer runs the call, once.
+    let (_server, addr) = serve(&sb);
+    let answer = json!({
+        "requestState": asked["requestState"],
+        "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}},
+    });
+    let done = modern_wipe(addr, answer.clone());
+    assert_eq!(done["resultType"], "complete", "{done}");
+    assert_eq!(done["isError"], false, "{done}");
+    let again = modern_wipe(addr, answer);
+    assert_eq!(again["isError"], true, "{again}");
+    let log = std::fs::read_to_string(sb.path().join("wiped.log")).unwrap();
+    assert_eq!(log, "wiped\n");
 }
 
 /// Runs `milpa serve --stdio --audit FILE` on the demo toolset for a few calls.
