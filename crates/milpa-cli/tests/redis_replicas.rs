@@ -9,7 +9,9 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use common::Sandbox;
-use common::http::{Server, call, initialize, milpa_command, post, spawn_http};
+use common::http::{
+    Server, V2026, call, call_2026, initialize, milpa_command, post_2026, spawn_http,
+};
 use common::redis::RedisServer;
 use milpa_mcp::auth::sha256_hex;
 use serde_json::{Value, json};
@@ -182,29 +184,9 @@ fn a_token_runs_once_across_replicas_and_an_outage_is_refused_then_survived() {
     }
 }
 
-const V2026: &str = "2026-07-28";
-
-/// One 2026-07-28 request as alice: no session, the version and the client's capabilities
-/// in `_meta`, the method (and tool) in headers too.
-fn modern(addr: SocketAddr, method: &str, mut params: Value) -> Value {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": V2026,
-        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}, "url": {}}},
-    });
-    let name = params["name"].as_str().unwrap_or("").to_owned();
-    let mut headers = vec![
-        ALICE,
-        ("MCP-Protocol-Version", V2026),
-        ("Mcp-Method", method),
-    ];
-    if !name.is_empty() {
-        headers.push(("Mcp-Name", &name));
-    }
-    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
-    let response = post(addr, &headers, &body);
-    assert_eq!(response.status, 200, "{method}: {}", response.body);
-    assert!(response.header("mcp-session-id").is_none(), "no sessions");
-    response.message()["result"].clone()
+/// One 2026-07-28 request as alice; its result.
+fn modern(addr: SocketAddr, method: &str, params: Value) -> Value {
+    call_2026(addr, &[ALICE], method, params)
 }
 
 #[test]
@@ -276,28 +258,16 @@ fn replicas_answer_2026_requests_alike_and_complete_each_others_rounds() {
     forged["requestState"] = foreign["requestState"].clone();
     forged["inputResponses"] =
         json!({"confirm": {"action": "accept", "content": {"confirm": true}}});
-    forged["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": V2026,
-        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-    });
-    let forged_body = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": forged});
-    let refused = post(
-        a,
-        &[
-            ALICE,
-            ("MCP-Protocol-Version", V2026),
-            ("Mcp-Method", "tools/call"),
-            ("Mcp-Name", "wipe"),
-        ],
-        &forged_body,
-    );
-    assert_eq!(refused.status, 400, "{}", refused.body);
-    assert_eq!(
-        refused.message()["error"]["code"],
-        -32602,
-        "{}",
-        refused.body
-    );
+    for replica in [a, b] {
+        let refused = post_2026(replica, &[ALICE], "tools/call", forged.clone());
+        assert_eq!(refused.status, 400, "{}", refused.body);
+        assert_eq!(
+            refused.message()["error"]["code"],
+            -32602,
+            "{}",
+            refused.body
+        );
+    }
 
     // A person's approval: parked through B, granted with `milpa approvals grant` on the
     // same Redis, completed through A.

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::process::Stdio;
 
-use common::http::{call, initialize, milpa_command, post, spawn_http};
+use common::http::{call, call_2026, initialize, milpa_command, spawn_http};
 use common::{Run, Sandbox, run};
 use milpa_mcp::auth::sha256_hex;
 use serde_json::{Value, json};
@@ -240,24 +240,11 @@ fn a_killed_server_loses_no_token_and_no_verification_request() {
 
 /// A 2026-07-28 `tools/call` of `wipe` as alice, with `extra` params (the retry's).
 fn modern_wipe(addr: SocketAddr, extra: Value) -> Value {
-    const V: &str = "2026-07-28";
-    let mut params = json!({"name": "wipe", "arguments": {}, "_meta": {
-        "io.modelcontextprotocol/protocolVersion": V,
-        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-    }});
+    let mut params = json!({"name": "wipe", "arguments": {}});
     if let (Value::Object(params), Value::Object(extra)) = (&mut params, extra) {
         params.extend(extra);
     }
-    let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params});
-    let headers = [
-        ALICE,
-        ("MCP-Protocol-Version", V),
-        ("Mcp-Method", "tools/call"),
-        ("Mcp-Name", "wipe"),
-    ];
-    let response = post(addr, &headers, &body);
-    assert_eq!(response.status, 200, "{}", response.body);
-    response.message()["result"].clone()
+    call_2026(addr, &[ALICE], "tools/call", params)
 }
 
 #[test]

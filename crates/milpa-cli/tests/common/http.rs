@@ -169,6 +169,40 @@ pub fn parse(raw: &[u8]) -> Response {
     }
 }
 
+/// The sessionless revision.
+pub const V2026: &str = "2026-07-28";
+
+/// One 2026-07-28 request (no session) with `auth` headers: the version and the client's
+/// capabilities (form and URL elicitation) in `params._meta`, the method and (when
+/// `params.name` is set) the tool in headers too.
+pub fn post_2026(
+    addr: SocketAddr,
+    auth: &[(&str, &str)],
+    method: &str,
+    mut params: Value,
+) -> Response {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": V2026,
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}, "url": {}}},
+    });
+    let name = params["name"].as_str().map(str::to_owned);
+    let mut headers = auth.to_vec();
+    headers.extend([("MCP-Protocol-Version", V2026), ("Mcp-Method", method)]);
+    if let Some(name) = &name {
+        headers.push(("Mcp-Name", name));
+    }
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+    post(addr, &headers, &body)
+}
+
+/// [`post_2026`], which must succeed without opening a session; returns its `result`.
+pub fn call_2026(addr: SocketAddr, auth: &[(&str, &str)], method: &str, params: Value) -> Value {
+    let response = post_2026(addr, auth, method, params);
+    assert_eq!(response.status, 200, "{method}: {}", response.body);
+    assert!(response.header("mcp-session-id").is_none(), "no sessions");
+    response.message()["result"].clone()
+}
+
 /// `initialize` (with `auth` headers); returns the session id.
 pub fn initialize(addr: SocketAddr, auth: &[(&str, &str)]) -> String {
     initialize_expecting(addr, auth, None)
