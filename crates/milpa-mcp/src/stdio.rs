@@ -498,10 +498,12 @@ impl Conn {
         };
         push_line(out, &subscription.acknowledgement());
         let (stop, stopped) = oneshot::channel::<()>();
-        let mut listens = self.listens.lock().unwrap_or_else(|p| p.into_inner());
-        // Ended ones (their receiver gone) are dropped as new ones come.
-        listens.retain(|_, stop| !stop.is_closed());
-        listens.insert(id, stop);
+        {
+            let mut listens = self.listens.lock().unwrap_or_else(|p| p.into_inner());
+            // Ended ones (their receiver gone) are dropped as new ones come.
+            listens.retain(|_, stop| !stop.is_closed());
+            listens.insert(id, stop);
+        }
         let registry = self.modern.shared.registry.clone();
         let tx = self.tx.clone();
         tokio::spawn(async move {

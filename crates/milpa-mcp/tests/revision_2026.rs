@@ -345,9 +345,8 @@ async fn progress_and_requested_logs_arrive_on_the_calls_own_stream() {
     assert_eq!(messages.last().unwrap()["result"]["resultType"], "complete");
 }
 
-/// A call that ends at once (answered inline, without a task) gets what a slower one gets
-/// through its task: its messages on an SSE stream before its response, or plain JSON when
-/// it sent none.
+/// A call that ends at once still has what it sent go first: its messages on an SSE stream
+/// before its response, or plain JSON when it sent none.
 #[tokio::test]
 async fn a_call_that_ends_at_once_still_streams_what_it_sent() {
     let f = fixture_with(true, |b| b);

@@ -19,7 +19,6 @@
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use futures_util::FutureExt;
 use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
@@ -45,9 +44,9 @@ const VERSION_HEADER: &str = "mcp-protocol-version";
 
 /// The status a 2026-07-28 response travels with, from its error code (if any).
 fn status_of(reply: &str) -> StatusCode {
-    // The other members (the result above all) are skipped unread. A `#[serde(flatten)]`
-    // catch-all here buffered the whole result first: with it, 2026-07-28 calls measured
-    // 28% fewer calls/s than legacy ones (`bench_http`, 16 connections, JSON).
+    // The other members (the result above all) are skipped unread: a `#[serde(flatten)]`
+    // catch-all here buffered the whole result into serde's `Content` first, which `perf`
+    // showed among the largest user-space costs of a 2026-07-28 call.
     #[derive(Deserialize)]
     struct Probe {
         error: Option<Code>,
@@ -299,45 +298,28 @@ fn listen(
 /// (when the client takes SSE) a stream of its messages and then its response.
 async fn run_call(
     state: &HttpState,
-    mut call: CallFuture,
+    call: CallFuture,
     cancel: CallCancel,
     mut rx: mpsc::UnboundedReceiver<Out>,
     sse_ok: bool,
 ) -> Response {
-    // Most calls (sync tools, quick async ones) end at their first poll: answered here,
-    // without a task, a channel and a `select!` per call. Measured with `bench_http`,
-    // 16 connections, JSON answers: 36k calls/s through the task, against 51k for the
-    // legacy era's inline call in the same run.
-    let mut permit = state.call_slots.clone().try_acquire_owned().ok();
-    if permit.is_some()
-        && let Some(answer) = (&mut call).now_or_never()
-    {
-        drop(permit);
-        return answered_at_once(answer, &mut rx, sse_ok);
-    }
     // Dropped with this handler (the client went away) or with the SSE stream.
     let guard = CancelOnDrop::new(cancel);
     let slots = state.call_slots.clone();
     let (done_tx, mut done_rx) = oneshot::channel();
     tokio::spawn(async move {
-        let answer = match permit.take() {
-            Some(_permit) => call.await,
-            None => match slots.acquire_owned().await {
-                Ok(_permit) => call.await,
-                Err(_) => None,
-            },
+        let answer = match slots.acquire_owned().await {
+            Ok(_permit) => call.await,
+            Err(_) => None,
         };
         let _ = done_tx.send(answer);
     });
     let first = loop {
         tokio::select! {
             biased;
-            done = &mut done_rx => {
-                return match done {
-                    Ok(Some(answer)) => reply(answer),
-                    _ => StatusCode::ACCEPTED.into_response(),
-                };
-            }
+            // Ended: what it sent before ending (if it ended between two polls of this
+            // loop) still goes first.
+            done = &mut done_rx => return ended(done.ok().flatten(), &mut rx, sse_ok),
             message = rx.recv() => match message {
                 Some(Out::Msg(message)) if sse_ok => break message,
                 // Without SSE a call's messages have nowhere to go.
@@ -386,14 +368,9 @@ async fn run_call(
     sse(stream, Some(guard))
 }
 
-/// The response of a call that ended at its first poll, as [`run_call`] would have made it
-/// through its task: JSON when it sent no message (or the client takes no SSE), else an SSE
-/// stream of its messages and then its response.
-fn answered_at_once(
-    answer: Option<String>,
-    rx: &mut mpsc::UnboundedReceiver<Out>,
-    sse_ok: bool,
-) -> Response {
+/// The response of a call that has ended: JSON when no message of it is waiting (or the
+/// client takes no SSE), else an SSE stream of the waiting messages and then its response.
+fn ended(answer: Option<String>, rx: &mut mpsc::UnboundedReceiver<Out>, sse_ok: bool) -> Response {
     let mut messages = Vec::new();
     while let Ok(out) = rx.try_recv() {
         if let Out::Msg(message) = out
