@@ -1,7 +1,8 @@
 """Gateway interop: the official Python SDK (`mcp` 2.x) as a client of `milpa proxy` in front
 of two third-party MCP servers from npm, @modelcontextprotocol/server-everything (the proxied
 command, prefix `everything__`) and @modelcontextprotocol/server-filesystem (an `[[upstreams]]`
-entry of the manifest, prefix `fs__`, whose `write_*` tools need a person's approval).
+entry of the manifest, prefix `fs__`, whose `write_*` tools need a person's approval), plus
+the project's own fixture server over Streamable HTTP (an `[[upstreams]]` url, prefix `own__`).
 
     python gateway_py.py MILPA DIR NODE EVERYTHING_JS
 
@@ -81,7 +82,7 @@ async def main():
 
         async def listing():
             names = {t.name for t in (await client.list_tools()).tools}
-            for n in ("everything__echo", "everything__get-tiny-image", "fs__read_text_file", "fs__write_file"):
+            for n in ("everything__echo", "everything__get-tiny-image", "fs__read_text_file", "fs__write_file", "own__add"):
                 check(n in names, f"missing {n} in {sorted(names)}")
             check("echo" not in names and "write_file" not in names, "unprefixed names listed")
 
@@ -103,6 +104,15 @@ async def main():
             r = await call("fs__read_text_file", {"path": "/etc/hostname"})
             check(r.is_error, r)
             check(any("Access denied" in t for t in texts(r)), texts(r))
+
+        async def own_over_http():
+            r = await call("own__add", {"a": 2, "b": 3})
+            check(not r.is_error, r)
+            check(texts(r) == ["5"], texts(r))
+            check(r.structured_content == {"result": 5}, r.structured_content)
+            failed = await call("own__test_error_handling", {})
+            check(failed.is_error, failed)
+            check(texts(failed) == ["This tool intentionally returns an error for testing"], texts(failed))
 
         async def fs_read():
             r = await call("fs__read_text_file", {"path": os.path.join(ROOT, "hello.txt")})
@@ -192,10 +202,11 @@ async def main():
                 await anyio.sleep(0.05)
             check(calls and counts == calls, f"audit records per tool {counts}, calls {calls}")
 
-        await run("tools/list has the prefixed tools of both servers", listing)
+        await run("tools/list has the prefixed tools of the three servers", listing)
         await run("everything__echo", echo)
         await run("everything__get-tiny-image arrives intact", image)
         await run("upstream error arrives as isError with its text", upstream_error)
+        await run("our own fixture over HTTP: own__add and an error", own_over_http)
         await run("fs__read_text_file", fs_read)
         await run("fs__write_file parked until granted, then written once", parked_write)
         await run("a Cedar forbid on the path argument denies, naming the policy", cedar_forbid)

@@ -2,7 +2,8 @@
 // `milpa proxy` in front of two third-party MCP servers from npm:
 // @modelcontextprotocol/server-everything (the proxied command, prefix `everything__`) and
 // @modelcontextprotocol/server-filesystem (an `[[upstreams]]` entry of the manifest, prefix
-// `fs__`, whose `write_*` tools need a person's approval).
+// `fs__`, whose `write_*` tools need a person's approval), plus the project's own fixture
+// server over Streamable HTTP (an `[[upstreams]]` url, prefix `own__`).
 //
 //   node gateway_ts.mjs MILPA DIR NODE EVERYTHING_JS
 //
@@ -63,9 +64,9 @@ const texts = (r) => r.content.filter((c) => c.type === "text").map((c) => c.tex
 const milpaMeta = (r) => r._meta?.milpa ?? {};
 const read = (path) => readFileSync(path, "utf8");
 
-await test("tools/list has the prefixed tools of both servers", async () => {
+await test("tools/list has the prefixed tools of the three servers", async () => {
   const names = new Set((await client.listTools()).tools.map((t) => t.name));
-  for (const n of ["everything__echo", "everything__get-tiny-image", "fs__read_text_file", "fs__write_file"]) {
+  for (const n of ["everything__echo", "everything__get-tiny-image", "fs__read_text_file", "fs__write_file", "own__add"]) {
     assert(names.has(n), `missing ${n} in ${[...names].join(", ")}`);
   }
   assert(!names.has("echo") && !names.has("write_file"), "unprefixed names listed");
@@ -94,6 +95,19 @@ await test("upstream error arrives as isError with its text", async () => {
   const r = await call("fs__read_text_file", { path: "/etc/hostname" });
   assert(r.isError === true, JSON.stringify(r));
   assert(texts(r).some((t) => t.includes("Access denied")), JSON.stringify(r));
+});
+
+await test("our own fixture over HTTP: own__add and an error", async () => {
+  const r = await call("own__add", { a: 2, b: 3 });
+  assert(!r.isError, JSON.stringify(r));
+  assert(JSON.stringify(texts(r)) === JSON.stringify(["5"]), JSON.stringify(r));
+  assert(JSON.stringify(r.structuredContent) === JSON.stringify({ result: 5 }), JSON.stringify(r));
+  const failed = await call("own__test_error_handling", {});
+  assert(failed.isError === true, JSON.stringify(failed));
+  assert(
+    JSON.stringify(texts(failed)) === JSON.stringify(["This tool intentionally returns an error for testing"]),
+    JSON.stringify(failed),
+  );
 });
 
 await test("fs__read_text_file", async () => {

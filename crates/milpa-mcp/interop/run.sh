@@ -260,9 +260,10 @@ run_node() {
 }
 
 # gateway_dir NAME: a fresh folder for one gateway client: the filesystem server's root with
-# two files, and a manifest declaring that server with its writes parked for a person, a
-# Cedar policy forbidding reads of paths that name a secret, and a budget of 30 tokens an
-# hour per caller and tool (a read costs 1, a write 5).
+# two files, and a manifest declaring that server with its writes parked for a person, our
+# own fixture over Streamable HTTP at $OWN_URL (prefix `own__`), a Cedar policy forbidding
+# reads of paths that name a secret, and a budget of 30 tokens an hour per caller and tool
+# (a read costs 1, a write 5).
 gateway_dir() {
   local dir="$WORK/gateway-$1"
   rm -rf "$dir"
@@ -288,6 +289,10 @@ command = ["$NODE", "$SERVERS_DIR/node_modules/@modelcontextprotocol/server-file
 
 [upstreams.tools."write_*"]
 confirm = "human"
+
+[[upstreams]]
+name = "own"
+url = "$OWN_URL"
 EOF
   : > "$dir/audit.jsonl"
   GATEWAY_DIR=$dir
@@ -302,6 +307,9 @@ run_gateway() {
   local milpa="$TARGET_DIR/debug/milpa" out
   [[ -x "$milpa" ]] || { log "no binary at $milpa"; exit 2; }
   local everything="$SERVERS_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+  # Our own fixture over HTTP, a third upstream of both clients' manifests.
+  start_server "$WORK/gateway-own-audit.jsonl"
+  OWN_URL=$URL
   gateway_dir py
   out="$WORK/gateway-py.txt"
   timeout 180 "$PY_DIR/bin/python" "$HERE/gateway_py.py" "$milpa" "$GATEWAY_DIR" "$NODE" "$everything" > "$out" 2>&1 || true
@@ -314,6 +322,7 @@ run_gateway() {
   timeout 180 "$NODE" "$NODE_DIR/gateway_ts.mjs" "$milpa" "$GATEWAY_DIR" "$NODE" "$everything" > "$out" 2>&1 || true
   grep -E '^(ok|not ok) ' "$out" || cat "$out"
   count "$out"
+  stop_server
 }
 
 mkdir -p "$WORK"
