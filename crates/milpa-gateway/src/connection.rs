@@ -409,8 +409,11 @@ pub(crate) fn dispatch(
             let Some(answer) = lock(&shared.pending).remove(&id) else {
                 return;
             };
-            let result = match (message.get("result"), message.get("error")) {
-                (Some(result), _) => Ok(result.clone()),
+            let result = match (
+                message.get_mut("result").map(Value::take),
+                message.get("error"),
+            ) {
+                (Some(result), _) => Ok(result),
                 (None, Some(error)) => Err(CallError::Rpc {
                     code: error["code"].as_i64().unwrap_or(0),
                     message: error["message"].as_str().unwrap_or("no message").to_owned(),
