@@ -36,6 +36,9 @@ const CAROL: &str = "carol-browser-token";
 struct Driver {
     child: Child,
     port: u16,
+    /// chromedriver's and Chromium's `TMPDIR` (profiles, `scoped_dir`s): removed with the
+    /// driver, so test runs do not pile browser profiles up in `/tmp`.
+    _scratch: tempfile::TempDir,
 }
 
 impl Drop for Driver {
@@ -60,14 +63,20 @@ fn start_driver(chromedriver: &Path) -> Result<Driver, String> {
         .and_then(|l| l.local_addr())
         .map_err(|e| e.to_string())?
         .port();
+    let scratch = tempfile::tempdir().map_err(|e| format!("no temporary folder: {e}"))?;
     let child = Command::new(chromedriver)
         .arg(format!("--port={port}"))
+        .env("TMPDIR", scratch.path())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("{} did not start: {e}", chromedriver.display()))?;
-    let driver = Driver { child, port };
+    let driver = Driver {
+        child,
+        port,
+        _scratch: scratch,
+    };
     let deadline = Instant::now() + Duration::from_secs(20);
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         if Instant::now() > deadline {
