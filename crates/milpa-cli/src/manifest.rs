@@ -485,7 +485,7 @@ pub struct UpstreamSpec {
     pub name: Spanned<String>,
     /// A stdio child: the argv, never a shell.
     pub command: Option<Spanned<Vec<String>>>,
-    /// A Streamable HTTP server's endpoint (`http://` only).
+    /// A Streamable HTTP server's endpoint (`http://` or `https://`).
     pub url: Option<Spanned<String>>,
     /// The environment variable holding the HTTP server's bearer token.
     pub bearer_env: Option<Spanned<String>>,
@@ -605,13 +605,11 @@ impl UpstreamSpec {
                 }
             }
             (None, Some(url)) => {
-                if !url.get_ref().starts_with("http://") {
+                if !(url.get_ref().starts_with("http://") || url.get_ref().starts_with("https://"))
+                {
                     return Err(at(
                         url.span().start,
-                        format!(
-                            "upstream `{name}`: url must start with http:// (no TLS here; \
-                             put a local TLS terminator in front of an https:// server)"
-                        ),
+                        format!("upstream `{name}`: url must start with http:// or https://"),
                     ));
                 }
                 if !self.env.is_empty() {

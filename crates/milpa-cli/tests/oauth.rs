@@ -7,7 +7,6 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::sync::Arc;
 
 use common::http::{Response, call, initialize, parse, post, spawn_http};
 use common::{Sandbox, run_manifest};
@@ -189,51 +188,21 @@ fn a_jwks_that_cannot_be_read_stops_the_server() {
 /// returns the port and the certificate (PEM), the only root a client needs to trust it.
 fn https_jwks(body: String) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use tokio_rustls::rustls;
 
-    let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned()]).unwrap();
-    let pem = cert.cert.pem();
-    let chain = vec![cert.cert.der().clone()];
-    let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.signing_key.serialize_der().into());
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(chain, key)
-    .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    listener.set_nonblocking(true).unwrap();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            while let Ok((socket, _)) = listener.accept().await {
-                let (acceptor, body) = (acceptor.clone(), body.clone());
-                tokio::spawn(async move {
-                    let Ok(mut tls) = acceptor.accept(socket).await else {
-                        return;
-                    };
-                    let mut request = [0u8; 4096];
-                    let _ = tls.read(&mut request).await;
-                    let response = format!(
-                        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
-                         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                        body.len()
-                    );
-                    let _ = tls.write_all(response.as_bytes()).await;
-                    let _ = tls.shutdown().await;
-                });
-            }
-        });
-    });
-    (port, pem)
+    common::tls::serve(move |mut tls| {
+        let body = body.clone();
+        async move {
+            let mut request = [0u8; 4096];
+            let _ = tls.read(&mut request).await;
+            let response = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = tls.write_all(response.as_bytes()).await;
+            let _ = tls.shutdown().await;
+        }
+    })
 }
 
 #[test]

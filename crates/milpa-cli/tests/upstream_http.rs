@@ -160,3 +160,53 @@ fn an_http_upstream_refusing_the_token_or_a_missing_token_variable_stops_start_u
         missing.stderr
     );
 }
+
+/// A TLS terminator on a free loopback port in front of `backend`: its port and its
+/// certificate's PEM (the root a client must trust).
+fn tls_terminator(backend: std::net::SocketAddr) -> (u16, String) {
+    common::tls::serve(move |mut tls| async move {
+        if let Ok(mut plain) = tokio::net::TcpStream::connect(backend).await {
+            let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+        }
+    })
+}
+
+#[test]
+fn an_https_upstream_is_called_when_its_certificate_is_trusted_and_refused_when_not() {
+    let sb = Sandbox::new();
+    let (_upstream, addr) = start_upstream(&sb);
+    let (port, pem) = tls_terminator(addr);
+    let url = format!("https://127.0.0.1:{port}/mcp");
+    let root = sb.write("root.pem", &pem);
+    let manifest = sb.write(
+        "tls.toml",
+        &format!("[[upstreams]]\nname = \"web\"\nurl = \"{url}\"\nbearer_env = \"UP_TOKEN\"\n"),
+    );
+
+    let mut serve = proxy(&sb, &manifest, "gw-token");
+    serve.env("SSL_CERT_FILE", &root).arg("serve");
+    let mut client = StdioClient::start(serve, &sb.path().join("tls.err"));
+    let greeted = client.call("web__greet", json!({"who": "ana"}));
+    assert_eq!(greeted["isError"], false, "{greeted}");
+    assert_eq!(greeted["content"][0]["text"], "hello ana");
+    drop(client);
+
+    // A certificate the system does not trust: the handshake fails and start-up stops.
+    let untrusted = sb.write("other.pem", &tls_terminator(addr).1);
+    let refused = run(proxy(&sb, &manifest, "gw-token")
+        .env("SSL_CERT_FILE", &untrusted)
+        .args(["tools"]));
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains(&format!(
+            "upstream `web`: initialize failed: could not reach {url}"
+        )),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("certificate"),
+        "the reason names the certificate: {}",
+        refused.stderr
+    );
+}

@@ -83,9 +83,10 @@ pub enum Transport {
         /// (everything else of milpa's environment is withheld).
         env: Vec<(String, String)>,
     },
-    /// A Streamable HTTP server (`http://` only).
+    /// A Streamable HTTP server (`http://` or `https://`).
     Http {
-        /// The MCP endpoint, e.g. `http://127.0.0.1:9000/mcp`.
+        /// The MCP endpoint, e.g. `http://127.0.0.1:9000/mcp` or
+        /// `https://tools.example.com/mcp`.
         url: String,
         /// The environment variable (of milpa's own environment) holding its bearer
         /// token; read at each launch, never kept in the configuration.

@@ -11,8 +11,8 @@
 //! answers `405` (it offers none). Each time it opens, the tools are discovered again, since
 //! a change while it was closed was announced to nobody.
 //!
-//! Plain `http://` only (there is no TLS stack in the workspace): meant for servers on the
-//! same host or behind a local TLS terminator.
+//! `http://` and `https://` endpoints; an `https://` server's certificate is checked
+//! against the system's trusted roots (`SSL_CERT_FILE` / `SSL_CERT_DIR` name others).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,6 +23,7 @@ use hyper::body::Bytes;
 use hyper::body::Incoming;
 use hyper::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode, Uri};
+use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
@@ -45,11 +46,31 @@ struct Endpoint {
     renewing: tokio::sync::Mutex<()>,
     /// Whether the server's own stream is being listened to.
     listening: AtomicBool,
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: HttpClient,
 }
 
-/// A session with the server at `uri`, sending `bearer` (when given) as its token.
-pub(crate) fn open(upstream: Arc<str>, uri: Uri, bearer: Option<String>) -> Connection {
+/// The HTTP client of one upstream: plain or TLS, as its URL says.
+pub(crate) type HttpClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// A client for `http://` and `https://` URLs, trusting the system's roots (read now: a
+/// restart of the upstream reads them again). Fails when no root can be read.
+pub(crate) fn client() -> std::io::Result<HttpClient> {
+    let connector = HttpsConnectorBuilder::new()
+        .with_native_roots()?
+        .https_or_http()
+        .enable_http1()
+        .build();
+    Ok(Client::builder(TokioExecutor::new()).build(connector))
+}
+
+/// A session with the server at `uri` through `client`, sending `bearer` (when given) as
+/// its token.
+pub(crate) fn open(
+    upstream: Arc<str>,
+    uri: Uri,
+    bearer: Option<String>,
+    client: HttpClient,
+) -> Connection {
     Connection::with_transport(upstream, move |name, lines, outgoing, shared| {
         let endpoint = Arc::new(Endpoint {
             upstream: name,
@@ -58,7 +79,7 @@ pub(crate) fn open(upstream: Arc<str>, uri: Uri, bearer: Option<String>) -> Conn
             session: Mutex::new(None),
             renewing: tokio::sync::Mutex::new(()),
             listening: AtomicBool::new(false),
-            client: Client::builder(TokioExecutor::new()).build_http(),
+            client,
         });
         tokio::spawn(post_messages(endpoint, lines, outgoing, shared));
     })

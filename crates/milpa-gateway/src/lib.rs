@@ -46,8 +46,8 @@
 //!   ([`ToolRegistry::tool_list_changes`](milpa::ToolRegistry::tool_list_changes)) then
 //!   makes milpa-mcp send `notifications/tools/list_changed` to its clients.
 //!
-//! Not yet: `https://` upstreams (no TLS stack here), `roots/list` (answered "method not
-//! found"; the gateway does not declare roots).
+//! `https://` upstreams are checked against the system's trusted roots. Not yet:
+//! `roots/list` (answered "method not found"; the gateway does not declare roots).
 
 pub mod child_env;
 pub mod config;

@@ -241,19 +241,24 @@ async fn launch(config: &UpstreamConfig, list_changed: &Arc<Notify>) -> Result<L
             let uri: hyper::Uri = url
                 .parse()
                 .map_err(|e| config_error(format!("`{url}` is not a URL ({e})")))?;
-            if uri.scheme_str() != Some("http") {
+            if !matches!(uri.scheme_str(), Some("http" | "https")) {
                 return Err(config_error(format!(
-                    "`{url}`: only http:// upstreams are supported (no TLS here); \
-                     put a local TLS terminator in front of an https:// server"
+                    "`{url}`: only http:// and https:// upstreams are supported"
                 )));
             }
+            let client = crate::http::client().map_err(|e| {
+                config_error(format!(
+                    "no trusted root certificates for https:// ({e}); \
+                     SSL_CERT_FILE or SSL_CERT_DIR can name them"
+                ))
+            })?;
             let bearer = match bearer_env {
                 Some(variable) => Some(std::env::var(variable).map_err(|_| {
                     config_error(format!("the variable `{variable}` (bearer_env) is not set"))
                 })?),
                 None => None,
             };
-            (Arc::new(crate::http::open(name, uri, bearer)), None)
+            (Arc::new(crate::http::open(name, uri, bearer, client)), None)
         }
     };
     connection.on_list_changed(Arc::clone(list_changed));

@@ -5,6 +5,7 @@
 pub mod http;
 pub mod redis;
 pub mod stdio;
+pub mod tls;
 
 use std::path::{Path, PathBuf};
 
