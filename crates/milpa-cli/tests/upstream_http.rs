@@ -172,7 +172,8 @@ fn tls_terminator(backend: std::net::SocketAddr) -> (u16, String) {
 }
 
 #[test]
-fn an_https_upstream_is_called_when_its_certificate_is_trusted_and_refused_when_not() {
+fn an_https_upstream_is_called_when_its_certificate_is_trusted_and_refused_when_not_or_without_roots()
+ {
     let sb = Sandbox::new();
     let (_upstream, addr) = start_upstream(&sb);
     let (port, pem) = tls_terminator(addr);
@@ -209,4 +210,27 @@ fn an_https_upstream_is_called_when_its_certificate_is_trusted_and_refused_when_
         "the reason names the certificate: {}",
         refused.stderr
     );
+
+    // A host with no root certificate at all: https cannot work and says why; plain http
+    // still does.
+    let empty = sb.write("empty.pem", "");
+    let rootless = run(proxy(&sb, &manifest, "gw-token")
+        .env("SSL_CERT_FILE", &empty)
+        .env("SSL_CERT_DIR", sb.path().join("no-such-dir"))
+        .args(["tools"]));
+    assert_eq!(rootless.code, 1, "{}", rootless.stderr);
+    assert!(
+        rootless
+            .stderr
+            .contains("upstream `web`: no trusted root certificates for https://"),
+        "{}",
+        rootless.stderr
+    );
+    let plain = proxy_manifest(&sb, addr);
+    let listed = run(proxy(&sb, &plain, "gw-token")
+        .env("SSL_CERT_FILE", &empty)
+        .env("SSL_CERT_DIR", sb.path().join("no-such-dir"))
+        .args(["tools"]));
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert!(listed.stdout.contains("web__greet"), "{}", listed.stdout);
 }

@@ -53,14 +53,29 @@ struct Endpoint {
 pub(crate) type HttpClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
 
 /// A client for `http://` and `https://` URLs, trusting the system's roots (read now: a
-/// restart of the upstream reads them again). Fails when no root can be read.
-pub(crate) fn client() -> std::io::Result<HttpClient> {
-    let connector = HttpsConnectorBuilder::new()
-        .with_native_roots()?
-        .https_or_http()
-        .enable_http1()
-        .build();
+/// restart of the upstream reads them again). Without any root, it fails for `https`
+/// (`tls`), and plain `http://` still works: a host without CA certificates can reach a
+/// server beside it.
+pub(crate) fn client(tls: bool) -> std::io::Result<HttpClient> {
+    let connector = match HttpsConnectorBuilder::new().with_native_roots() {
+        Ok(builder) => builder,
+        Err(error) if tls => return Err(error),
+        Err(_) => HttpsConnectorBuilder::new().with_tls_config(trusting_nobody()),
+    }
+    .https_or_http()
+    .enable_http1()
+    .build();
     Ok(Client::builder(TokioExecutor::new()).build(connector))
+}
+
+/// A TLS configuration with no trusted root: every certificate is refused.
+fn trusting_nobody() -> tokio_rustls::rustls::ClientConfig {
+    use tokio_rustls::rustls::{ClientConfig, RootCertStore, crypto::ring};
+    ClientConfig::builder_with_provider(Arc::new(ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .expect("ring supports the default protocol versions")
+        .with_root_certificates(RootCertStore::empty())
+        .with_no_client_auth()
 }
 
 /// A session with the server at `uri` through `client`, sending `bearer` (when given) as

@@ -246,7 +246,7 @@ async fn launch(config: &UpstreamConfig, list_changed: &Arc<Notify>) -> Result<L
                     "`{url}`: only http:// and https:// upstreams are supported"
                 )));
             }
-            let client = crate::http::client().map_err(|e| {
+            let client = crate::http::client(uri.scheme_str() == Some("https")).map_err(|e| {
                 config_error(format!(
                     "no trusted root certificates for https:// ({e}); \
                      SSL_CERT_FILE or SSL_CERT_DIR can name them"
