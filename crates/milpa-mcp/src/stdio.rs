@@ -440,10 +440,12 @@ impl Conn {
                     Ok(Incoming::Request { id, method, params })
                         if is_modern_request(params.as_ref()) =>
                     {
+                        let value = params.as_ref().map(Params::to_value);
                         Some(self.modern.dispatch_modern(
                             id,
                             &method,
                             params,
+                            value,
                             &self.caller,
                             self.route.clone(),
                             None,

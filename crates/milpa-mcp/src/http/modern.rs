@@ -249,6 +249,7 @@ pub(super) async fn post(
         id.clone(),
         &method,
         params,
+        value,
         caller,
         Route::Channel(tx),
         Some(header(headers, VERSION_HEADER)),

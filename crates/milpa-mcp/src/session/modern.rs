@@ -177,14 +177,18 @@ impl Session {
         self.client.protocol_version() == Some(MODERN_VERSION)
     }
 
-    /// Handles one 2026-07-28 request. `version_header` is the HTTP `MCP-Protocol-Version`
-    /// (`Some(None)` when the header is missing), `None` on transports without headers:
-    /// on HTTP it must name the version the `_meta` does.
+    /// Handles one 2026-07-28 request. `value` is `params` as a JSON value (the caller
+    /// may have read it already: each full parse of a request's parameters showed in
+    /// `perf`). `version_header` is the HTTP `MCP-Protocol-Version` (`Some(None)` when the
+    /// header is missing), `None` on transports without headers: on HTTP it must name the
+    /// version the `_meta` does.
+    #[allow(clippy::too_many_arguments)]
     pub fn dispatch_modern(
         self: &Arc<Self>,
         id: RequestId,
         method: &str,
         params: Option<Params>,
+        value: Option<Value>,
         caller: &Caller,
         route: Route,
         version_header: Option<Option<&str>>,
@@ -195,7 +199,6 @@ impl Session {
                 Err(error) => jsonrpc::error_response(Some(&id), &error),
             })
         };
-        let value = params.as_ref().map(Params::to_value);
         let meta = match admit(value.as_ref(), version_header) {
             Ok(meta) => meta,
             Err(error) => return reply(Err(error)),
