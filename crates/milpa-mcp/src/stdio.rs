@@ -36,7 +36,7 @@ use crate::jsonrpc::{
 };
 use crate::protocol::ServerOptions;
 use crate::session::{
-    Caller, Dispatch, LISTEN_METHOD, Out, Route, Session, Shared, Subscription, is_modern_request,
+    Caller, Dispatch, LISTEN_METHOD, Out, Route, Session, Shared, Subscription, modern_params,
 };
 
 /// Serves `registry` over this process's stdin and stdout with default options, until end
@@ -431,25 +431,28 @@ impl Conn {
         match parsed {
             Parsed::Single(message) => {
                 let dispatch = match message {
-                    Ok(Incoming::Request { id, method, params })
-                        if method == LISTEN_METHOD && is_modern_request(params.as_ref()) =>
-                    {
-                        self.listen(id, params, out);
-                        None
-                    }
-                    Ok(Incoming::Request { id, method, params })
-                        if is_modern_request(params.as_ref()) =>
-                    {
-                        let value = params.as_ref().map(Params::to_value);
-                        Some(self.modern.dispatch_modern(
-                            id,
-                            &method,
-                            params,
-                            value,
-                            &self.caller,
-                            self.route.clone(),
-                            None,
-                        ))
+                    // Parsed once: what tells the revision apart is what the dispatch reads.
+                    Ok(Incoming::Request { id, method, params }) => {
+                        match modern_params(params.as_ref()) {
+                            Some(value) if method == LISTEN_METHOD => {
+                                self.listen(id, &value, out);
+                                None
+                            }
+                            Some(value) => Some(self.modern.dispatch_modern(
+                                id,
+                                &method,
+                                params,
+                                Some(value),
+                                &self.caller,
+                                self.route.clone(),
+                                None,
+                            )),
+                            None => self.session.handle(
+                                Ok(Incoming::Request { id, method, params }),
+                                &self.caller,
+                                &self.route,
+                            ),
+                        }
                     }
                     Ok(Incoming::Notification { method, params }) => {
                         if method == "notifications/cancelled" {
@@ -504,9 +507,8 @@ impl Conn {
 
     /// Opens a `subscriptions/listen` subscription: the acknowledgement now, then its
     /// notifications through the writer until the client cancels the request.
-    fn listen(&self, id: RequestId, params: Option<Params>, out: &mut Vec<u8>) {
-        let value = params.as_ref().map(Params::to_value);
-        let subscription = match Subscription::open(&id, value.as_ref(), None) {
+    fn listen(&self, id: RequestId, params: &serde_json::Value, out: &mut Vec<u8>) {
+        let subscription = match Subscription::open(&id, Some(params), None) {
             Ok(subscription) => subscription,
             Err(error) => {
                 push_line(out, &jsonrpc::error_response(Some(&id), &error));

@@ -241,7 +241,7 @@ pub(super) async fn post(
         return Ok(reply(jsonrpc::error_response(Some(&id), &error)));
     }
     if method == LISTEN_METHOD {
-        return Ok(listen(state, id, params, headers, sse_ok));
+        return Ok(listen(state, id, value.as_ref(), headers, sse_ok));
     }
     let session = Session::modern(state.shared.clone());
     let (tx, rx) = mpsc::unbounded_channel();
@@ -265,16 +265,15 @@ pub(super) async fn post(
 fn listen(
     state: &HttpState,
     id: RequestId,
-    params: Option<jsonrpc::Params>,
+    params: Option<&Value>,
     headers: &HeaderMap,
     sse_ok: bool,
 ) -> Response {
-    let value = params.as_ref().map(jsonrpc::Params::to_value);
-    let subscription =
-        match Subscription::open(&id, value.as_ref(), Some(header(headers, VERSION_HEADER))) {
-            Ok(subscription) => subscription,
-            Err(error) => return reply(jsonrpc::error_response(Some(&id), &error)),
-        };
+    let subscription = match Subscription::open(&id, params, Some(header(headers, VERSION_HEADER)))
+    {
+        Ok(subscription) => subscription,
+        Err(error) => return reply(jsonrpc::error_response(Some(&id), &error)),
+    };
     if !sse_ok {
         return reply(jsonrpc::error_response(
             Some(&id),

@@ -42,7 +42,9 @@ use tokio::sync::mpsc;
 pub(crate) use call::{CallCancel, CallControl};
 pub(crate) use client::{ClientLink, Out, Route};
 pub(crate) use listen::{LISTEN_METHOD, Subscription};
-pub(crate) use modern::{RequestMeta, header_mismatch, is_modern_request, is_modern_version};
+pub(crate) use modern::{
+    RequestMeta, header_mismatch, is_modern_request, is_modern_version, modern_params,
+};
 pub(crate) use outgoing::capability_for;
 
 use crate::auth::challenge::ScopeDenial;

@@ -91,16 +91,22 @@ impl RequestMeta {
 /// Whether a request's params carry a 2026-07-28 `_meta` (its protocol version key): how
 /// a transport without headers (stdio) tells the revisions apart, request by request.
 pub(crate) fn is_modern_request(params: Option<&Params>) -> bool {
-    // The substring test keeps the common (legacy) request from being parsed twice; a
+    modern_params(params).is_some()
+}
+
+/// The params of a 2026-07-28 request as a JSON value (what [`Session::dispatch_modern`]
+/// reads), `None` when they carry no 2026-07-28 `_meta`.
+pub(crate) fn modern_params(params: Option<&Params>) -> Option<Value> {
+    // The substring test keeps the common (legacy) request from being parsed here; a
     // match is confirmed on the parsed `_meta`, so an argument that merely mentions the
     // key does not switch eras.
-    params.is_some_and(|p| {
-        p.get().contains(META_PROTOCOL_VERSION)
-            && p.to_value()
-                .get("_meta")
-                .and_then(|m| m.get(META_PROTOCOL_VERSION))
-                .is_some()
-    })
+    let params = params.filter(|p| p.get().contains(META_PROTOCOL_VERSION))?;
+    let value = params.to_value();
+    value
+        .get("_meta")
+        .and_then(|m| m.get(META_PROTOCOL_VERSION))
+        .is_some()
+        .then_some(value)
 }
 
 /// The error for a header that does not match the body (HTTP).
@@ -299,6 +305,8 @@ mod tests {
             r#"{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#,
         );
         assert!(is_modern_request(Some(&modern)));
+        // What the dispatch then reads: the params themselves.
+        assert_eq!(modern_params(Some(&modern)), Some(modern.to_value()));
         let mention = params(
             r#"{"name":"echo","arguments":{"text":"io.modelcontextprotocol/protocolVersion"}}"#,
         );
