@@ -750,7 +750,7 @@ async fn serve_http(
             "{}",
             local_tokens.announcement(&format!("http://{local}/mcp"), &page)
         );
-        local_tokens.authenticator()
+        local_tokens.authenticator(&registry)
     } else {
         let tokens = authenticator(manifest);
         if tokens.is_empty() && manifest.auth.oauth.is_none() {

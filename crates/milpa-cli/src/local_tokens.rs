@@ -1,17 +1,25 @@
 //! `milpa serve --http` without a manifest: two bearer tokens made for this run, so a first
 //! HTTP step needs no configuration and still refuses anonymous callers.
 //!
-//! - `local-user` (every scope) is the agents' identity: an MCP client sends it as
-//!   `Authorization: Bearer <token>`.
+//! - `local-user` is the agents' identity: an MCP client sends it as
+//!   `Authorization: Bearer <token>`. It holds every scope a registered tool asks for, each
+//!   by its exact name ([`agent_scopes`]), so it can call every tool; it holds neither `*`
+//!   (which would let it act as another principal: `requested_by` of
+//!   `request_verification`, `principal` of `resolve_verification`) nor `approvals:grant`
+//!   (which would let it decide approvals, a person's calls parked from a shell among them).
 //! - `local-approver` (only `approvals:grant`) signs a person in on the approvals page. It is
 //!   a second principal because a parked call cannot be approved by the principal that made
-//!   it: with one token, the calls agents park could never be approved over HTTP.
+//!   it: with one token, the calls agents park could never be approved over HTTP. It calls
+//!   no tool: [`approver_calls_no_tool`] is a policy rule denying it every tool, so such a
+//!   call is refused (and audited) in the pipeline like any other denial.
 //!
 //! Each token is 32 bytes from the operating system's CSPRNG, written as 64 hex digits. The
 //! tokens are printed once on standard error (never inside a URL); the server keeps only
 //! their SHA-256, and they stop working when the process ends.
 
 use milpa::approval::APPROVE_SCOPE;
+use milpa::policy::{PolicyRule, RuleEffect, StaticRule};
+use milpa::{ToolRegistry, is_scope_pattern, scope_matches};
 use milpa_mcp::auth::StaticTokens;
 use rand::TryRngCore;
 use rand::rngs::OsRng;
@@ -21,6 +29,45 @@ pub const LOCAL_USER: &str = "local-user";
 
 /// The principal of the approver's token.
 pub const LOCAL_APPROVER: &str = "local-approver";
+
+/// Why the approver's token is refused a tool call (the `FORBIDDEN` message).
+pub const APPROVER_CALLS_NO_TOOL: &str =
+    "The approver token decides approvals on the page; it calls no tool.";
+
+/// The policy rule that denies [`LOCAL_APPROVER`] every tool on every channel, with
+/// [`APPROVER_CALLS_NO_TOOL`] as its message. A rule rather than an empty scope list: a tool
+/// that asks for no scope would otherwise run for it.
+pub(crate) fn approver_calls_no_tool() -> StaticRule {
+    StaticRule {
+        tool: "*".to_owned(),
+        principal: Some(LOCAL_APPROVER.to_owned()),
+        channel: None,
+        rule: PolicyRule {
+            id: None,
+            effect: RuleEffect::Deny,
+            requires_scopes: Vec::new(),
+            description: Some(APPROVER_CALLS_NO_TOOL.to_owned()),
+        },
+    }
+}
+
+/// The scopes of the agents' token: every scope a tool of `registry` asks for, sorted and
+/// without duplicates, except the patterns (`*`, `ns:*`: a tool that names one would hand
+/// the agent more than any tool needs) and any that would grant `approvals:grant`.
+///
+/// Read when the server starts: the tools of a run without a manifest are the demo's and
+/// those of an upstream without overrides, which ask for no scope, so a later change of an
+/// upstream's list adds no scope to read.
+pub(crate) fn agent_scopes(registry: &ToolRegistry) -> Vec<String> {
+    let mut scopes: Vec<String> = registry
+        .definitions()
+        .flat_map(|tool| tool.scopes().to_vec())
+        .filter(|scope| !is_scope_pattern(scope) && !scope_matches(scope, APPROVE_SCOPE))
+        .collect();
+    scopes.sort();
+    scopes.dedup();
+    scopes
+}
 
 /// Bytes of randomness in a token.
 const TOKEN_BYTES: usize = 32;
@@ -40,10 +87,11 @@ impl LocalTokens {
         })
     }
 
-    /// The authenticator knowing both tokens, by their SHA-256 only.
-    pub(crate) fn authenticator(&self) -> StaticTokens {
+    /// The authenticator knowing both tokens, by their SHA-256 only: the agent's with the
+    /// [`agent_scopes`] of `registry`, the approver's with `approvals:grant` alone.
+    pub(crate) fn authenticator(&self, registry: &ToolRegistry) -> StaticTokens {
         let mut tokens = StaticTokens::new();
-        tokens.insert_token(&self.agent, LOCAL_USER, ["*"]);
+        tokens.insert_token(&self.agent, LOCAL_USER, agent_scopes(registry));
         tokens.insert_token(&self.approver, LOCAL_APPROVER, [APPROVE_SCOPE]);
         tokens
     }
@@ -57,12 +105,12 @@ impl LocalTokens {
              milpa:\n\
              milpa:   MCP endpoint    {endpoint}\n\
              milpa:   agent token     {agent}\n\
-             milpa:                   principal {LOCAL_USER}, every scope; MCP clients send it as the header\n\
+             milpa:                   principal {LOCAL_USER}, the scopes of every tool; MCP clients send it as the header\n\
              milpa:                   Authorization: Bearer <agent token>\n\
              milpa:\n\
              milpa:   approvals page  {page}\n\
              milpa:   approver token  {approver}\n\
-             milpa:                   principal {LOCAL_APPROVER}, scope {APPROVE_SCOPE}; sign in on the page with it\n\
+             milpa:                   principal {LOCAL_APPROVER}, scope {APPROVE_SCOPE}; sign in on the page with it (it calls no tool)\n\
              milpa:\n\
              milpa: Two tokens because nobody may approve a call they made themselves: agents call as\n\
              milpa: {LOCAL_USER}, and a person approves their parked calls as {LOCAL_APPROVER}.\n",
@@ -99,7 +147,7 @@ mod tests {
         assert!(a.agent.bytes().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(a.agent, a.approver);
         assert_ne!(a.agent, b.agent);
-        let tokens = a.authenticator();
+        let tokens = a.authenticator(&ToolRegistry::new());
         assert_eq!(tokens.lookup(&a.agent).unwrap().principal, LOCAL_USER);
         let approver = tokens.lookup(&a.approver).unwrap();
         assert_eq!(
@@ -108,5 +156,31 @@ mod tests {
         );
         assert!(tokens.lookup(&b.agent).is_none());
         assert!(!format!("{a:?} {tokens:?}").contains(&a.agent));
+    }
+
+    fn tool(name: &str, scopes: &[&str]) -> milpa::ToolDefinition {
+        milpa::ToolDefinition::builder(name)
+            .scopes(scopes.iter().copied())
+            .sync(|_, _| serde_json::Value::Null)
+    }
+
+    #[test]
+    fn the_agent_holds_each_tool_scope_by_name_and_never_a_pattern_or_the_grant() {
+        let mut registry = ToolRegistry::new();
+        for definition in [
+            tool("open", &[]),
+            tool("write", &["notes:write", "notes:read"]),
+            tool("read", &["notes:read"]),
+            tool("everything", &["*"]),
+            tool("family", &["ops:*"]),
+            tool("decide", &[APPROVE_SCOPE, "approvals:*"]),
+        ] {
+            registry.register(definition).unwrap();
+        }
+        assert_eq!(agent_scopes(&registry), ["notes:read", "notes:write"]);
+        let tokens = LocalTokens::generate().unwrap();
+        let auth = tokens.authenticator(&registry);
+        let agent = auth.lookup(&tokens.agent).unwrap();
+        assert_eq!(agent.scopes, ["notes:read", "notes:write"]);
     }
 }

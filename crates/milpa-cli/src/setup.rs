@@ -53,7 +53,8 @@ impl std::fmt::Display for SetupError {
 
 impl std::error::Error for SetupError {}
 
-/// The registry the manifest describes: its policy (channel overrides, static rules), rate
+/// The registry the manifest describes: its policy (channel overrides, static rules; without
+/// a manifest, the rule that the generated `local-approver` token calls no tool), rate
 /// limiter, confirmation lifetime, approval queue and audit sink (`None`: `tracing`), with
 /// state in `stores`; then the tools `tools` adds, the verification tools when
 /// `[verification]` is on, and the command tools. `[approvals] notify_command`, when set,
@@ -98,8 +99,12 @@ pub fn build_registry_with(
     if let Some(ttl) = &manifest.confirmation.ttl_seconds {
         builder = builder.confirmation_ttl(Duration::from_secs(*ttl.get_ref()));
     }
-    if !manifest.rules.is_empty() {
-        let rules = manifest.rules.iter().map(|r| r.to_static_rule()).collect();
+    let mut rules: Vec<_> = manifest.rules.iter().map(|r| r.to_static_rule()).collect();
+    if manifest.source().is_none() {
+        // Without a manifest, `serve --http` makes the approver's token, which calls no tool.
+        rules.insert(0, crate::local_tokens::approver_calls_no_tool());
+    }
+    if !rules.is_empty() {
         builder = builder.rule_provider(Arc::new(StaticRuleProvider::new(rules)));
     }
     if let Some(sink) = audit {

@@ -23,6 +23,33 @@ pub mod channel {
     pub const UNKNOWN: &str = "unknown";
 }
 
+/// The principals milpa gives its own local callers, which no remote identity may take.
+///
+/// A person at the terminal (`local-shell`), a trusted stdio process (`stdio`) and the
+/// tokens `serve --http` makes without a manifest (`local-user`, `local-approver`) are named
+/// by milpa itself. If a manifest token or an OAuth `sub` could carry one of these names, a
+/// remote caller would be indistinguishable from the local one in the audit trail, in
+/// self-approval checks and in policy rules that name it; so those names are reserved
+/// ([`is_reserved`]) and refused where a remote identity is read.
+pub mod principal {
+    /// A person at a local terminal ([`ToolContext::cli`](super::ToolContext::cli)).
+    pub const LOCAL_SHELL: &str = "local-shell";
+    /// A trusted local MCP process ([`ToolContext::stdio`](super::ToolContext::stdio)).
+    pub const STDIO: &str = "stdio";
+    /// The name of the local terminal channel, reserved as a principal too so an audit
+    /// record never shows a remote `cli` beside the channel `cli`.
+    pub const CLI: &str = "cli";
+    /// The prefix of every principal milpa makes for a local run (`local-shell`,
+    /// `local-user`, `local-approver`, and any added later).
+    pub const LOCAL_PREFIX: &str = "local-";
+
+    /// Whether `name` is reserved for a local caller: `stdio`, `cli`, or anything starting
+    /// with `local-`. Compared exactly, as principals are everywhere else.
+    pub fn is_reserved(name: &str) -> bool {
+        name == STDIO || name == CLI || name.starts_with(LOCAL_PREFIX)
+    }
+}
+
 /// Whether a call should run, or only say what it would do.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
@@ -120,7 +147,7 @@ impl ToolContext {
     /// A person at a local terminal: principal `local-shell`, every scope (`*`).
     pub fn cli() -> ToolContext {
         Self::builder(channel::CLI)
-            .principal("local-shell")
+            .principal(principal::LOCAL_SHELL)
             .scopes(["*"])
             .build()
     }
@@ -146,7 +173,7 @@ impl ToolContext {
     pub fn stdio(request_id: impl Into<String>) -> ToolContext {
         Self::builder(channel::MCP)
             .request_id(request_id)
-            .principal("stdio")
+            .principal(principal::STDIO)
             .scopes(["*"])
             .build()
     }
@@ -299,6 +326,19 @@ pub fn scope_matches(held: &str, required: &str) -> bool {
     }
 }
 
+/// Whether a held `scope` acts as a pattern in [`scope_matches`] (`*`, or `ns:*`), granting
+/// more than a scope of that exact name.
+///
+/// An identity whose scopes someone else chose (an OAuth issuer's token, the scopes milpa
+/// computes for a generated token) must hold only literal scopes: the holder of such a
+/// list drops the patterns rather than letting them widen the grant.
+pub fn is_scope_pattern(scope: &str) -> bool {
+    scope == "*"
+        || scope
+            .strip_suffix('*')
+            .is_some_and(|prefix| prefix.ends_with(':'))
+}
+
 impl fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolContext")
@@ -414,6 +454,41 @@ mod tests {
         assert!(!scope_matches("notes:*", "admin"));
         assert!(scope_matches("*", "anything"));
         assert!(!scope_matches("a*", "ab"));
+    }
+
+    #[test]
+    fn patterns_are_exactly_the_scopes_that_match_more_than_themselves() {
+        for pattern in ["*", "notes:*", "a:b:*", ":*"] {
+            assert!(is_scope_pattern(pattern), "{pattern}");
+            assert!(scope_matches(pattern, &format!("{pattern}x")), "{pattern}");
+        }
+        for literal in ["notes:write", "a*", "notes*", "*:x", ""] {
+            assert!(!is_scope_pattern(literal), "{literal}");
+            assert!(!scope_matches(literal, &format!("{literal}x")), "{literal}");
+        }
+    }
+
+    #[test]
+    fn local_principals_are_reserved() {
+        for name in [
+            "stdio",
+            "cli",
+            "local-shell",
+            "local-user",
+            "local-approver",
+            "local-",
+        ] {
+            assert!(principal::is_reserved(name), "{name}");
+        }
+        for name in ["alice", "Stdio", "shell-local", "localhost", "clinic", ""] {
+            assert!(!principal::is_reserved(name), "{name}");
+        }
+        assert!(principal::is_reserved(
+            ToolContext::cli().principal().unwrap()
+        ));
+        assert!(principal::is_reserved(
+            ToolContext::stdio("r").principal().unwrap()
+        ));
     }
 
     #[test]

@@ -70,7 +70,8 @@ mod wiring;
 pub use bind::{Json, ToolParam};
 pub use call_handle::{CallHandle, CallPeer, LogLevel, PeerError};
 pub use context::{
-    Mode, ToolContext, ToolContextBuilder, channel, generate_request_id, scope_matches,
+    Mode, ToolContext, ToolContextBuilder, channel, generate_request_id, is_scope_pattern,
+    principal, scope_matches,
 };
 pub use deferred::{BoxFuture, Deferred, DeferredFuture};
 pub use definition::{
