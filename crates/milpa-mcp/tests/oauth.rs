@@ -234,6 +234,90 @@ async fn a_missing_scope_gets_403_naming_every_scope_the_call_needs() {
 }
 
 #[tokio::test]
+async fn an_issuers_wildcard_scopes_are_literal_names_no_tool_asks_for() {
+    let signer = Signer::new("ec-1", Algorithm::ES256);
+    let jwks = JwksServer::start(vec![signer.jwk.clone()]).await;
+    let p = protected(&jwks.url).await;
+    // `*` would grant every scope in a manifest; from an issuer it grants none.
+    let star = signer.sign(&claims(&p.audience, "hana", json!("*")));
+    let (r, message) = call(p.addr, &star, "whoami", false).await;
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert!(
+        r.header("www-authenticate")
+            .unwrap()
+            .starts_with("Bearer error=\"insufficient_scope\", scope=\"notes:read\""),
+        "{:?}",
+        r.header("www-authenticate")
+    );
+    assert_eq!(
+        message.unwrap()["result"]["_meta"]["milpa"]["code"],
+        "FORBIDDEN"
+    );
+    // `notes:*` does not grant `notes:write`, as a list or as a string; the token's other
+    // scopes still work.
+    let mut family = claims(&p.audience, "hana", Value::Null);
+    family["scope"] = json!(["notes:*", "notes:read"]);
+    let family = signer.sign(&family);
+    let (r, _) = call(p.addr, &family, "write_note", true).await;
+    assert_eq!(r.status, 403, "{}", r.body);
+    let (r, _) = call(p.addr, &family, "whoami", false).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let spaced = signer.sign(&claims(&p.audience, "hana", json!("notes:* *")));
+    let (r, _) = call(p.addr, &spaced, "write_note", false).await;
+    assert_eq!(r.status, 403, "{}", r.body);
+    let denied = p
+        .audit
+        .records()
+        .iter()
+        .filter(|r| r.outcome == AuditOutcome::Denied && r.principal.as_deref() == Some("hana"))
+        .count();
+    assert_eq!(denied, 3);
+}
+
+#[tokio::test]
+async fn a_subject_that_is_too_long_or_a_local_name_gets_401() {
+    let signer = Signer::new("ed-1", Algorithm::EdDSA);
+    let jwks = JwksServer::start(vec![signer.jwk.clone()]).await;
+    let p = protected(&jwks.url).await;
+    let long = "é".repeat(128) + "x";
+    assert_eq!(long.len(), 257);
+    let token = signer.sign(&claims(&p.audience, &long, json!("notes:read")));
+    let r = initialize(p.addr, Some(&token)).await;
+    assert_invalid(
+        &p,
+        &r,
+        "the token's subject is longer than 256 bytes",
+        &token,
+    );
+    // 256 bytes is fine.
+    let longest = "é".repeat(128);
+    let token = signer.sign(&claims(&p.audience, &longest, json!("notes:read")));
+    let (r, message) = call(p.addr, &token, "whoami", false).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        message.unwrap()["result"]["structuredContent"]["principal"],
+        longest.as_str()
+    );
+    // The names milpa gives its local callers are not the issuer's to hand out.
+    for sub in [
+        "local-shell",
+        "stdio",
+        "cli",
+        "local-user",
+        "local-approver",
+    ] {
+        let token = signer.sign(&claims(&p.audience, sub, json!("notes:read")));
+        let r = initialize(p.addr, Some(&token)).await;
+        assert_invalid(
+            &p,
+            &r,
+            "the token's subject is a name reserved for local callers (stdio, cli, local-...)",
+            &token,
+        );
+    }
+}
+
+#[tokio::test]
 async fn no_token_gets_401_pointing_at_the_metadata() {
     let signer = Signer::new("ec-1", Algorithm::ES256);
     let jwks = JwksServer::start(vec![signer.jwk.clone()]).await;

@@ -9,6 +9,16 @@
 //! space-separated string, or a JSON list of strings) and are the call's scopes as they are:
 //! the issuer grants the tool scopes (`notes:read`, …) themselves.
 //!
+//! Two things an issuer cannot grant:
+//! - A wildcard. The issuer's scopes are literal names, so `*` and `ns:*`, which milpa reads
+//!   as patterns where an operator wrote them (a manifest token), are dropped from the
+//!   identity with a warning: a scope literally named `*` is one no tool asks for, and
+//!   holding `*` would also let the caller act as another principal. Dropping rather than
+//!   refusing the token keeps its other scopes working.
+//! - A local principal. A `sub` of `stdio`, `cli` or `local-…` ([`milpa::principal`]) is
+//!   refused (`401 invalid_token`), as is a `sub` longer than [`MAX_SUBJECT_BYTES`]: a
+//!   remote caller never shares a name with the terminal or a trusted stdio process.
+//!
 //! The HTTP transport answers a request without a valid token `401` with a
 //! `WWW-Authenticate` challenge pointing at the RFC 9728 metadata
 //! ([`OAuthResource::metadata`]), served at `/.well-known/oauth-protected-resource`.
@@ -22,6 +32,10 @@ use serde_json::{Map, Value, json};
 use super::Identity;
 use super::jwks::{Jwks, KeyLookup};
 pub use super::jwks::{JwksError, JwksSource};
+
+/// The longest `sub` accepted, in bytes: it becomes the principal of every call, audit
+/// record and approval the token makes.
+pub const MAX_SUBJECT_BYTES: usize = 256;
 
 /// The path of the protected-resource metadata (RFC 9728 §3).
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
@@ -138,6 +152,12 @@ pub enum TokenRejection {
     /// type.
     #[error("the token lacks a required claim or has one of the wrong type: {0}")]
     BadClaim(&'static str),
+    /// `sub` is longer than [`MAX_SUBJECT_BYTES`].
+    #[error("the token's subject is longer than 256 bytes")]
+    SubjectTooLong,
+    /// `sub` is a name milpa keeps for its local callers (`stdio`, `cli`, `local-…`).
+    #[error("the token's subject is a name reserved for local callers (stdio, cli, local-...)")]
+    ReservedSubject,
 }
 
 /// The algorithms accepted, whatever a token's header says.
@@ -247,7 +267,13 @@ impl OAuthResource {
             Some(Value::String(sub)) if !sub.is_empty() => sub,
             _ => return Err(TokenRejection::BadClaim("sub")),
         };
-        let scopes = match claims.remove(&self.config.scopes_claim) {
+        if principal.len() > MAX_SUBJECT_BYTES {
+            return Err(TokenRejection::SubjectTooLong);
+        }
+        if milpa::principal::is_reserved(&principal) {
+            return Err(TokenRejection::ReservedSubject);
+        }
+        let mut scopes: Vec<String> = match claims.remove(&self.config.scopes_claim) {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::String(list)) => list.split_whitespace().map(str::to_owned).collect(),
             Some(Value::Array(items)) => items
@@ -259,6 +285,13 @@ impl OAuthResource {
                 .collect::<Result<_, _>>()?,
             Some(_) => return Err(TokenRejection::BadClaim("scopes")),
         };
+        scopes.retain(|scope| {
+            let pattern = milpa::is_scope_pattern(scope);
+            if pattern {
+                tracing::warn!(target: "milpa_mcp", scope = ?scope, "an access token's wildcard scope is not a wildcard: dropped");
+            }
+            !pattern
+        });
         Ok(Identity { principal, scopes })
     }
 }
