@@ -310,8 +310,9 @@ pub struct OAuthSpec {
 pub struct TokenSpec {
     /// Lowercase or uppercase hex SHA-256 of the token (`printf %s TOKEN | sha256sum`).
     pub sha256: Spanned<String>,
-    /// Who calls with this token.
-    pub principal: String,
+    /// Who calls with this token; never a name milpa keeps for its local callers (`stdio`,
+    /// `cli`, `local-…`: [`milpa::principal::is_reserved`]).
+    pub principal: Spanned<String>,
     /// The scopes the token grants.
     #[serde(default)]
     pub scopes: Vec<String>,
@@ -887,6 +888,16 @@ impl Manifest {
                 ));
             }
             hashes.push(normalized);
+            let principal = token.principal.get_ref();
+            if milpa::principal::is_reserved(principal) {
+                return Err(at(
+                    token.principal.span().start,
+                    format!(
+                        "auth.tokens.principal `{principal}` is a name milpa keeps for its local \
+                         callers (stdio, cli, local-...): a remote caller must not pass for one"
+                    ),
+                ));
+            }
             if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
                 return Err(at(
                     token.sha256.span().start,

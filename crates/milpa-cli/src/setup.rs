@@ -164,7 +164,7 @@ pub fn authenticator(manifest: &Manifest) -> StaticTokens {
         // Checked by `Manifest::parse`: 64 hex digits.
         let _ = tokens.insert_sha256_hex(
             token.sha256.get_ref(),
-            token.principal.clone(),
+            token.principal.get_ref().clone(),
             token.scopes.iter().cloned(),
         );
     }

@@ -150,6 +150,25 @@ fn semantic_errors_point_at_the_entry() {
         "{e}"
     );
     let hash = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+    // The local callers' names are milpa's own: a token cannot take one.
+    for reserved in [
+        "stdio",
+        "cli",
+        "local-shell",
+        "local-user",
+        "local-approver",
+    ] {
+        let e = manifest_error(&format!(
+            "[server]\nname = \"ops\"\n\n[[auth.tokens]]\nsha256 = \"{hash}\"\nprincipal = \"{reserved}\"\n"
+        ));
+        assert!(
+            e.starts_with(&format!(
+                "milpa: m.toml:6: auth.tokens.principal `{reserved}` is a name milpa keeps for \
+                 its local callers (stdio, cli, local-...)"
+            )),
+            "{e}"
+        );
+    }
     let e = manifest_error(&format!(
         "[[auth.tokens]]\nprincipal = \"a\"\nsha256 = \"{hash}\"\n\n[[auth.tokens]]\nprincipal = \"b\"\nsha256 = \"{}\"\n",
         hash.to_uppercase()
