@@ -5,6 +5,7 @@
 //! working. (That no token reaches a log is `oauth_logs.rs`, alone in its binary.)
 
 mod common;
+mod page_client;
 
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ use jsonwebtoken::jwk::JwkSet;
 use milpa::audit::AuditOutcome;
 use milpa_mcp::auth::StaticTokens;
 use milpa_mcp::auth::oauth::{JwksSource, OAuthConfig, OAuthResource};
+use page_client::PageClient;
 use serde_json::{Value, json};
 
 #[tokio::test]
@@ -315,6 +317,46 @@ async fn a_subject_that_is_too_long_or_a_local_name_gets_401() {
             &token,
         );
     }
+}
+
+#[tokio::test]
+async fn an_access_token_signs_in_on_the_approvals_page() {
+    let signer = Signer::new("ec-1", Algorithm::ES256);
+    let jwks = JwksServer::start(vec![signer.jwk.clone()]).await;
+    let p = protected(&jwks.url).await;
+
+    // An access token granting approvals:grant signs its subject in, and it may decide:
+    // deciding an id that does not exist is a 404, not the 403 of a missing scope.
+    let token = signer.sign(&claims(&p.audience, "ivy", json!("approvals:grant")));
+    let mut page = PageClient::new(p.addr);
+    let login = page.login(&token).await;
+    assert_eq!(login.status, 303, "{}", login.body);
+    let queue = page.get("/approvals").await;
+    assert_eq!(queue.status, 200, "{}", queue.body);
+    assert!(queue.body.contains("ivy"), "{}", queue.body);
+    assert!(!queue.body.contains(&token));
+    let decided = page.decide(&queue, "no-such-id", "grant", "").await;
+    assert_eq!(decided.status, 404, "{}", decided.body);
+
+    // An issuer's `*` is not approvals:grant: signed in or not, it decides nothing.
+    let star = signer.sign(&claims(&p.audience, "jo", json!("*")));
+    let mut page = PageClient::new(p.addr);
+    let login = page.login(&star).await;
+    if login.status == 303 {
+        let queue = page.get("/approvals").await;
+        let decided = page.decide(&queue, "no-such-id", "grant", "").await;
+        assert_eq!(decided.status, 403, "{}", decided.body);
+    } else {
+        assert!([401, 403].contains(&login.status), "{}", login.body);
+    }
+
+    // A token the resource server refuses does not sign in.
+    let mut expired = claims(&p.audience, "ivy", json!("approvals:grant"));
+    expired["exp"] = json!(get_current_timestamp() - 120);
+    let mut page = PageClient::new(p.addr);
+    let login = page.login(&signer.sign(&expired)).await;
+    assert_eq!(login.status, 401, "{}", login.body);
+    assert!(page.cookie("milpa_approvals_session").is_none());
 }
 
 #[tokio::test]

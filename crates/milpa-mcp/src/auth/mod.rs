@@ -17,6 +17,7 @@ use milpa::BoxFuture;
 use sha2::{Digest, Sha256};
 
 pub(crate) mod challenge;
+pub(crate) mod either;
 mod jwks;
 pub mod oauth;
 

@@ -55,6 +55,7 @@ use tower_http::validate_request::ValidateRequestHeaderLayer;
 
 use crate::approvals::{self, LoginLimits, PageState};
 use crate::auth::Authenticator;
+use crate::auth::either::StaticOrAccessToken;
 use crate::auth::oauth::OAuthResource;
 use crate::protocol::ServerOptions;
 use crate::session::Shared;
@@ -307,7 +308,8 @@ impl HttpServer {
     }
 
     /// Serves the approvals page at `/approvals` (default: on): people sign in with a
-    /// bearer token the [`authenticator`](Self::authenticator) knows and grant or reject
+    /// bearer token the [`authenticator`](Self::authenticator) knows (or, with
+    /// [`oauth`](Self::oauth), an access token the resource server accepts) and grant or reject
     /// what waits in the registry's approval queue (see [`crate::approvals`]). While it is
     /// on, `APPROVAL_PENDING` results carry `approve_url = <page>/<approval_id>`.
     pub fn approvals_page(mut self, on: bool) -> Self {
@@ -365,9 +367,18 @@ impl HttpServer {
     fn into_state(self, page_url: Option<String>) -> (Endpoint, Option<Arc<PageState>>) {
         let check = guard::HostOriginCheck::new(self.hosts.clone(), self.origins.clone());
         let page = self.serves_approvals_page().then(|| {
+            // People sign in with the tokens the endpoint accepts: with OAuth, access
+            // tokens too.
+            let sign_in: Option<Arc<dyn Authenticator>> = match &self.oauth {
+                Some(oauth) => Some(Arc::new(StaticOrAccessToken::new(
+                    self.auth.clone(),
+                    oauth.clone(),
+                ))),
+                None => self.auth.clone(),
+            };
             PageState::new(
                 self.registry.clone(),
-                self.auth.clone(),
+                sign_in,
                 LoginLimits::default(),
                 self.body_read_timeout,
             )
