@@ -335,7 +335,9 @@ async fn handle_resolve(verifier: &HumanVerifier, args: &Value, ctx: &ToolContex
 }
 
 /// Whether the caller holds the literal `*` scope (the local shell, a trusted stdio
-/// process), the only callers that may act in someone else's name.
+/// process, a manifest token its operator granted `*`), the only callers that may act in
+/// someone else's name. An OAuth identity never holds it (an issuer's patterns are dropped)
+/// and neither does the agent token `serve --http` makes without a manifest.
 fn holds_wildcard(ctx: &ToolContext) -> bool {
     ctx.scopes().iter().any(|s| s == "*")
 }
