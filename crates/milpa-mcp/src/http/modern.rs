@@ -4,6 +4,9 @@
 //!   `params.name` of `tools/call` and `prompts/get` (`params.uri` of `resources/read`),
 //!   `MCP-Protocol-Version` the `_meta` protocol version; otherwise `400` with `-32020`.
 //!   Header values are compared without surrounding whitespace (RFC 9110 §5.5).
+//! - A routing header (`Mcp-Method`, `Mcp-Name`, `MCP-Protocol-Version`, any
+//!   `Mcp-Param-<Name>`) sent more than once is refused with `-32020` naming it: only one
+//!   value is checked against the body, and an intermediary may route on another.
 //! - `Mcp-Param-<Name>` headers must match the arguments whose schema declares
 //!   `x-mcp-header` (see [`check_param_headers`]).
 //! - A notification gets `202`; a batch or a response gets `400` (the revision has neither
@@ -41,6 +44,7 @@ use crate::session::{
 const METHOD_HEADER: &str = "mcp-method";
 const NAME_HEADER: &str = "mcp-name";
 const VERSION_HEADER: &str = "mcp-protocol-version";
+const PARAM_HEADER_PREFIX: &str = "mcp-param-";
 
 /// The status a 2026-07-28 response travels with, from its error code (if any).
 fn status_of(reply: &str) -> StatusCode {
@@ -81,6 +85,38 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get(name)
         .map(|v| v.to_str().map(str::trim).unwrap_or("\u{fffd}"))
+}
+
+/// The first routing header the request carries more than once, if any (lowercase, as
+/// `HeaderMap` keeps names).
+fn repeated_routing_header(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .keys()
+        .map(|name| name.as_str())
+        .filter(|name| {
+            [METHOD_HEADER, NAME_HEADER, VERSION_HEADER].contains(name)
+                || name.starts_with(PARAM_HEADER_PREFIX)
+        })
+        .find(|name| headers.get_all(*name).iter().nth(1).is_some())
+}
+
+/// Refuses a request carrying a routing header more than once.
+fn check_single_routing_headers(headers: &HeaderMap) -> Result<(), ErrorObject> {
+    let Some(name) = repeated_routing_header(headers) else {
+        return Ok(());
+    };
+    let shown = match name {
+        METHOD_HEADER => "Mcp-Method".to_owned(),
+        NAME_HEADER => "Mcp-Name".to_owned(),
+        VERSION_HEADER => "MCP-Protocol-Version".to_owned(),
+        param => format!(
+            "Mcp-Param-{}",
+            param.strip_prefix(PARAM_HEADER_PREFIX).unwrap_or(param)
+        ),
+    };
+    Err(header_mismatch(format!(
+        "Header mismatch: {shown} is sent more than once"
+    )))
 }
 
 /// The body field `Mcp-Name` mirrors for `method`, if it has one.
@@ -167,7 +203,7 @@ fn check_param_headers(
             Value::String(text) => text.clone(),
             other => other.to_string(),
         };
-        let name = format!("mcp-param-{}", header_name.to_ascii_lowercase());
+        let name = format!("{PARAM_HEADER_PREFIX}{}", header_name.to_ascii_lowercase());
         let Some(raw) = header(headers, &name) else {
             return Err(header_mismatch(format!(
                 "Header mismatch: Mcp-Param-{header_name} is required with arguments.{property}"
@@ -230,6 +266,9 @@ pub(super) async fn post(
             ));
         }
     };
+    if let Err(error) = check_single_routing_headers(headers) {
+        return Ok(reply(jsonrpc::error_response(Some(&id), &error)));
+    }
     // Read once for both header checks.
     let value = params.as_ref().map(jsonrpc::Params::to_value);
     if let Err(error) = check_routing_headers(headers, &method, value.as_ref()) {
