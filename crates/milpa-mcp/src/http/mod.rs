@@ -16,7 +16,9 @@
 //! [`ServerOptions::max_message_bytes`] get `413`, bodies slower than the body read timeout
 //! `408`. `Authorization: Bearer` tokens map to a principal and scopes through an
 //! [`Authenticator`]; without a token the caller is anonymous, and a token the
-//! authenticator does not know gets `401` before any of the body is read. With an OAuth
+//! authenticator does not know gets `401` before any of the body is read (`429` with
+//! `Retry-After` once its address has had too many refused, see
+//! [`HttpServer::failed_token_limit`]). With an OAuth
 //! resource server ([`HttpServer::oauth`]) access tokens are accepted too, every request
 //! needs a valid token (`401` with a challenge otherwise), a call denied for a missing scope
 //! gets `403 insufficient_scope`, and the RFC 9728 metadata is served.
@@ -71,12 +73,14 @@ mod rejection;
 mod resume;
 mod sessions;
 mod stream;
+pub(crate) mod throttle;
 
 pub(crate) use guard::HostOriginCheck;
 
 use accept::ConnectionLimits;
 use rejection::HttpRejection;
 use sessions::{SessionLimits, Sessions};
+use throttle::{FailureThrottle, ThrottleLimits};
 
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -112,6 +116,7 @@ pub struct HttpServer {
     approvals_page: bool,
     approval_page_url: Option<String>,
     oauth: Option<Arc<OAuthResource>>,
+    token_throttle: ThrottleLimits,
 }
 
 impl std::fmt::Debug for HttpServer {
@@ -130,6 +135,7 @@ impl std::fmt::Debug for HttpServer {
             .field("approvals_page", &self.approvals_page)
             .field("approval_page_url", &self.approval_page_url)
             .field("oauth", &self.oauth)
+            .field("token_throttle", &self.token_throttle)
             .finish_non_exhaustive()
     }
 }
@@ -163,6 +169,7 @@ impl HttpServer {
             approvals_page: true,
             approval_page_url: None,
             oauth: None,
+            token_throttle: ThrottleLimits::default(),
         }
     }
 
@@ -293,6 +300,16 @@ impl HttpServer {
         self
     }
 
+    /// How many refused bearer tokens one client address may send per `window` (default
+    /// 10 a minute, counted from its first refusal; IPv6 addresses by their /64). Past
+    /// that, its further refused tokens get `429` with `Retry-After` (each after a short
+    /// delay) until the window passes; accepted tokens from the address still work.
+    pub fn failed_token_limit(mut self, max_failures: u32, window: Duration) -> Self {
+        self.token_throttle.max_failures = max_failures;
+        self.token_throttle.window = window;
+        self
+    }
+
     /// Allows [`serve`](Self::serve) on a non-loopback address (default: refused). Add the
     /// names clients use with [`allowed_hosts`](Self::allowed_hosts), and use tokens.
     pub fn allow_remote(mut self, allow: bool) -> Self {
@@ -376,6 +393,7 @@ impl HttpServer {
             auth: self.auth.clone(),
             oauth: self.oauth.clone(),
             scopes: metadata::tool_scopes(&self.registry).into(),
+            throttle: FailureThrottle::new(self.token_throttle),
         });
         let endpoint = Endpoint {
             path: self.path.clone(),

@@ -8,6 +8,7 @@ use std::time::Duration;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
+use super::throttle::retry_after_secs;
 use crate::jsonrpc::{self, ErrorObject, INVALID_REQUEST, Rejected, RequestId, SERVER_ERROR};
 use crate::protocol;
 
@@ -39,6 +40,11 @@ pub(crate) enum HttpRejection {
     BodyUnreadable,
     /// A bearer token the authenticator does not know.
     InvalidToken,
+    /// A refused bearer token from an address refused too often lately.
+    TooManyFailedTokens {
+        /// Until the address's window passes.
+        retry_after: Duration,
+    },
     /// No token, on a server protected by OAuth.
     TokenRequired {
         /// The `WWW-Authenticate` value (pointing at the resource metadata).
@@ -99,6 +105,7 @@ impl HttpRejection {
             HttpRejection::InvalidToken
             | HttpRejection::TokenRequired { .. }
             | HttpRejection::InvalidAccessToken { .. } => StatusCode::UNAUTHORIZED,
+            HttpRejection::TooManyFailedTokens { .. } => StatusCode::TOO_MANY_REQUESTS,
             HttpRejection::NotAcceptable => StatusCode::NOT_ACCEPTABLE,
             HttpRejection::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             HttpRejection::SessionNotFound => StatusCode::NOT_FOUND,
@@ -144,6 +151,13 @@ impl HttpRejection {
             HttpRejection::InvalidToken => {
                 plain(SERVER_ERROR, "Unauthorized: unknown bearer token")
             }
+            HttpRejection::TooManyFailedTokens { retry_after } => plain(
+                SERVER_ERROR,
+                &format!(
+                    "Too Many Requests: too many refused bearer tokens from this address; retry in {} s",
+                    retry_after_secs(retry_after)
+                ),
+            ),
             HttpRejection::TokenRequired { .. } => plain(
                 SERVER_ERROR,
                 "Unauthorized: this server needs an access token (Authorization: Bearer)",
@@ -204,6 +218,14 @@ impl IntoResponse for HttpRejection {
                 response.headers_mut().insert(
                     header::WWW_AUTHENTICATE,
                     HeaderValue::from_static("Bearer error=\"invalid_token\""),
+                );
+                response
+            }
+            HttpRejection::TooManyFailedTokens { retry_after } => {
+                let mut response = rejection_body(status, self);
+                response.headers_mut().insert(
+                    header::RETRY_AFTER,
+                    HeaderValue::from(retry_after_secs(retry_after)),
                 );
                 response
             }
