@@ -381,3 +381,148 @@ async fn a_call_abandoned_while_waiting_for_a_slot_is_forgotten() {
         .count();
     assert_eq!(echoes, 1);
 }
+
+/// `initialize` padded with trailing whitespace (valid JSON) to `size` bytes.
+fn padded_initialize(size: usize) -> Vec<u8> {
+    let mut body = initialize_body().into_bytes();
+    body.resize(size.max(body.len()), b' ');
+    body
+}
+
+/// Sends `body` as a chunked `POST` (no declared length) and reads the answer.
+async fn post_chunked(addr: std::net::SocketAddr, body: &[u8]) -> common::HttpResponse {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    for chunk in body.chunks(16 * 1024) {
+        let frame = format!("{:x}\r\n", chunk.len());
+        if stream.write_all(frame.as_bytes()).await.is_err()
+            || stream.write_all(chunk).await.is_err()
+            || stream.write_all(b"\r\n").await.is_err()
+        {
+            break;
+        }
+    }
+    let _ = stream.write_all(b"0\r\n\r\n").await;
+    common::parse_response(read_until_closed(&mut stream).await.as_bytes())
+}
+
+#[tokio::test]
+async fn anonymous_bodies_are_small_unless_anonymous_callers_can_run_tools() {
+    let server = HttpServer::new(fixture().registry).authenticator(alice_and_bob());
+    let (addr, _stop) = start_http(server).await;
+    let body = padded_initialize(100 * 1024);
+    let r = http(addr, "POST", &JSON_HEADERS, &body).await;
+    assert_eq!(r.status, 413, "{}", r.body);
+    assert_eq!(
+        r.json()["error"]["message"],
+        "Payload Too Large: bodies are limited to 65536 bytes"
+    );
+    // Without a declared length: cut off while read.
+    let r = post_chunked(addr, &body).await;
+    assert_eq!(r.status, 413, "{}", r.body);
+    // Within the limit, and for a principal, the same request is answered.
+    let r = http(addr, "POST", &JSON_HEADERS, &padded_initialize(60 * 1024)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let mut alice = JSON_HEADERS.to_vec();
+    alice.extend(ALICE);
+    let r = http(addr, "POST", &alice, &body).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    // Anonymous callers who may run tools get the message limit.
+    let (addr, _stop) = start_http(HttpServer::new(fixture_with(true, |b| b).registry)).await;
+    let r = http(addr, "POST", &JSON_HEADERS, &body).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
+#[tokio::test]
+async fn anonymous_bodies_being_read_share_a_byte_budget() {
+    let server = HttpServer::new(fixture().registry)
+        .authenticator(alice_and_bob())
+        .anonymous_body_buffer_bytes(100_000)
+        .body_read_timeout(Duration::from_secs(60));
+    let (addr, _stop) = start_http(server).await;
+    // One body of 60 000 bytes, half sent: its reservation is held.
+    let mut slow = TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: 60000\r\n\r\n"
+    );
+    slow.write_all(head.as_bytes()).await.unwrap();
+    let body = padded_initialize(60_000);
+    slow.write_all(&body[..30_000]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    // A second one does not fit: 503, unread.
+    let r = http(addr, "POST", &JSON_HEADERS, &body).await;
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert_eq!(r.header("retry-after"), Some("1"));
+    // A principal's body is not counted.
+    let mut alice = JSON_HEADERS.to_vec();
+    alice.extend(ALICE);
+    let r = http(addr, "POST", &alice, &body).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    // The first one ends: its bytes are free again.
+    slow.write_all(&body[30_000..]).await.unwrap();
+    let first = common::parse_response(read_until_closed(&mut slow).await.as_bytes());
+    assert_eq!(first.status, 200, "{}", first.body);
+    let r = http(addr, "POST", &JSON_HEADERS, &body).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
+/// Sends a `ping` on `stream` (kept alive) and reads one response.
+async fn ping_on(stream: &mut TcpStream, auth: &[(&str, &str)]) -> common::HttpResponse {
+    let addr = stream.peer_addr().unwrap();
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+        ping.len()
+    );
+    for (k, v) in auth {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    head.push_str(&ping);
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(WAIT, stream.read(&mut buf))
+        .await
+        .expect("answered")
+        .unwrap();
+    common::parse_response(&buf[..n])
+}
+
+#[tokio::test]
+async fn anonymous_connections_leave_the_reserved_slots_to_principals() {
+    let server = HttpServer::new(fixture().registry)
+        .authenticator(alice_and_bob())
+        .max_connections(4)
+        .reserved_connections(1);
+    let (addr, _stop) = start_http(server).await;
+    // Three anonymous keep-alive connections: their share.
+    let mut anonymous = Vec::new();
+    for _ in 0..3 {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        assert_eq!(ping_on(&mut stream, &[]).await.status, 200);
+        anonymous.push(stream);
+    }
+    // A fourth anonymous one is answered 503 and closed.
+    let mut fourth = TcpStream::connect(addr).await.unwrap();
+    let r = ping_on(&mut fourth, &[]).await;
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert_eq!(r.header("connection"), Some("close"));
+    assert_eq!(r.header("retry-after"), Some("1"));
+    let closed = read_until_closed(&mut fourth).await;
+    assert!(closed.is_empty(), "{closed}");
+    // The reserved slot serves a principal.
+    let mut alice = TcpStream::connect(addr).await.unwrap();
+    assert_eq!(ping_on(&mut alice, &ALICE).await.status, 200);
+    // An anonymous connection closing frees its place.
+    drop(anonymous.pop());
+    drop(alice);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut again = TcpStream::connect(addr).await.unwrap();
+    assert_eq!(ping_on(&mut again, &[]).await.status, 200);
+}

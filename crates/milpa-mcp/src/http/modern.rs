@@ -14,10 +14,13 @@
 //! - Errors carry their status: `404` for an unknown method (`-32601`), `400` for a bad
 //!   `_meta` (`-32602`), a header mismatch (`-32020`), an undeclared capability
 //!   (`-32021`) and an unsupported version (`-32022`).
-//! - `subscriptions/listen` opens a stream of tool-list changes (see [`listen`]).
+//! - `subscriptions/listen` opens a stream of tool-list changes (see [`listen`]), which
+//!   counts against the caller's stream budget (`429` beyond, see
+//!   [`super::stream_budget`]) and ends when quiet for the idle limit.
 //! - A `tools/call` is answered with JSON when it ends before sending anything, and with
 //!   an SSE stream (its progress and log messages, then the response) as soon as it sends
-//!   a message first, when the client accepts `text/event-stream`. The client going away
+//!   a message first, when the client accepts `text/event-stream` and its stream budget
+//!   has room (else with JSON). The client going away
 //!   (the connection closed, the stream dropped) cancels the call.
 
 use axum::http::{HeaderMap, StatusCode};
@@ -28,7 +31,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::HttpState;
 use super::rejection::{HttpRejection, json_body};
-use super::stream::{CancelOnDrop, sse};
+use super::stream::{CancelOnDrop, notification_sse, sse};
+use super::stream_budget::StreamTicket;
 use crate::jsonrpc::{
     self, ErrorObject, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND, Parsed,
     RequestId,
@@ -280,8 +284,13 @@ pub(super) async fn post(
         return Ok(reply(jsonrpc::error_response(Some(&id), &error)));
     }
     if method == LISTEN_METHOD {
-        return Ok(listen(state, id, value.as_ref(), headers, sse_ok));
+        return Ok(listen(state, caller, id, value.as_ref(), headers, sse_ok));
     }
+    // A call answered on a stream takes a place in the caller's stream budget; without
+    // one it is answered with JSON.
+    let ticket = sse_ok
+        .then(|| state.streams.open(caller.principal.as_deref()))
+        .flatten();
     let session = Session::modern(state.shared.clone());
     let (tx, rx) = mpsc::unbounded_channel();
     let dispatch = session.dispatch_modern(
@@ -295,7 +304,7 @@ pub(super) async fn post(
     );
     match dispatch {
         Dispatch::Reply(answer) => Ok(reply(answer)),
-        Dispatch::Call(call, cancel) => Ok(run_call(state, call, cancel, rx, sse_ok).await),
+        Dispatch::Call(call, cancel) => Ok(run_call(state, call, cancel, rx, ticket).await),
     }
 }
 
@@ -303,6 +312,7 @@ pub(super) async fn post(
 /// subscription's notifications (see [`Subscription`]), until the client closes it.
 fn listen(
     state: &HttpState,
+    caller: &Caller,
     id: RequestId,
     params: Option<&Value>,
     headers: &HeaderMap,
@@ -322,6 +332,14 @@ fn listen(
             ),
         ));
     }
+    let principal = caller.principal.as_deref();
+    let Some(ticket) = state.streams.open(principal) else {
+        return HttpRejection::TooManyStreams {
+            id: Some(id),
+            anonymous: principal.is_none(),
+        }
+        .into_response();
+    };
     let (tx, rx) = mpsc::unbounded_channel();
     let _ = tx.send(Out::Msg(subscription.acknowledgement()));
     let registry = state.shared.registry.clone();
@@ -330,18 +348,21 @@ fn listen(
             .forward(&registry, tx, std::future::pending())
             .await;
     });
-    sse(rx, None)
+    let idle = state.streams.idle_timeout(principal.is_none());
+    ticket.hold(notification_sse(rx, idle))
 }
 
 /// Runs a call in a server call slot: JSON when it ends before sending a message, else
-/// (when the client takes SSE) a stream of its messages and then its response.
+/// (when the client takes SSE and a stream `ticket` was had) a stream of its messages and
+/// then its response.
 async fn run_call(
     state: &HttpState,
     call: CallFuture,
     cancel: CallCancel,
     mut rx: mpsc::UnboundedReceiver<Out>,
-    sse_ok: bool,
+    ticket: Option<StreamTicket>,
 ) -> Response {
+    let sse_ok = ticket.is_some();
     // Dropped with this handler (the client went away) or with the SSE stream.
     let guard = CancelOnDrop::new(cancel);
     let slots = state.call_slots.clone();
@@ -358,7 +379,7 @@ async fn run_call(
             biased;
             // Ended: what it sent before ending (if it ended between two polls of this
             // loop) still goes first.
-            done = &mut done_rx => return ended(done.ok().flatten(), &mut rx, sse_ok),
+            done = &mut done_rx => return ended(done.ok().flatten(), &mut rx, ticket),
             message = rx.recv() => match message {
                 Some(Out::Msg(message)) if sse_ok => break message,
                 // Without SSE a call's messages have nowhere to go.
@@ -404,32 +425,40 @@ async fn run_call(
         }
         let _ = out.send(Out::Close);
     });
-    sse(stream, Some(guard))
+    let response = sse(stream, Some(guard));
+    match ticket {
+        Some(ticket) => ticket.hold(response),
+        None => response,
+    }
 }
 
 /// The response of a call that has ended: JSON when no message of it is waiting (or the
 /// client takes no SSE), else an SSE stream of the waiting messages and then its response.
-fn ended(answer: Option<String>, rx: &mut mpsc::UnboundedReceiver<Out>, sse_ok: bool) -> Response {
+fn ended(
+    answer: Option<String>,
+    rx: &mut mpsc::UnboundedReceiver<Out>,
+    ticket: Option<StreamTicket>,
+) -> Response {
     let mut messages = Vec::new();
     while let Ok(out) = rx.try_recv() {
         if let Out::Msg(message) = out
-            && sse_ok
+            && ticket.is_some()
         {
             messages.push(message);
         }
     }
-    if messages.is_empty() {
+    let (Some(ticket), false) = (ticket, messages.is_empty()) else {
         return match answer {
             Some(answer) => reply(answer),
             None => StatusCode::ACCEPTED.into_response(),
         };
-    }
+    };
     let (out, stream) = mpsc::unbounded_channel();
     for message in messages.into_iter().chain(answer) {
         let _ = out.send(Out::Msg(message));
     }
     let _ = out.send(Out::Close);
-    sse(stream, None)
+    ticket.hold(sse(stream, None))
 }
 
 /// Whether this `POST` speaks 2026-07-28: its `MCP-Protocol-Version` names that revision
