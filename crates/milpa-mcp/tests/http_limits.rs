@@ -526,3 +526,78 @@ async fn anonymous_connections_leave_the_reserved_slots_to_principals() {
     let mut again = TcpStream::connect(addr).await.unwrap();
     assert_eq!(ping_on(&mut again, &[]).await.status, 200);
 }
+
+fn listen_body() -> Vec<u8> {
+    json!({"jsonrpc": "2.0", "id": 5, "method": "subscriptions/listen", "params": {
+        "notifications": {"toolsListChanged": true},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+    }})
+    .to_string()
+    .into_bytes()
+}
+
+fn listen_headers() -> Vec<(&'static str, &'static str)> {
+    let mut headers = JSON_HEADERS.to_vec();
+    headers.push(("MCP-Protocol-Version", "2026-07-28"));
+    headers.push(("Mcp-Method", "subscriptions/listen"));
+    headers
+}
+
+#[tokio::test]
+async fn a_quiet_anonymous_listen_stream_ends_after_its_idle_limit() {
+    let server = HttpServer::new(fixture().registry)
+        .anonymous_stream_idle_timeout(Duration::from_millis(300));
+    let (addr, _stop) = start_http(server).await;
+    // `http` reads to the end: the stream must end by itself, within its wait.
+    let r = http(addr, "POST", &listen_headers(), &listen_body()).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let messages = r.sse_messages();
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert_eq!(
+        messages[0]["method"],
+        "notifications/subscriptions/acknowledged"
+    );
+}
+
+#[tokio::test]
+async fn get_streams_beyond_the_anonymous_budget_get_429() {
+    let server = HttpServer::new(fixture().registry).max_anonymous_streams(1);
+    let (addr, _stop) = start_http(server).await;
+    let session = http_initialize(addr, &[]).await;
+    let get = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n"
+    );
+    let mut first = TcpStream::connect(addr).await.unwrap();
+    first.write_all(get.as_bytes()).await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(WAIT, first.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+    // The budget is held: a second stream, and a listen, are refused.
+    let headers = [
+        ("Accept", "text/event-stream"),
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let r = http(addr, "GET", &headers, b"").await;
+    assert_eq!(r.status, 429, "{}", r.body);
+    assert_eq!(r.header("retry-after"), Some("5"));
+    let r = http(addr, "POST", &listen_headers(), &listen_body()).await;
+    assert_eq!(r.status, 429, "{}", r.body);
+    assert_eq!(r.json()["id"], 5);
+    // The first stream closing gives its place back.
+    drop(first);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut again = TcpStream::connect(addr).await.unwrap();
+    again.write_all(get.as_bytes()).await.unwrap();
+    let n = tokio::time::timeout(WAIT, again.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+}
