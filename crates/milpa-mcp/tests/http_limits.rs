@@ -601,3 +601,47 @@ async fn get_streams_beyond_the_anonymous_budget_get_429() {
         .unwrap();
     assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
 }
+
+#[tokio::test]
+async fn a_call_beyond_the_stream_budget_is_answered_with_json() {
+    let server = HttpServer::new(fixture_with(true, |b| b).registry).max_anonymous_streams(1);
+    let (addr, _stop) = start_http(server).await;
+    let session = http_initialize(addr, &[]).await;
+    let mut headers = JSON_HEADERS.to_vec();
+    headers.push(("Mcp-Session-Id", session.as_str()));
+    headers.push(("MCP-Protocol-Version", "2025-11-25"));
+    let echo = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "hi"}}})
+    .to_string();
+    // With room, the call is answered on its own stream.
+    let r = http(addr, "POST", &headers, echo.as_bytes()).await;
+    assert_eq!(
+        r.header("content-type"),
+        Some("text/event-stream"),
+        "{}",
+        r.body
+    );
+    // The one anonymous stream is held by a listen: the call gets JSON.
+    let mut listen = TcpStream::connect(addr).await.unwrap();
+    let body = listen_body();
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in listen_headers() {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    listen.write_all(head.as_bytes()).await.unwrap();
+    listen.write_all(&body).await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(WAIT, listen.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+    let r = http(addr, "POST", &headers, echo.as_bytes()).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(r.json()["result"]["structuredContent"]["result"], "hi");
+}
