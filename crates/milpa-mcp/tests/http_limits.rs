@@ -381,3 +381,267 @@ async fn a_call_abandoned_while_waiting_for_a_slot_is_forgotten() {
         .count();
     assert_eq!(echoes, 1);
 }
+
+/// `initialize` padded with trailing whitespace (valid JSON) to `size` bytes.
+fn padded_initialize(size: usize) -> Vec<u8> {
+    let mut body = initialize_body().into_bytes();
+    body.resize(size.max(body.len()), b' ');
+    body
+}
+
+/// Sends `body` as a chunked `POST` (no declared length) and reads the answer.
+async fn post_chunked(addr: std::net::SocketAddr, body: &[u8]) -> common::HttpResponse {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    for chunk in body.chunks(16 * 1024) {
+        let frame = format!("{:x}\r\n", chunk.len());
+        if stream.write_all(frame.as_bytes()).await.is_err()
+            || stream.write_all(chunk).await.is_err()
+            || stream.write_all(b"\r\n").await.is_err()
+        {
+            break;
+        }
+    }
+    let _ = stream.write_all(b"0\r\n\r\n").await;
+    common::parse_response(read_until_closed(&mut stream).await.as_bytes())
+}
+
+#[tokio::test]
+async fn anonymous_bodies_are_small_unless_anonymous_callers_can_run_tools() {
+    let server = HttpServer::new(fixture().registry).authenticator(alice_and_bob());
+    let (addr, _stop) = start_http(server).await;
+    let body = padded_initialize(100 * 1024);
+    let r = http(addr, "POST", &JSON_HEADERS, &body).await;
+    assert_eq!(r.status, 413, "{}", r.body);
+    assert_eq!(
+        r.json()["error"]["message"],
+        "Payload Too Large: bodies are limited to 65536 bytes"
+    );
+    // Without a declared length: cut off while read.
+    let r = post_chunked(addr, &body).await;
+    assert_eq!(r.status, 413, "{}", r.body);
+    // Within the limit, and for a principal, the same request is answered.
+    let r = http(addr, "POST", &JSON_HEADERS, &padded_initialize(60 * 1024)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let mut alice = JSON_HEADERS.to_vec();
+    alice.extend(ALICE);
+    let r = http(addr, "POST", &alice, &body).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    // Anonymous callers who may run tools get the message limit.
+    let (addr, _stop) = start_http(HttpServer::new(fixture_with(true, |b| b).registry)).await;
+    let r = http(addr, "POST", &JSON_HEADERS, &body).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
+#[tokio::test]
+async fn anonymous_bodies_being_read_share_a_byte_budget() {
+    let server = HttpServer::new(fixture().registry)
+        .authenticator(alice_and_bob())
+        .anonymous_body_buffer_bytes(100_000)
+        .body_read_timeout(Duration::from_secs(60));
+    let (addr, _stop) = start_http(server).await;
+    // One body of 60 000 bytes, half sent: its reservation is held.
+    let mut slow = TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: 60000\r\n\r\n"
+    );
+    slow.write_all(head.as_bytes()).await.unwrap();
+    let body = padded_initialize(60_000);
+    slow.write_all(&body[..30_000]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    // A second one does not fit: 503, unread.
+    let r = http(addr, "POST", &JSON_HEADERS, &body).await;
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert_eq!(r.header("retry-after"), Some("1"));
+    // A principal's body is not counted.
+    let mut alice = JSON_HEADERS.to_vec();
+    alice.extend(ALICE);
+    let r = http(addr, "POST", &alice, &body).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    // The first one ends: its bytes are free again.
+    slow.write_all(&body[30_000..]).await.unwrap();
+    let first = common::parse_response(read_until_closed(&mut slow).await.as_bytes());
+    assert_eq!(first.status, 200, "{}", first.body);
+    let r = http(addr, "POST", &JSON_HEADERS, &body).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
+/// Sends a `ping` on `stream` (kept alive) and reads one response.
+async fn ping_on(stream: &mut TcpStream, auth: &[(&str, &str)]) -> common::HttpResponse {
+    let addr = stream.peer_addr().unwrap();
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+        ping.len()
+    );
+    for (k, v) in auth {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    head.push_str(&ping);
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(WAIT, stream.read(&mut buf))
+        .await
+        .expect("answered")
+        .unwrap();
+    common::parse_response(&buf[..n])
+}
+
+#[tokio::test]
+async fn anonymous_connections_leave_the_reserved_slots_to_principals() {
+    let server = HttpServer::new(fixture().registry)
+        .authenticator(alice_and_bob())
+        .max_connections(4)
+        .reserved_connections(1);
+    let (addr, _stop) = start_http(server).await;
+    // Three anonymous keep-alive connections: their share.
+    let mut anonymous = Vec::new();
+    for _ in 0..3 {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        assert_eq!(ping_on(&mut stream, &[]).await.status, 200);
+        anonymous.push(stream);
+    }
+    // A fourth anonymous one is answered 503 and closed.
+    let mut fourth = TcpStream::connect(addr).await.unwrap();
+    let r = ping_on(&mut fourth, &[]).await;
+    assert_eq!(r.status, 503, "{}", r.body);
+    assert_eq!(r.header("connection"), Some("close"));
+    assert_eq!(r.header("retry-after"), Some("1"));
+    let closed = read_until_closed(&mut fourth).await;
+    assert!(closed.is_empty(), "{closed}");
+    // The reserved slot serves a principal.
+    let mut alice = TcpStream::connect(addr).await.unwrap();
+    assert_eq!(ping_on(&mut alice, &ALICE).await.status, 200);
+    // An anonymous connection closing frees its place.
+    drop(anonymous.pop());
+    drop(alice);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut again = TcpStream::connect(addr).await.unwrap();
+    assert_eq!(ping_on(&mut again, &[]).await.status, 200);
+}
+
+fn listen_body() -> Vec<u8> {
+    json!({"jsonrpc": "2.0", "id": 5, "method": "subscriptions/listen", "params": {
+        "notifications": {"toolsListChanged": true},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+    }})
+    .to_string()
+    .into_bytes()
+}
+
+fn listen_headers() -> Vec<(&'static str, &'static str)> {
+    let mut headers = JSON_HEADERS.to_vec();
+    headers.push(("MCP-Protocol-Version", "2026-07-28"));
+    headers.push(("Mcp-Method", "subscriptions/listen"));
+    headers
+}
+
+#[tokio::test]
+async fn a_quiet_anonymous_listen_stream_ends_after_its_idle_limit() {
+    let server = HttpServer::new(fixture().registry)
+        .anonymous_stream_idle_timeout(Duration::from_millis(300));
+    let (addr, _stop) = start_http(server).await;
+    // `http` reads to the end: the stream must end by itself, within its wait.
+    let r = http(addr, "POST", &listen_headers(), &listen_body()).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let messages = r.sse_messages();
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    assert_eq!(
+        messages[0]["method"],
+        "notifications/subscriptions/acknowledged"
+    );
+}
+
+#[tokio::test]
+async fn get_streams_beyond_the_anonymous_budget_get_429() {
+    let server = HttpServer::new(fixture().registry).max_anonymous_streams(1);
+    let (addr, _stop) = start_http(server).await;
+    let session = http_initialize(addr, &[]).await;
+    let get = format!(
+        "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\nMcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-11-25\r\n\r\n"
+    );
+    let mut first = TcpStream::connect(addr).await.unwrap();
+    first.write_all(get.as_bytes()).await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(WAIT, first.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+    // The budget is held: a second stream, and a listen, are refused.
+    let headers = [
+        ("Accept", "text/event-stream"),
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let r = http(addr, "GET", &headers, b"").await;
+    assert_eq!(r.status, 429, "{}", r.body);
+    assert_eq!(r.header("retry-after"), Some("5"));
+    let r = http(addr, "POST", &listen_headers(), &listen_body()).await;
+    assert_eq!(r.status, 429, "{}", r.body);
+    assert_eq!(r.json()["id"], 5);
+    // The first stream closing gives its place back.
+    drop(first);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut again = TcpStream::connect(addr).await.unwrap();
+    again.write_all(get.as_bytes()).await.unwrap();
+    let n = tokio::time::timeout(WAIT, again.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+}
+
+#[tokio::test]
+async fn a_call_beyond_the_stream_budget_is_answered_with_json() {
+    let server = HttpServer::new(fixture_with(true, |b| b).registry).max_anonymous_streams(1);
+    let (addr, _stop) = start_http(server).await;
+    let session = http_initialize(addr, &[]).await;
+    let mut headers = JSON_HEADERS.to_vec();
+    headers.push(("Mcp-Session-Id", session.as_str()));
+    headers.push(("MCP-Protocol-Version", "2025-11-25"));
+    let echo = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "hi"}}})
+    .to_string();
+    // With room, the call is answered on its own stream.
+    let r = http(addr, "POST", &headers, echo.as_bytes()).await;
+    assert_eq!(
+        r.header("content-type"),
+        Some("text/event-stream"),
+        "{}",
+        r.body
+    );
+    // The one anonymous stream is held by a listen: the call gets JSON.
+    let mut listen = TcpStream::connect(addr).await.unwrap();
+    let body = listen_body();
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in listen_headers() {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    listen.write_all(head.as_bytes()).await.unwrap();
+    listen.write_all(&body).await.unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(WAIT, listen.read(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+    let r = http(addr, "POST", &headers, echo.as_bytes()).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(r.json()["result"]["structuredContent"]["result"], "hi");
+}

@@ -702,3 +702,59 @@ async fn mcp_param_headers_must_match_the_arguments_they_mirror() {
         }
     }
 }
+
+/// A routing header sent twice is refused whichever copy matches the body: only one would
+/// be checked, and an intermediary may route on the other.
+#[tokio::test]
+async fn repeated_routing_headers_are_refused_naming_the_header() {
+    let mut registry = milpa::ToolRegistry::builder()
+        .channel_policy(
+            "mcp",
+            milpa::policy::ChannelPolicy::AUTHENTICATED.with_require_auth(false),
+        )
+        .build();
+    registry
+        .register(
+            milpa::ToolDefinition::builder("route")
+                .input_schema(json!({"type": "object",
+                    "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}))
+                .sync(|args, _| args["region"].clone()),
+        )
+        .unwrap();
+    let (addr, _stop) = start_http(HttpServer::new(std::sync::Arc::new(registry))).await;
+    let payload = body(
+        95,
+        "tools/call",
+        json!({"name": "route", "arguments": {"region": "eu"}, "_meta": meta()}),
+    );
+    let single = || {
+        let mut h = headers("tools/call", Some("route"));
+        h.push(("Mcp-Param-Region", "eu"));
+        h
+    };
+    let r = http(addr, "POST", &single(), &payload).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+
+    // (the repeated header, its second value, the name the message gives)
+    let cases = [
+        ("Mcp-Name", "other", "Mcp-Name"),
+        ("mcp-name", "route", "Mcp-Name"),
+        ("Mcp-Method", "tools/list", "Mcp-Method"),
+        ("MCP-Protocol-Version", V, "MCP-Protocol-Version"),
+        ("Mcp-Param-Region", "us", "Mcp-Param-region"),
+    ];
+    for (header, second, shown) in cases {
+        let mut h = single();
+        h.push((header, second));
+        let r = http(addr, "POST", &h, &payload).await;
+        assert_eq!(r.status, 400, "{header}: {}", r.body);
+        let answer = r.json();
+        assert_eq!(answer["id"], 95, "{header}");
+        assert_eq!(answer["error"]["code"], -32020, "{header}: {answer}");
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(shown) && message.contains("more than once"),
+            "{header}: {message}"
+        );
+    }
+}

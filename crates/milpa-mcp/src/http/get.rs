@@ -1,6 +1,7 @@
 //! `GET`: a session's standalone SSE stream, for messages not tied to a request (and for a
 //! call's messages when its response is sent as JSON); or, with `Last-Event-ID`, the rest
-//! of a call's stream the server closed (see [`super::resume`]).
+//! of a call's stream the server closed (see [`super::resume`]). Each counts against the
+//! caller's stream budget (see [`super::stream_budget`]).
 
 use std::sync::Arc;
 
@@ -12,7 +13,7 @@ use tokio::sync::mpsc;
 
 use super::rejection::HttpRejection;
 use super::sessions::Lookup;
-use super::stream::sse;
+use super::stream::notification_sse;
 use super::{HttpState, accepts, session_id};
 use crate::session::Caller;
 
@@ -31,14 +32,22 @@ pub(crate) async fn get(
         Lookup::Unknown => return Err(HttpRejection::SessionNotFound),
         Lookup::Missing => return Err(HttpRejection::SessionRequired { id: None }),
     };
+    let principal = caller.principal.as_deref();
+    let Some(ticket) = state.streams.open(principal) else {
+        return Err(HttpRejection::TooManyStreams {
+            id: None,
+            anonymous: principal.is_none(),
+        });
+    };
     // An id no kept stream has (or that the standalone stream gave) opens the standalone
     // stream: nothing of another stream is ever replayed.
     if let Some(last) = headers.get(LAST_EVENT_ID).and_then(|v| v.to_str().ok())
         && let Some(resumed) = session.streams.resume(last).await
     {
-        return Ok(resumed);
+        return Ok(ticket.hold(resumed));
     }
     let (tx, rx) = mpsc::unbounded_channel();
     session.core.add_standalone(tx);
-    Ok(sse(rx, None))
+    let idle = state.streams.idle_timeout(principal.is_none());
+    Ok(ticket.hold(notification_sse(rx, idle)))
 }

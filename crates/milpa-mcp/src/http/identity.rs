@@ -7,6 +7,12 @@
 //! - With OAuth: no valid token of either kind gets `401` with `WWW-Authenticate: Bearer
 //!   resource_metadata="…"` (plus `error="invalid_token"` and a short description when a
 //!   token was presented), for every method of the endpoint.
+//! - A refused token counts against the client's address ([`FailureThrottle`]): past the
+//!   budget (10 a minute by default) further refusals from that address are `429` with
+//!   `Retry-After`, each after a short delay, until the window passes. A token that is
+//!   accepted is never throttled, so a client sharing an address with a guesser (every
+//!   local process, on loopback) keeps working. Each `401` is logged with the address, and
+//!   the address becoming throttled once (then at debug level); never the token.
 //! - With OAuth, a request whose tool call the `authorize` stage denied for a missing scope
 //!   (the call ran through the pipeline and was audited as denied) is answered `403` with
 //!   `error="insufficient_scope"` and the scopes the stage reported, the response body
@@ -26,6 +32,7 @@ use axum::middleware::Next;
 use http_body_util::BodyExt;
 
 use super::rejection::HttpRejection;
+use super::throttle::{Failure, FailureThrottle};
 use crate::auth::Authenticator;
 use crate::auth::challenge::{self, ScopeDenial};
 use crate::auth::oauth::OAuthResource;
@@ -39,6 +46,40 @@ pub(crate) struct Gate {
     pub oauth: Option<Arc<OAuthResource>>,
     /// Every scope the tools ask for (advertised in the `401` challenge).
     pub scopes: Arc<[String]>,
+    /// Refused tokens per client address.
+    pub throttle: FailureThrottle,
+}
+
+impl Gate {
+    /// `rejection` for a refused token, or `429` when `address` has been refused too often
+    /// (after the throttle's delay). Logs the refusal with the address, never the token.
+    async fn refuse(&self, address: Option<SocketAddr>, rejection: HttpRejection) -> HttpRejection {
+        let Some(address) = address else {
+            // Served without connect info: nothing to count under.
+            tracing::warn!(target: "milpa_mcp", "bearer token refused");
+            return rejection;
+        };
+        let ip = address.ip();
+        let failure = self.throttle.failed(ip);
+        match failure {
+            Failure::Counted => {
+                tracing::warn!(target: "milpa_mcp", %ip, "bearer token refused");
+            }
+            Failure::NowThrottled { .. } => {
+                tracing::warn!(target: "milpa_mcp", %ip, "bearer tokens refused too often; this address is throttled");
+            }
+            Failure::StillThrottled { .. } => {
+                tracing::debug!(target: "milpa_mcp", %ip, "bearer token refused (throttled)");
+            }
+        }
+        match failure.retry_after() {
+            Some(retry_after) => {
+                tokio::time::sleep(self.throttle.limits().delay).await;
+                HttpRejection::TooManyFailedTokens { retry_after }
+            }
+            None => rejection,
+        }
+    }
 }
 
 /// The bearer token of `Authorization`, if any.
@@ -61,11 +102,12 @@ pub(crate) async fn authenticate(
     next: Next,
 ) -> Result<Response<Body>, HttpRejection> {
     let headers = request.headers();
+    let address = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0);
     let mut caller = Caller {
-        ip: request
-            .extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|c| c.0.ip().to_string()),
+        ip: address.map(|a| a.ip().to_string()),
         user_agent: headers
             .get(header::USER_AGENT)
             .and_then(|v| v.to_str().ok())
@@ -89,10 +131,11 @@ pub(crate) async fn authenticate(
             }
             Err(why) => {
                 tracing::warn!(target: "milpa_mcp", reason = %why, "access token refused");
-                return Err(HttpRejection::InvalidAccessToken {
+                let rejection = HttpRejection::InvalidAccessToken {
                     challenge: challenge::invalid_token(oauth.metadata_url(), &why),
                     why: why.to_string(),
-                });
+                };
+                return Err(gate.refuse(address, rejection).await);
             }
         },
         (None, None, Some(oauth)) => {
@@ -101,8 +144,7 @@ pub(crate) async fn authenticate(
             });
         }
         (None, Some(_), None) => {
-            tracing::warn!(target: "milpa_mcp", "unknown bearer token refused");
-            return Err(HttpRejection::InvalidToken);
+            return Err(gate.refuse(address, HttpRejection::InvalidToken).await);
         }
         (None, None, None) => {}
     }

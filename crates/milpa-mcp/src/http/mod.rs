@@ -14,9 +14,13 @@
 //! `localhost`, `127.0.0.1` and `[::1]`, any port) and its `Origin`, when present, an allowed
 //! origin — the DNS-rebinding defence; others get `403`. Bodies over
 //! [`ServerOptions::max_message_bytes`] get `413`, bodies slower than the body read timeout
-//! `408`. `Authorization: Bearer` tokens map to a principal and scopes through an
+//! `408`. Anonymous bodies are smaller when no tool runs anonymously, and all of them
+//! together hold a bounded number of bytes ([`HttpServer::anonymous_max_body_bytes`],
+//! [`HttpServer::anonymous_body_buffer_bytes`]). `Authorization: Bearer` tokens map to a principal and scopes through an
 //! [`Authenticator`]; without a token the caller is anonymous, and a token the
-//! authenticator does not know gets `401` before any of the body is read. With an OAuth
+//! authenticator does not know gets `401` before any of the body is read (`429` with
+//! `Retry-After` once its address has had too many refused, see
+//! [`HttpServer::failed_token_limit`]). With an OAuth
 //! resource server ([`HttpServer::oauth`]) access tokens are accepted too, every request
 //! needs a valid token (`401` with a challenge otherwise), a call denied for a missing scope
 //! gets `403 insufficient_scope`, and the RFC 9728 metadata is served.
@@ -26,7 +30,10 @@
 //! anonymous ones) are ended. Each principal, and anonymous callers together, may hold a
 //! limited number of sessions; anonymous sessions never count against principals.
 //!
-//! Resources are bounded: open connections (the next one waits until one closes), the time
+//! Resources are bounded: open connections (the next one waits until one closes; anonymous
+//! callers never hold the reserved share, [`HttpServer::reserved_connections`]), long-lived
+//! streams per principal and for anonymous callers together, with an idle limit
+//! ([`HttpServer::max_streams_per_principal`], [`HttpServer::max_anonymous_streams`]), the time
 //! to send headers (which also ends idle keep-alive connections) and a body, calls running
 //! at once per session ([`ServerOptions::max_in_flight`]) and in all, and messages per
 //! batch ([`ServerOptions::max_batch_len`]).
@@ -61,6 +68,8 @@ use crate::protocol::ServerOptions;
 use crate::session::Shared;
 
 mod accept;
+mod body_budget;
+mod connection_share;
 mod delete;
 mod get;
 mod guard;
@@ -72,12 +81,16 @@ mod rejection;
 mod resume;
 mod sessions;
 mod stream;
+mod stream_budget;
+pub(crate) mod throttle;
 
 pub(crate) use guard::HostOriginCheck;
 
 use accept::ConnectionLimits;
 use rejection::HttpRejection;
 use sessions::{SessionLimits, Sessions};
+use stream_budget::{StreamBudget, StreamLimits};
+use throttle::{FailureThrottle, ThrottleLimits};
 
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -113,6 +126,10 @@ pub struct HttpServer {
     approvals_page: bool,
     approval_page_url: Option<String>,
     oauth: Option<Arc<OAuthResource>>,
+    token_throttle: ThrottleLimits,
+    anonymous_body_limit: usize,
+    anonymous_body_budget: usize,
+    streams: StreamLimits,
 }
 
 impl std::fmt::Debug for HttpServer {
@@ -131,6 +148,10 @@ impl std::fmt::Debug for HttpServer {
             .field("approvals_page", &self.approvals_page)
             .field("approval_page_url", &self.approval_page_url)
             .field("oauth", &self.oauth)
+            .field("token_throttle", &self.token_throttle)
+            .field("anonymous_body_limit", &self.anonymous_body_limit)
+            .field("anonymous_body_budget", &self.anonymous_body_budget)
+            .field("streams", &self.streams)
             .finish_non_exhaustive()
     }
 }
@@ -155,6 +176,7 @@ impl HttpServer {
             },
             connections: ConnectionLimits {
                 max_connections: 1024,
+                reserved_for_authenticated: None,
                 header_read_timeout: Duration::from_secs(30),
             },
             body_read_timeout: Duration::from_secs(30),
@@ -164,6 +186,10 @@ impl HttpServer {
             approvals_page: true,
             approval_page_url: None,
             oauth: None,
+            token_throttle: ThrottleLimits::default(),
+            anonymous_body_limit: 64 * 1024,
+            anonymous_body_budget: 8 * 1024 * 1024,
+            streams: StreamLimits::default(),
         }
     }
 
@@ -270,6 +296,17 @@ impl HttpServer {
         self
     }
 
+    /// How many of the [`max_connections`](Self::max_connections) anonymous callers may
+    /// never hold (default a quarter of them): an anonymous request on a connection beyond
+    /// the rest gets `503` with `Retry-After` and the connection is closed, so
+    /// authenticated callers still get a connection. A connection counts as anonymous
+    /// from its first anonymous request until it closes. Only [`serve`](Self::serve) and
+    /// [`serve_listener`](Self::serve_listener) enforce it.
+    pub fn reserved_connections(mut self, reserved: usize) -> Self {
+        self.connections.reserved_for_authenticated = Some(reserved);
+        self
+    }
+
     /// How long a client may take to send a request's headers (default 30 s); the
     /// connection is closed after that. It also bounds how long an idle keep-alive
     /// connection stays open. Only [`serve`](Self::serve) and
@@ -291,6 +328,65 @@ impl HttpServer {
     /// free slot.
     pub fn max_calls_in_flight(mut self, max: usize) -> Self {
         self.max_calls_in_flight = max.max(1);
+        self
+    }
+
+    /// How many refused bearer tokens one client address may send per `window` (default
+    /// 10 a minute, counted from its first refusal; IPv6 addresses by their /64). Past
+    /// that, its further refused tokens get `429` with `Retry-After` (each after a short
+    /// delay) until the window passes; accepted tokens from the address still work.
+    pub fn failed_token_limit(mut self, max_failures: u32, window: Duration) -> Self {
+        self.token_throttle.max_failures = max_failures;
+        self.token_throttle.window = window;
+        self
+    }
+
+    /// How many long-lived streams one principal may hold open at once (default 64): `GET`
+    /// streams, `subscriptions/listen` streams and `tools/call` answers on SSE. Beyond it a
+    /// `GET` or a `subscriptions/listen` gets `429` with `Retry-After`, and a call is
+    /// answered with JSON instead of a stream. Other principals are not affected.
+    pub fn max_streams_per_principal(mut self, max: usize) -> Self {
+        self.streams.per_principal = max.max(1);
+        self
+    }
+
+    /// How many long-lived streams all anonymous callers together may hold open at once
+    /// (default 16; see [`max_streams_per_principal`](Self::max_streams_per_principal) for
+    /// what counts and what happens beyond). Principals are not affected.
+    pub fn max_anonymous_streams(mut self, max: usize) -> Self {
+        self.streams.anonymous = max.max(1);
+        self
+    }
+
+    /// How long a principal's `GET` or `subscriptions/listen` stream stays open carrying
+    /// nothing (default 30 minutes; keep-alive comments do not count). The client reopens
+    /// it when it needs it again.
+    pub fn stream_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.streams.idle_timeout = timeout;
+        self
+    }
+
+    /// Like [`stream_idle_timeout`](Self::stream_idle_timeout), for anonymous callers'
+    /// streams (default 60 s; never longer than the principals' limit).
+    pub fn anonymous_stream_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.streams.anonymous_idle_timeout = timeout;
+        self
+    }
+
+    /// The largest body an anonymous caller may send (default 64 KiB; `413` beyond) while
+    /// the registry's `mcp` channel requires authentication, so that no tool can run
+    /// anonymously. When anonymous callers may run tools, their bodies get the usual
+    /// [`ServerOptions::max_message_bytes`].
+    pub fn anonymous_max_body_bytes(mut self, max: usize) -> Self {
+        self.anonymous_body_limit = max;
+        self
+    }
+
+    /// How many bytes all anonymous bodies being read may hold at once (default 8 MiB).
+    /// Each reserves its declared length (or its limit, when chunked) before it is read;
+    /// one that does not fit gets `503` with `Retry-After: 1`, unread.
+    pub fn anonymous_body_buffer_bytes(mut self, max: usize) -> Self {
+        self.anonymous_body_budget = max;
         self
     }
 
@@ -387,10 +483,29 @@ impl HttpServer {
             auth: self.auth.clone(),
             oauth: self.oauth.clone(),
             scopes: metadata::tool_scopes(&self.registry).into(),
+            throttle: FailureThrottle::new(self.token_throttle),
         });
+        // Without authentication no tool runs for an anonymous caller, so no request of
+        // theirs needs a large body.
+        let anonymous_runs_tools = !self
+            .registry
+            .policy_gate()
+            .channel_policy(milpa::channel::MCP)
+            .require_auth;
+        let anonymous_limit = if anonymous_runs_tools {
+            self.options.max_message_bytes
+        } else {
+            self.anonymous_body_limit
+                .min(self.options.max_message_bytes)
+        };
+        let budget = Arc::new(body_budget::BodyBudget::new(
+            anonymous_limit,
+            self.anonymous_body_budget,
+        ));
         let endpoint = Endpoint {
             path: self.path.clone(),
             gate,
+            budget,
             check,
             state: self.into_http_state(page_url),
         };
@@ -405,6 +520,7 @@ impl HttpServer {
             body_read_timeout: self.body_read_timeout,
             call_slots: Arc::new(Semaphore::new(self.max_calls_in_flight)),
             sessions: Sessions::new(self.sessions, per_session),
+            streams: StreamBudget::new(self.streams),
         })
     }
 
@@ -462,18 +578,22 @@ impl HttpServer {
 struct Endpoint {
     path: String,
     gate: Arc<identity::Gate>,
+    budget: Arc<body_budget::BodyBudget>,
     check: guard::HostOriginCheck,
     state: Arc<HttpState>,
 }
 
 /// The endpoint with its checks, outermost first: `Host`/`Origin`, protocol version, the
-/// caller's identity, then a `POST`'s content type; the handlers read bodies only after.
+/// caller's identity, the anonymous callers' share of the connections, a `POST`'s content
+/// type, then what an anonymous body may hold; the
+/// handlers read bodies only after.
 /// The approvals page, when served, and the OAuth metadata, when OAuth is on, sit beside
 /// it with their own checks.
 fn router_for(endpoint: Endpoint, page: Option<Arc<PageState>>) -> Router {
     let Endpoint {
         path,
         gate,
+        budget,
         check: hosts,
         state,
     } = endpoint;
@@ -496,7 +616,14 @@ fn router_for(endpoint: Endpoint, page: Option<Arc<PageState>>) -> Router {
                 gate,
                 identity::authenticate,
             ))
-            .layer(ValidateRequestHeaderLayer::custom(guard::ContentTypeCheck)),
+            .layer(axum::middleware::from_fn(
+                connection_share::limit_anonymous_connections,
+            ))
+            .layer(ValidateRequestHeaderLayer::custom(guard::ContentTypeCheck))
+            .layer(axum::middleware::from_fn_with_state(
+                budget,
+                body_budget::limit_anonymous_bodies,
+            )),
     );
     let mcp = match metadata {
         Some(metadata) => mcp.merge(metadata),
@@ -516,6 +643,8 @@ struct HttpState {
     /// Calls all sessions together may run at once.
     call_slots: Arc<Semaphore>,
     sessions: Sessions,
+    /// Long-lived streams open, per class of caller.
+    streams: Arc<StreamBudget>,
 }
 
 /// The request's `Mcp-Session-Id`, if any.

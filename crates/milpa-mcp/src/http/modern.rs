@@ -4,6 +4,9 @@
 //!   `params.name` of `tools/call` and `prompts/get` (`params.uri` of `resources/read`),
 //!   `MCP-Protocol-Version` the `_meta` protocol version; otherwise `400` with `-32020`.
 //!   Header values are compared without surrounding whitespace (RFC 9110 §5.5).
+//! - A routing header (`Mcp-Method`, `Mcp-Name`, `MCP-Protocol-Version`, any
+//!   `Mcp-Param-<Name>`) sent more than once is refused with `-32020` naming it: only one
+//!   value is checked against the body, and an intermediary may route on another.
 //! - `Mcp-Param-<Name>` headers must match the arguments whose schema declares
 //!   `x-mcp-header` (see [`check_param_headers`]).
 //! - A notification gets `202`; a batch or a response gets `400` (the revision has neither
@@ -11,10 +14,13 @@
 //! - Errors carry their status: `404` for an unknown method (`-32601`), `400` for a bad
 //!   `_meta` (`-32602`), a header mismatch (`-32020`), an undeclared capability
 //!   (`-32021`) and an unsupported version (`-32022`).
-//! - `subscriptions/listen` opens a stream of tool-list changes (see [`listen`]).
+//! - `subscriptions/listen` opens a stream of tool-list changes (see [`listen`]), which
+//!   counts against the caller's stream budget (`429` beyond, see
+//!   [`super::stream_budget`]) and ends when quiet for the idle limit.
 //! - A `tools/call` is answered with JSON when it ends before sending anything, and with
 //!   an SSE stream (its progress and log messages, then the response) as soon as it sends
-//!   a message first, when the client accepts `text/event-stream`. The client going away
+//!   a message first, when the client accepts `text/event-stream` and its stream budget
+//!   has room (else with JSON). The client going away
 //!   (the connection closed, the stream dropped) cancels the call.
 
 use axum::http::{HeaderMap, StatusCode};
@@ -25,7 +31,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::HttpState;
 use super::rejection::{HttpRejection, json_body};
-use super::stream::{CancelOnDrop, sse};
+use super::stream::{CancelOnDrop, notification_sse, sse};
+use super::stream_budget::StreamTicket;
 use crate::jsonrpc::{
     self, ErrorObject, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND, Parsed,
     RequestId,
@@ -41,6 +48,7 @@ use crate::session::{
 const METHOD_HEADER: &str = "mcp-method";
 const NAME_HEADER: &str = "mcp-name";
 const VERSION_HEADER: &str = "mcp-protocol-version";
+const PARAM_HEADER_PREFIX: &str = "mcp-param-";
 
 /// The status a 2026-07-28 response travels with, from its error code (if any).
 fn status_of(reply: &str) -> StatusCode {
@@ -81,6 +89,38 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get(name)
         .map(|v| v.to_str().map(str::trim).unwrap_or("\u{fffd}"))
+}
+
+/// The first routing header the request carries more than once, if any (lowercase, as
+/// `HeaderMap` keeps names).
+fn repeated_routing_header(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .keys()
+        .map(|name| name.as_str())
+        .filter(|name| {
+            [METHOD_HEADER, NAME_HEADER, VERSION_HEADER].contains(name)
+                || name.starts_with(PARAM_HEADER_PREFIX)
+        })
+        .find(|name| headers.get_all(*name).iter().nth(1).is_some())
+}
+
+/// Refuses a request carrying a routing header more than once.
+fn check_single_routing_headers(headers: &HeaderMap) -> Result<(), ErrorObject> {
+    let Some(name) = repeated_routing_header(headers) else {
+        return Ok(());
+    };
+    let shown = match name {
+        METHOD_HEADER => "Mcp-Method".to_owned(),
+        NAME_HEADER => "Mcp-Name".to_owned(),
+        VERSION_HEADER => "MCP-Protocol-Version".to_owned(),
+        param => format!(
+            "Mcp-Param-{}",
+            param.strip_prefix(PARAM_HEADER_PREFIX).unwrap_or(param)
+        ),
+    };
+    Err(header_mismatch(format!(
+        "Header mismatch: {shown} is sent more than once"
+    )))
 }
 
 /// The body field `Mcp-Name` mirrors for `method`, if it has one.
@@ -167,7 +207,7 @@ fn check_param_headers(
             Value::String(text) => text.clone(),
             other => other.to_string(),
         };
-        let name = format!("mcp-param-{}", header_name.to_ascii_lowercase());
+        let name = format!("{PARAM_HEADER_PREFIX}{}", header_name.to_ascii_lowercase());
         let Some(raw) = header(headers, &name) else {
             return Err(header_mismatch(format!(
                 "Header mismatch: Mcp-Param-{header_name} is required with arguments.{property}"
@@ -230,6 +270,9 @@ pub(super) async fn post(
             ));
         }
     };
+    if let Err(error) = check_single_routing_headers(headers) {
+        return Ok(reply(jsonrpc::error_response(Some(&id), &error)));
+    }
     // Read once for both header checks.
     let value = params.as_ref().map(jsonrpc::Params::to_value);
     if let Err(error) = check_routing_headers(headers, &method, value.as_ref()) {
@@ -241,8 +284,13 @@ pub(super) async fn post(
         return Ok(reply(jsonrpc::error_response(Some(&id), &error)));
     }
     if method == LISTEN_METHOD {
-        return Ok(listen(state, id, value.as_ref(), headers, sse_ok));
+        return Ok(listen(state, caller, id, value.as_ref(), headers, sse_ok));
     }
+    // A call answered on a stream takes a place in the caller's stream budget; without
+    // one it is answered with JSON.
+    let ticket = sse_ok
+        .then(|| state.streams.open(caller.principal.as_deref()))
+        .flatten();
     let session = Session::modern(state.shared.clone());
     let (tx, rx) = mpsc::unbounded_channel();
     let dispatch = session.dispatch_modern(
@@ -256,7 +304,7 @@ pub(super) async fn post(
     );
     match dispatch {
         Dispatch::Reply(answer) => Ok(reply(answer)),
-        Dispatch::Call(call, cancel) => Ok(run_call(state, call, cancel, rx, sse_ok).await),
+        Dispatch::Call(call, cancel) => Ok(run_call(state, call, cancel, rx, ticket).await),
     }
 }
 
@@ -264,6 +312,7 @@ pub(super) async fn post(
 /// subscription's notifications (see [`Subscription`]), until the client closes it.
 fn listen(
     state: &HttpState,
+    caller: &Caller,
     id: RequestId,
     params: Option<&Value>,
     headers: &HeaderMap,
@@ -283,6 +332,14 @@ fn listen(
             ),
         ));
     }
+    let principal = caller.principal.as_deref();
+    let Some(ticket) = state.streams.open(principal) else {
+        return HttpRejection::TooManyStreams {
+            id: Some(id),
+            anonymous: principal.is_none(),
+        }
+        .into_response();
+    };
     let (tx, rx) = mpsc::unbounded_channel();
     let _ = tx.send(Out::Msg(subscription.acknowledgement()));
     let registry = state.shared.registry.clone();
@@ -291,18 +348,21 @@ fn listen(
             .forward(&registry, tx, std::future::pending())
             .await;
     });
-    sse(rx, None)
+    let idle = state.streams.idle_timeout(principal.is_none());
+    ticket.hold(notification_sse(rx, idle))
 }
 
 /// Runs a call in a server call slot: JSON when it ends before sending a message, else
-/// (when the client takes SSE) a stream of its messages and then its response.
+/// (when the client takes SSE and a stream `ticket` was had) a stream of its messages and
+/// then its response.
 async fn run_call(
     state: &HttpState,
     call: CallFuture,
     cancel: CallCancel,
     mut rx: mpsc::UnboundedReceiver<Out>,
-    sse_ok: bool,
+    ticket: Option<StreamTicket>,
 ) -> Response {
+    let sse_ok = ticket.is_some();
     // Dropped with this handler (the client went away) or with the SSE stream.
     let guard = CancelOnDrop::new(cancel);
     let slots = state.call_slots.clone();
@@ -319,7 +379,7 @@ async fn run_call(
             biased;
             // Ended: what it sent before ending (if it ended between two polls of this
             // loop) still goes first.
-            done = &mut done_rx => return ended(done.ok().flatten(), &mut rx, sse_ok),
+            done = &mut done_rx => return ended(done.ok().flatten(), &mut rx, ticket),
             message = rx.recv() => match message {
                 Some(Out::Msg(message)) if sse_ok => break message,
                 // Without SSE a call's messages have nowhere to go.
@@ -365,32 +425,40 @@ async fn run_call(
         }
         let _ = out.send(Out::Close);
     });
-    sse(stream, Some(guard))
+    let response = sse(stream, Some(guard));
+    match ticket {
+        Some(ticket) => ticket.hold(response),
+        None => response,
+    }
 }
 
 /// The response of a call that has ended: JSON when no message of it is waiting (or the
 /// client takes no SSE), else an SSE stream of the waiting messages and then its response.
-fn ended(answer: Option<String>, rx: &mut mpsc::UnboundedReceiver<Out>, sse_ok: bool) -> Response {
+fn ended(
+    answer: Option<String>,
+    rx: &mut mpsc::UnboundedReceiver<Out>,
+    ticket: Option<StreamTicket>,
+) -> Response {
     let mut messages = Vec::new();
     while let Ok(out) = rx.try_recv() {
         if let Out::Msg(message) = out
-            && sse_ok
+            && ticket.is_some()
         {
             messages.push(message);
         }
     }
-    if messages.is_empty() {
+    let (Some(ticket), false) = (ticket, messages.is_empty()) else {
         return match answer {
             Some(answer) => reply(answer),
             None => StatusCode::ACCEPTED.into_response(),
         };
-    }
+    };
     let (out, stream) = mpsc::unbounded_channel();
     for message in messages.into_iter().chain(answer) {
         let _ = out.send(Out::Msg(message));
     }
     let _ = out.send(Out::Close);
-    sse(stream, None)
+    ticket.hold(sse(stream, None))
 }
 
 /// Whether this `POST` speaks 2026-07-28: its `MCP-Protocol-Version` names that revision

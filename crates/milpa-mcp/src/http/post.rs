@@ -13,6 +13,7 @@ use http_body_util::{BodyExt, LengthLimitError, Limited};
 use milpa::generate_request_id;
 use tokio::sync::mpsc;
 
+use super::body_budget::BodyLimit;
 use super::rejection::{HttpRejection, json_body};
 use super::sessions::{HttpSession, Lookup};
 use super::stream::{CancelOnDrop, sse};
@@ -102,10 +103,14 @@ fn in_slots(
 pub(crate) async fn post(
     State(state): State<Arc<HttpState>>,
     Extension(caller): Extension<Caller>,
+    limit: Option<Extension<BodyLimit>>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, HttpRejection> {
-    let limit = state.shared.options.max_message_bytes;
+    // An anonymous caller's may be smaller (see `super::body_budget`).
+    let limit = limit.map_or(state.shared.options.max_message_bytes, |l| {
+        l.0.0.min(state.shared.options.max_message_bytes)
+    });
     let bytes = read_body(&headers, body, limit, state.body_read_timeout).await?;
     let sse_ok = !state.json_response && accepts_event_stream(&headers);
     let lookup = || state.sessions.lookup(session_id(&headers), &caller);
@@ -145,10 +150,15 @@ pub(crate) async fn post(
                     ));
                 }
             };
-            if method == "tools/call" && sse_ok {
-                Ok(streamed_call(
+            // A call answered on its own stream takes a place in the caller's stream
+            // budget; without one it is answered with JSON.
+            let ticket = (method == "tools/call" && sse_ok)
+                .then(|| state.streams.open(caller.principal.as_deref()))
+                .flatten();
+            if let Some(ticket) = ticket {
+                Ok(ticket.hold(streamed_call(
                     &state, &session, id, &method, params, &caller,
-                ))
+                )))
             } else {
                 let dispatch =
                     session

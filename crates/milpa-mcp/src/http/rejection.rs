@@ -8,6 +8,7 @@ use std::time::Duration;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
+use super::throttle::retry_after_secs;
 use crate::jsonrpc::{self, ErrorObject, INVALID_REQUEST, Rejected, RequestId, SERVER_ERROR};
 use crate::protocol;
 
@@ -35,10 +36,26 @@ pub(crate) enum HttpRejection {
         /// The time it had.
         timeout: Duration,
     },
+    /// The caller's class holds as many open streams as it may.
+    TooManyStreams {
+        /// The request's id, when it had one (`subscriptions/listen`).
+        id: Option<RequestId>,
+        /// Whether the caller is anonymous (sharing the anonymous budget).
+        anonymous: bool,
+    },
+    /// Anonymous callers hold as many connections as they may; this one is closed.
+    TooManyAnonymousConnections,
+    /// Anonymous bodies being read hold all the bytes they may; this one was not read.
+    AnonymousBodiesBusy,
     /// The body could not be read (the connection broke).
     BodyUnreadable,
     /// A bearer token the authenticator does not know.
     InvalidToken,
+    /// A refused bearer token from an address refused too often lately.
+    TooManyFailedTokens {
+        /// Until the address's window passes.
+        retry_after: Duration,
+    },
     /// No token, on a server protected by OAuth.
     TokenRequired {
         /// The `WWW-Authenticate` value (pointing at the resource metadata).
@@ -99,12 +116,17 @@ impl HttpRejection {
             HttpRejection::InvalidToken
             | HttpRejection::TokenRequired { .. }
             | HttpRejection::InvalidAccessToken { .. } => StatusCode::UNAUTHORIZED,
+            HttpRejection::TooManyFailedTokens { .. } | HttpRejection::TooManyStreams { .. } => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
             HttpRejection::NotAcceptable => StatusCode::NOT_ACCEPTABLE,
             HttpRejection::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             HttpRejection::SessionNotFound => StatusCode::NOT_FOUND,
             HttpRejection::TooManySessions { .. }
             | HttpRejection::TooManySessionsForPrincipal { .. }
-            | HttpRejection::TooManyAnonymousSessions { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            | HttpRejection::TooManyAnonymousSessions { .. }
+            | HttpRejection::AnonymousBodiesBusy
+            | HttpRejection::TooManyAnonymousConnections => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -138,12 +160,38 @@ impl HttpRejection {
                     timeout.as_millis()
                 ),
             ),
+            HttpRejection::TooManyStreams { id, anonymous } => (
+                id,
+                ErrorObject::new(
+                    SERVER_ERROR,
+                    if anonymous {
+                        "Too Many Requests: anonymous callers hold as many open streams as they may; close one or sign in"
+                    } else {
+                        "Too Many Requests: this principal holds as many open streams as it may; close one first"
+                    },
+                ),
+            ),
+            HttpRejection::TooManyAnonymousConnections => plain(
+                SERVER_ERROR,
+                "Service Unavailable: anonymous callers hold as many connections as they may; retry shortly or sign in",
+            ),
+            HttpRejection::AnonymousBodiesBusy => plain(
+                SERVER_ERROR,
+                "Service Unavailable: too many anonymous request bodies are being read; retry shortly",
+            ),
             HttpRejection::BodyUnreadable => {
                 plain(INVALID_REQUEST, "Bad Request: the body could not be read")
             }
             HttpRejection::InvalidToken => {
                 plain(SERVER_ERROR, "Unauthorized: unknown bearer token")
             }
+            HttpRejection::TooManyFailedTokens { retry_after } => plain(
+                SERVER_ERROR,
+                &format!(
+                    "Too Many Requests: too many refused bearer tokens from this address; retry in {} s",
+                    retry_after_secs(retry_after)
+                ),
+            ),
             HttpRejection::TokenRequired { .. } => plain(
                 SERVER_ERROR,
                 "Unauthorized: this server needs an access token (Authorization: Bearer)",
@@ -205,6 +253,36 @@ impl IntoResponse for HttpRejection {
                     header::WWW_AUTHENTICATE,
                     HeaderValue::from_static("Bearer error=\"invalid_token\""),
                 );
+                response
+            }
+            HttpRejection::TooManyFailedTokens { retry_after } => {
+                let mut response = rejection_body(status, self);
+                response.headers_mut().insert(
+                    header::RETRY_AFTER,
+                    HeaderValue::from(retry_after_secs(retry_after)),
+                );
+                response
+            }
+            HttpRejection::AnonymousBodiesBusy => {
+                let mut response = rejection_body(status, self);
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                response
+            }
+            HttpRejection::TooManyStreams { .. } => {
+                let mut response = rejection_body(status, self);
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+                response
+            }
+            HttpRejection::TooManyAnonymousConnections => {
+                let mut response = rejection_body(status, self);
+                let headers = response.headers_mut();
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                // Served, then closed: the connection is the resource refused.
+                headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
                 response
             }
             HttpRejection::TokenRequired { ref challenge }

@@ -1,7 +1,9 @@
 //! Server-sent event streams: a `tools/call`'s own stream (its messages, then its
-//! response) and a session's standalone `GET` stream.
+//! response), and the streams that wait for notifications (a session's standalone `GET`
+//! stream, a `subscriptions/listen`), which also end when quiet for too long.
 
 use std::convert::Infallible;
+use std::time::Duration;
 
 use axum::http::{HeaderValue, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -37,14 +39,38 @@ impl Drop for CancelOnDrop {
 struct StreamState {
     rx: mpsc::UnboundedReceiver<Out>,
     _guard: Option<CancelOnDrop>,
+    idle: Option<Duration>,
 }
 
 /// An SSE response carrying what arrives on `rx` until [`Out::Close`]; `guard` (if any)
 /// is dropped with the stream.
 pub(crate) fn sse(rx: mpsc::UnboundedReceiver<Out>, guard: Option<CancelOnDrop>) -> Response {
-    let state = StreamState { rx, _guard: guard };
+    stream_response(StreamState {
+        rx,
+        _guard: guard,
+        idle: None,
+    })
+}
+
+/// [`sse`] for a stream that only waits for notifications: it also ends after `idle`
+/// without a message (the keep-alive comments do not count).
+pub(crate) fn notification_sse(rx: mpsc::UnboundedReceiver<Out>, idle: Duration) -> Response {
+    stream_response(StreamState {
+        rx,
+        _guard: None,
+        idle: Some(idle),
+    })
+}
+
+fn stream_response(state: StreamState) -> Response {
     let stream = futures_util::stream::unfold(state, |mut state| async move {
-        match state.rx.recv().await {
+        let next = match state.idle {
+            Some(idle) => tokio::time::timeout(idle, state.rx.recv())
+                .await
+                .unwrap_or(None),
+            None => state.rx.recv().await,
+        };
+        match next {
             Some(Out::Msg(message)) => {
                 Some((Ok::<_, Infallible>(Event::default().data(message)), state))
             }
