@@ -53,7 +53,7 @@ use tokio::sync::Semaphore;
 use tower::ServiceBuilder;
 use tower_http::validate_request::ValidateRequestHeaderLayer;
 
-use crate::approvals::{self, LoginLimits, PageState};
+use crate::approvals::{self, LoginLimits, PageState, PasskeyOptions};
 use crate::auth::Authenticator;
 use crate::auth::oauth::OAuthResource;
 use crate::protocol::ServerOptions;
@@ -111,6 +111,7 @@ pub struct HttpServer {
     path: String,
     approvals_page: bool,
     approval_page_url: Option<String>,
+    approval_passkeys: PasskeyOptions,
     oauth: Option<Arc<OAuthResource>>,
 }
 
@@ -162,6 +163,7 @@ impl HttpServer {
             path: "/mcp".into(),
             approvals_page: true,
             approval_page_url: None,
+            approval_passkeys: PasskeyOptions::default(),
             oauth: None,
         }
     }
@@ -324,6 +326,14 @@ impl HttpServer {
         self
     }
 
+    /// Where the approvals page keeps approvers' passkeys and which WebAuthn relying party
+    /// it is (default: RP id `localhost`, passkeys in memory); see
+    /// [`crate::approvals::passkeys`].
+    pub fn approval_passkeys(mut self, options: PasskeyOptions) -> Self {
+        self.approval_passkeys = options;
+        self
+    }
+
     /// The axum router serving the endpoint (and the approvals page), with every request
     /// check. Serve it with connect info (`into_make_service_with_connect_info::<SocketAddr>()`)
     /// to see callers' addresses; the connection limits and the header read timeout are then
@@ -370,6 +380,7 @@ impl HttpServer {
                 self.auth.clone(),
                 LoginLimits::default(),
                 self.body_read_timeout,
+                self.approval_passkeys.clone(),
             )
         });
         let gate = Arc::new(identity::Gate {
