@@ -902,3 +902,134 @@ async fn failed_sign_ins_are_throttled_per_address() {
     );
     assert!(guesser.cookie("milpa_approvals_session").is_none());
 }
+
+#[tokio::test]
+async fn a_bearer_token_alone_decides_nothing_on_the_page() {
+    let page = start().await;
+    let id = park(&page, json!({"env": "prod"})).await;
+    let mut client = PageClient::new(page.addr);
+    let auth = format!("Bearer {ALICE}");
+    for path in [
+        format!("/approvals/{id}"),
+        format!("/approvals/{id}/challenge"),
+    ] {
+        let posted = client
+            .request(
+                "POST",
+                &path,
+                &[
+                    ("Authorization", &auth),
+                    ("Content-Type", "application/x-www-form-urlencoded"),
+                ],
+                b"decision=grant",
+            )
+            .await;
+        assert_eq!(posted.status, 401, "{path}: {posted:?}");
+    }
+    assert_eq!(state(&page, &id).await, "pending");
+    assert_eq!(decisions_recorded(&page), 0);
+}
+
+#[tokio::test]
+async fn an_enrolment_link_serves_only_the_actor_it_names_and_only_while_live() {
+    use milpa::approval::passkeys::{InMemoryPasskeyStore, PasskeyStore, enrolment_token_hash};
+    use milpa_mcp::approvals::PasskeyOptions;
+
+    let store = Arc::new(InMemoryPasskeyStore::new());
+    let passkeys = PasskeyOptions::new(store.clone());
+    let page =
+        start_with(move |server| server.authenticator(tokens()).approval_passkeys(passkeys)).await;
+    let token = "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
+    let now = unix_millis(SystemTime::now());
+    store
+        .create_enrolment(&enrolment_token_hash(token), "alice", now + 600_000)
+        .await
+        .unwrap();
+    let link = format!("/approvals/enroll/{token}");
+
+    // Signed out: the sign-in form, coming back to the link.
+    let mut bob = PageClient::new(page.addr);
+    let form = bob.get(&link).await;
+    assert!(
+        form.body
+            .contains(&format!("name=\"next\" value=\"{link}\"")),
+        "{}",
+        form.body
+    );
+    // Another approver cannot use it.
+    bob.logged_in(BOB).await;
+    let refused = bob.get(&link).await;
+    assert_eq!(refused.status, 403, "{refused:?}");
+    assert!(
+        refused.body.contains("enrols a passkey for alice"),
+        "{}",
+        refused.body
+    );
+
+    // Alice, on 127.0.0.1: told to open it as localhost, no button.
+    let mut alice = PageClient::new(page.addr);
+    alice.logged_in(ALICE).await;
+    let shown = alice.get(&link).await;
+    assert_eq!(shown.status, 200);
+    assert!(shown.body.contains("id=\"passkey-host\""), "{}", shown.body);
+    assert!(
+        shown
+            .body
+            .contains(&format!("http://localhost:{}/approvals", page.addr.port()))
+    );
+    assert!(!shown.body.contains("id=\"passkey-enroll\""));
+    // Under the RP id: the button, the script and its policy.
+    let host = format!("localhost:{}", page.addr.port());
+    let origin = format!("http://{host}");
+    let mut local = PageClient::new(page.addr);
+    let form = local
+        .request("GET", "/approvals", &[("Host", &host)], b"")
+        .await;
+    let login = local
+        .post_form_with(
+            "/approvals/login",
+            &[("csrf", &csrf(&form.body)), ("token", ALICE)],
+            &[("Host", &host), ("Origin", &origin)],
+        )
+        .await;
+    assert_eq!(login.status, 303, "{login:?}");
+    let shown = local.request("GET", &link, &[("Host", &host)], b"").await;
+    assert!(
+        shown.body.contains("id=\"passkey-enroll\""),
+        "{}",
+        shown.body
+    );
+    assert!(
+        shown
+            .body
+            .contains("<script src=\"/approvals/passkeys.js\" defer></script>")
+    );
+    assert!(
+        shown
+            .header("content-security-policy")
+            .unwrap()
+            .contains("script-src 'self'")
+    );
+    let script = local
+        .request("GET", "/approvals/passkeys.js", &[("Host", &host)], b"")
+        .await;
+    assert_eq!(script.status, 200);
+    assert!(
+        script
+            .header("content-type")
+            .unwrap()
+            .starts_with("text/javascript")
+    );
+    assert!(script.body.contains("navigator.credentials.get"));
+
+    // An unknown (or used, or expired) link.
+    let unknown = alice
+        .get("/approvals/enroll/ffffffffffffffffffffffffffffffff")
+        .await;
+    assert_eq!(unknown.status, 404);
+    assert!(
+        unknown.body.contains("used already, expired"),
+        "{}",
+        unknown.body
+    );
+}

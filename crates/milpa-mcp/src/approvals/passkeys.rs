@@ -151,6 +151,9 @@ struct Started<T> {
     at: Instant,
 }
 
+/// A started enrolment: the SHA-256 of its link's token, and the ceremony state.
+type Registration = (String, PasskeyRegistration);
+
 #[derive(Hash, PartialEq, Eq, Clone)]
 struct AssertionKey {
     session: [u8; 32],
@@ -163,7 +166,7 @@ pub(crate) struct Passkeys {
     webauthn: Webauthn,
     rp_id: String,
     store: Arc<dyn PasskeyStore>,
-    registrations: Mutex<HashMap<[u8; 32], Started<(String, PasskeyRegistration)>>>,
+    registrations: Mutex<HashMap<[u8; 32], Started<Registration>>>,
     assertions: Mutex<HashMap<AssertionKey, Started<PasskeyAuthentication>>>,
 }
 
