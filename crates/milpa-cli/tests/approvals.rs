@@ -698,3 +698,26 @@ fn an_approver_with_a_passkey_is_refused_in_the_shell_and_enroll_prints_a_one_ti
     assert_eq!(listed.json()["state"], "pending", "{}", listed.stdout);
     assert_eq!(deployed(&sb), "");
 }
+
+#[test]
+fn a_passkey_rp_id_that_does_not_fit_the_origin_stops_serve_at_start() {
+    let sb = Sandbox::new();
+    let manifest = format!(
+        "{}\n",
+        manifest(3600).replace(
+            "[approvals]\n",
+            "[approvals]\nrp_id = \"example.org\"\norigin = \"https://tools.example.com\"\n",
+        )
+    );
+    sb.write("m.toml", &manifest);
+    let refused = milpa(&sb, &["serve", "--http", "127.0.0.1:0"]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("m.toml:3")
+            && refused
+                .stderr
+                .contains("rp_id \"example.org\" must be the host of origin"),
+        "{}",
+        refused.stderr
+    );
+}
