@@ -8,13 +8,18 @@
 
 use std::time::SystemTime;
 
+use milpa::approval::passkeys::{ENROLMENT_TTL, PasskeyStore, enrolment_token_hash};
 use milpa::approval::{Approval, ApprovalState, Verdict, rfc3339};
-use milpa::confirm::unix_millis;
+use milpa::confirm::{random_hex_128, unix_millis};
 use milpa::{ToolContext, ToolRegistry, channel};
 use serde_json::Value;
 
-use crate::cli::{ApprovalsArgs, ApprovalsCommand, DecideArgs};
+use milpa_mcp::approvals::PasskeyOptions;
+
+use crate::cli::{ApprovalsArgs, ApprovalsCommand, DecideArgs, EnrollArgs};
 use crate::commands::{emit, print_json, printable, table};
+use crate::manifest::Manifest;
+use crate::store::Stores;
 use crate::{CliError, EXIT_OK};
 
 /// At most this many pending approvals are listed (the oldest).
@@ -33,8 +38,13 @@ pub(crate) fn memory_store_refusal() -> CliError {
     )
 }
 
-/// Runs `milpa approvals …`; the exit code.
-pub(crate) async fn run(registry: &ToolRegistry, args: ApprovalsArgs) -> Result<u8, CliError> {
+/// Runs `milpa approvals …`; the exit code. `passkeys` is the store the approvals page
+/// keeps approvers' passkeys in.
+pub(crate) async fn run(
+    registry: &ToolRegistry,
+    passkeys: &dyn PasskeyStore,
+    args: ApprovalsArgs,
+) -> Result<u8, CliError> {
     match args.command {
         None => list(registry, args.json).await,
         Some(ApprovalsCommand::List(list_args)) => {
@@ -44,12 +54,97 @@ pub(crate) async fn run(registry: &ToolRegistry, args: ApprovalsArgs) -> Result<
             show(registry, &show_args.id, show_args.json || args.json).await
         }
         Some(ApprovalsCommand::Grant(decide_args)) => {
-            decide(registry, Verdict::Grant, decide_args).await
+            decide(registry, passkeys, Verdict::Grant, decide_args).await
         }
         Some(ApprovalsCommand::Reject(decide_args)) => {
-            decide(registry, Verdict::Reject, decide_args).await
+            decide(registry, passkeys, Verdict::Reject, decide_args).await
         }
+        Some(ApprovalsCommand::Enroll(enroll_args)) => enroll(passkeys, enroll_args).await,
     }
+}
+
+/// `milpa approvals enroll`: stores a one-time enrolment token (its SHA-256) for the actor,
+/// good for [`ENROLMENT_TTL`], and prints the page's link with it.
+async fn enroll(passkeys: &dyn PasskeyStore, args: EnrollArgs) -> Result<u8, CliError> {
+    let actor = args.actor.trim();
+    if actor.is_empty() {
+        return Err(CliError::usage(
+            "--actor must name a principal (the approver)",
+        ));
+    }
+    let token = format!("{}{}", random_hex_128(), random_hex_128());
+    let expires = now_ms().saturating_add(ENROLMENT_TTL.as_millis() as u64);
+    passkeys
+        .create_enrolment(&enrolment_token_hash(&token), actor, expires)
+        .await
+        .map_err(|e| CliError::failed(format!("approvals enroll: the store failed: {e}")))?;
+    let path = format!("/approvals/enroll/{token}");
+    let link = match &args.url {
+        Some(url) => format!(
+            "{}{}",
+            url.trim_end_matches('/').trim_end_matches("/approvals"),
+            path
+        ),
+        None => path,
+    };
+    emit(&format!(
+        "Enrolment link for {actor} (one use, valid {} minutes):\n  {link}\n\
+         Open it on the server's approvals page, signed in as {actor}, with the page's host \
+         name as its passkeys know it (http://localhost:PORT by default, not 127.0.0.1). \
+         From then on every grant and reject by {actor} needs that passkey, on the page; \
+         `milpa approvals grant/reject --actor {actor}` is refused.\n",
+        ENROLMENT_TTL.as_secs() / 60,
+        actor = printable(actor),
+    ));
+    Ok(EXIT_OK)
+}
+
+/// The approvals page's passkey settings: the store's passkeys, `[approvals] rp_id` and
+/// `origin`; a relying party they cannot describe is a usage error (exit 2) at start.
+pub(crate) fn passkey_options(
+    manifest: &Manifest,
+    stores: &Stores,
+) -> Result<PasskeyOptions, CliError> {
+    let section = &manifest.approvals;
+    let mut options = PasskeyOptions::new(stores.passkeys.clone());
+    if let Some(rp_id) = &section.rp_id {
+        options = options.rp_id(rp_id.get_ref().trim());
+    }
+    if let Some(origin) = &section.origin {
+        options = options.origin(origin.get_ref().trim());
+    }
+    options.check().map_err(|e| {
+        let at = section
+            .rp_id
+            .as_ref()
+            .or(section.origin.as_ref())
+            .map(|value| value.span().start);
+        CliError::usage(manifest.error_at(at, crate::store::chain(&e)).to_string())
+    })?;
+    Ok(options)
+}
+
+/// Refuses a shell decision by an approver who enrolled a passkey: where a passkey is
+/// enrolled, only an assertion made on the approvals page decides for that approver.
+async fn refuse_if_passkey_enrolled(
+    passkeys: &dyn PasskeyStore,
+    actor: &str,
+) -> Result<(), CliError> {
+    let enrolled = passkeys.for_actor(actor).await.map_err(|e| {
+        CliError::failed(format!(
+            "approvals: cannot tell whether {} enrolled a passkey (the store failed: {e}); \
+             nothing was decided",
+            printable(actor)
+        ))
+    })?;
+    if enrolled.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::failed(format!(
+        "approvals: {} enrolled a passkey, so only the approvals page (/approvals) decides \
+         for them, with that passkey; nothing was decided",
+        printable(actor)
+    )))
 }
 
 fn now_ms() -> u64 {
@@ -228,10 +323,12 @@ fn approver(actor: Option<String>) -> Result<String, CliError> {
 
 async fn decide(
     registry: &ToolRegistry,
+    passkeys: &dyn PasskeyStore,
     verdict: Verdict,
     args: DecideArgs,
 ) -> Result<u8, CliError> {
     let actor = approver(args.actor)?;
+    refuse_if_passkey_enrolled(passkeys, &actor).await?;
     let ctx = ToolContext::builder(channel::CLI)
         .principal(actor.clone())
         .build();

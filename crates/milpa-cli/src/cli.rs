@@ -72,6 +72,22 @@ pub enum ApprovalsCommand {
     Grant(DecideArgs),
     /// Refuse: the caller's replay is then FORBIDDEN, naming you and your reason.
     Reject(DecideArgs),
+    /// Print a one-time link (valid 10 minutes) that enrols a passkey for an approver on
+    /// the approvals page; from then on that approver decides only there, with it.
+    Enroll(EnrollArgs),
+}
+
+/// `milpa approvals enroll`.
+#[derive(Debug, Args)]
+pub struct EnrollArgs {
+    /// The approver the passkey is for: the principal they sign in to the page as.
+    #[arg(long, value_name = "P")]
+    pub actor: String,
+
+    /// The approvals page's address, to print the whole link (e.g.
+    /// http://localhost:8080/approvals); without it, the link's path is printed.
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
 }
 
 /// `milpa approvals list`.

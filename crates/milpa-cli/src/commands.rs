@@ -119,7 +119,7 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
         Command::Approvals(args) => {
             let audit = with_store_trail(Arc::new(TracingAuditSink), &stores);
             let registry = registry(&manifest, &stores, Some(audit), None, tools)?;
-            runtime.block_on(approvals::run(&registry, args))
+            runtime.block_on(approvals::run(&registry, stores.passkeys.as_ref(), args))
         }
         Command::Audit(args) => audit_command(&stores, args),
     };
@@ -567,6 +567,7 @@ fn serve(
     }
     let mut options = server_options(manifest);
     options.state_secret = runtime.block_on(stores.request_state_secret())?;
+    let passkeys = approvals::passkey_options(manifest, stores)?;
     if let Some(addr) = args.http
         && !addr.ip().is_loopback()
     {
@@ -580,7 +581,8 @@ fn serve(
             match args.http {
                 None => milpa_mcp::serve_stdio_with(registry, options).await,
                 Some(addr) => {
-                    serve_http(registry, options, manifest, notifier.as_deref(), addr).await
+                    let page = (notifier.as_deref(), passkeys);
+                    serve_http(registry, options, manifest, page, addr).await
                 }
             }
         };
@@ -732,7 +734,10 @@ async fn serve_http(
     registry: Arc<ToolRegistry>,
     options: milpa_mcp::ServerOptions,
     manifest: &Manifest,
-    notifier: Option<&ApprovalNotifier>,
+    (notifier, passkeys): (
+        Option<&ApprovalNotifier>,
+        milpa_mcp::approvals::PasskeyOptions,
+    ),
     addr: std::net::SocketAddr,
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr)
@@ -760,7 +765,8 @@ async fn serve_http(
     };
     let mut server = milpa_mcp::HttpServer::new(registry)
         .options(options)
-        .authenticator(tokens);
+        .authenticator(tokens)
+        .approval_passkeys(passkeys);
     if let Some(config) = oauth_config(manifest) {
         // The audience is this server's public URL: its host is one clients (or the proxy
         // in front) send in `Host`.

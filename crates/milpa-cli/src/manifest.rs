@@ -178,6 +178,12 @@ pub struct ApprovalsSection {
     pub notify_env: Option<Spanned<Vec<String>>>,
     /// Seconds the notify command may run before its process group is killed (default 30).
     pub notify_timeout_seconds: Option<Spanned<u64>>,
+    /// The WebAuthn relying party id of the page's passkeys (default `localhost`): the
+    /// host name people open the page at, or a parent of it.
+    pub rp_id: Option<Spanned<String>>,
+    /// The page's exact origin when it is served under a real host name behind TLS
+    /// (`https://tools.example.com`); by default `http://<rp_id>` on any port.
+    pub origin: Option<Spanned<String>>,
 }
 
 impl ApprovalsSection {

@@ -7,6 +7,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use milpa::approval::passkeys::{InMemoryPasskeyStore, PasskeyStore};
 use milpa::audit::AuditSink;
 use milpa::audit::trail::AuditTrail;
 use milpa::confirm::ConfirmationStore;
@@ -167,6 +168,8 @@ pub struct Stores {
     pub verifications: Arc<dyn VerificationStore>,
     /// Rate budgets.
     pub rate_limiter: Arc<dyn RateLimiter>,
+    /// Approvers' passkeys and enrolment tokens (the approvals page, `milpa approvals`).
+    pub passkeys: Arc<dyn PasskeyStore>,
     /// The SQLite store, which also keeps the audit trail and the demo's notes.
     sqlite: Option<milpa_sqlite::SqliteStore>,
     /// The Redis store, which also keeps the shared secrets.
@@ -192,6 +195,7 @@ impl Stores {
             confirmations: None,
             verifications: Arc::new(InMemoryVerificationStore::new()),
             rate_limiter: Arc::new(InMemoryRateLimiter::new()),
+            passkeys: Arc::new(InMemoryPasskeyStore::new()),
             sqlite: None,
             redis: None,
         }
@@ -211,6 +215,7 @@ impl Stores {
                     confirmations: Some(store.confirmations()),
                     verifications: store.verifications(),
                     rate_limiter: store.rate_limiter(),
+                    passkeys: store.passkeys(),
                     sqlite: Some(store),
                     redis: None,
                 })
@@ -230,6 +235,7 @@ impl Stores {
                     confirmations: Some(store.confirmations()),
                     verifications: store.verifications(),
                     rate_limiter: store.rate_limiter(),
+                    passkeys: store.passkeys(),
                     sqlite: None,
                     redis: Some(store),
                 })

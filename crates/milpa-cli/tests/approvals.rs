@@ -609,3 +609,115 @@ required = true
     );
     assert_eq!(ran.json()["success"], true, "{}", ran.stdout);
 }
+
+#[test]
+fn an_approver_with_a_passkey_is_refused_in_the_shell_and_enroll_prints_a_one_time_link() {
+    use milpa::approval::passkeys::{PasskeyRecord, enrolment_token_hash};
+
+    let sb = Sandbox::new();
+    let (_server, addr) = start(&sb, &manifest(3600));
+    let session = initialize(addr, &[AGENT]);
+    let id = park(addr, &session, "prod");
+
+    // The enrolment link: printed once, only its hash kept, with the actor and 10 minutes.
+    let enrolled = milpa(
+        &sb,
+        &[
+            "approvals",
+            "enroll",
+            "--actor",
+            "alice",
+            "--url",
+            "http://localhost:8080/approvals",
+        ],
+    );
+    assert_eq!(enrolled.code, 0, "{}", enrolled.stderr);
+    let link = enrolled
+        .stdout
+        .split_whitespace()
+        .find(|w| w.starts_with("http://localhost:8080/approvals/enroll/"))
+        .unwrap_or_else(|| panic!("a link: {}", enrolled.stdout));
+    let token = link.rsplit('/').next().unwrap();
+    assert_eq!(token.len(), 64, "{token}");
+    assert!(
+        enrolled.stdout.contains("valid 10 minutes"),
+        "{}",
+        enrolled.stdout
+    );
+    let store = milpa_sqlite::SqliteStore::open(sb.path().join("state.db")).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let now = milpa::confirm::unix_millis(std::time::SystemTime::now());
+    let passkeys = store.passkeys();
+    let actor = runtime
+        .block_on(async {
+            passkeys
+                .peek_enrolment(&enrolment_token_hash(token), now)
+                .await
+        })
+        .unwrap();
+    assert_eq!(actor.as_deref(), Some("alice"));
+    let later = runtime
+        .block_on(async {
+            passkeys
+                .peek_enrolment(&enrolment_token_hash(token), now + 601_000)
+                .await
+        })
+        .unwrap();
+    assert_eq!(later, None, "the link lasts 10 minutes");
+    let conn = store.open_connection().unwrap();
+    let kept: String = conn
+        .query_row("SELECT token_hash FROM milpa_passkey_enrolments", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_ne!(kept, token, "the token itself is not stored");
+
+    // Once alice has a passkey (the page stores it after the browser's attestation), the
+    // shell does not decide for her.
+    runtime
+        .block_on(async {
+            passkeys
+                .add(PasskeyRecord::new("alice", "Y3JlZA", "{}", now))
+                .await
+        })
+        .unwrap();
+    for verb in ["grant", "reject"] {
+        let refused = milpa(&sb, &["approvals", verb, &id, "--actor", "alice"]);
+        assert_eq!(refused.code, 1, "{verb}: {}", refused.stdout);
+        assert!(
+            refused.stderr.contains("alice enrolled a passkey")
+                && refused.stderr.contains("approvals page (/approvals)"),
+            "{}",
+            refused.stderr
+        );
+    }
+    let listed = milpa(&sb, &["approvals", "show", &id, "--json"]);
+    assert_eq!(listed.json()["state"], "pending", "{}", listed.stdout);
+    assert_eq!(deployed(&sb), "");
+}
+
+#[test]
+fn a_passkey_rp_id_that_does_not_fit_the_origin_stops_serve_at_start() {
+    let sb = Sandbox::new();
+    let manifest = format!(
+        "{}\n",
+        manifest(3600).replace(
+            "[approvals]\n",
+            "[approvals]\nrp_id = \"example.org\"\norigin = \"https://tools.example.com\"\n",
+        )
+    );
+    sb.write("m.toml", &manifest);
+    let refused = milpa(&sb, &["serve", "--http", "127.0.0.1:0"]);
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("m.toml:3")
+            && refused
+                .stderr
+                .contains("rp_id \"example.org\" must be the host of origin"),
+        "{}",
+        refused.stderr
+    );
+}

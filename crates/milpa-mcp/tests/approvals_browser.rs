@@ -1,8 +1,11 @@
 //! The approvals page in a real browser: headless Chromium driven through chromedriver
 //! (WebDriver). Sign in by typing a token, see the pending items, grant one with a reason,
 //! see it leave the list for the decisions, and the parked call's replay run; a form
-//! posted without its CSRF token is refused; a principal without `approvals:grant` sees no
-//! buttons and cannot decide by posting directly. Screenshots (phone and desktop size) go
+//! posted without its CSRF token is refused; a principal without `approvals:grant` cannot
+//! sign in. An approver with a passkey (a WebDriver virtual authenticator, user
+//! verification on) enrols it through the enrolment link and grants with it; a grant
+//! posted without an assertion, and one with an assertion made for another approval, are
+//! refused. Screenshots (phone and desktop size) go
 //! to `$CARGO_TARGET_TMPDIR/approvals/`.
 //!
 //! Needs `chromedriver` and `chromium` (Debian: `chromium-driver`, `chromium`); override
@@ -19,13 +22,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::start_http;
+use fantoccini::wd::WebDriverCompatibleCommand;
 use fantoccini::{Client, ClientBuilder, Locator};
 use futures_util::FutureExt;
 use hyper_util::client::legacy::connect::HttpConnector;
+use milpa::approval::passkeys::{InMemoryPasskeyStore, PasskeyStore, enrolment_token_hash};
 use milpa::approval::{ApprovalState, Verdict};
 use milpa::confirm::unix_millis;
 use milpa::{ErrorCode, ToolContext, ToolDefinition, ToolRegistry};
 use milpa_mcp::HttpServer;
+use milpa_mcp::approvals::PasskeyOptions;
 use milpa_mcp::auth::StaticTokens;
 use serde_json::{Value, json};
 
@@ -142,6 +148,14 @@ struct Server {
 }
 
 async fn server(driver: Driver, chromium: PathBuf) -> Server {
+    server_with(driver, chromium, Arc::new(InMemoryPasskeyStore::new())).await
+}
+
+async fn server_with(
+    driver: Driver,
+    chromium: PathBuf,
+    passkeys: Arc<InMemoryPasskeyStore>,
+) -> Server {
     let deploys = Arc::new(AtomicUsize::new(0));
     let mut registry = ToolRegistry::new();
     let counter = deploys.clone();
@@ -176,7 +190,12 @@ async fn server(driver: Driver, chromium: PathBuf) -> Server {
     let mut tokens = StaticTokens::new();
     tokens.insert_token(ALICE, "alice", ["approvals:grant"]);
     tokens.insert_token(CAROL, "carol", ["ops:read"]);
-    let (addr, stop) = start_http(HttpServer::new(registry.clone()).authenticator(tokens)).await;
+    let (addr, stop) = start_http(
+        HttpServer::new(registry.clone())
+            .authenticator(tokens)
+            .approval_passkeys(PasskeyOptions::new(passkeys)),
+    )
+    .await;
     Server {
         addr,
         driver,
@@ -217,10 +236,12 @@ fn pending_card(id: &str) -> String {
 }
 
 async fn sign_in(client: &Client, addr: SocketAddr, token: &str) {
-    client
-        .goto(&format!("http://{addr}/approvals"))
-        .await
-        .unwrap();
+    sign_in_at(client, &format!("http://{addr}"), token).await;
+}
+
+/// Signs in on the page at `base` (`http://host:port`).
+async fn sign_in_at(client: &Client, base: &str, token: &str) {
+    client.goto(&format!("{base}/approvals")).await.unwrap();
     let field = client
         .find(Locator::Css("input[name=\"token\"]"))
         .await
@@ -431,52 +452,63 @@ async fn flow(client: &Client, server: &Server) {
     notice_saying(client, "CSRF token is missing or wrong").await;
     assert_eq!(state(registry, &delete).await, ApprovalState::Pending);
 
-    // A principal without approvals:grant sees the item but no buttons...
+    // A principal without approvals:grant cannot sign in: it sees nothing of the queue.
     client
         .goto(&format!("http://{}/approvals", server.addr))
         .await
         .unwrap();
     sign_out(client).await;
-    sign_in(client, server.addr, CAROL).await;
-    client
-        .find(Locator::Css(&pending_card(&delete)))
+    let field = client
+        .find(Locator::Css("input[name=\"token\"]"))
         .await
         .unwrap();
+    field.send_keys(CAROL).await.unwrap();
+    client
+        .find(Locator::Css(
+            "form[action=\"/approvals/login\"] button[type=\"submit\"]",
+        ))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let refusal = client
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css("p.notice.refused"))
+        .await
+        .expect("the sign-in refused");
+    assert!(
+        refusal
+            .text()
+            .await
+            .unwrap()
+            .contains("does not carry the scope approvals:grant")
+    );
     assert!(
         client
-            .find_all(Locator::Css("button[name=\"decision\"]"))
+            .find_all(Locator::Css("#principal"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        client
+            .find_all(Locator::Css(&pending_card(&delete)))
             .await
             .unwrap()
             .is_empty(),
-        "no decision buttons without approvals:grant"
+        "nothing of the queue shown"
     );
-    // ...and cannot decide by posting a form of its own, with its session's CSRF token.
-    client
-        .execute(
-            "const form = document.createElement('form');
-             form.method = 'post';
-             form.action = '/approvals/' + arguments[0];
-             for (const [name, value] of [['csrf', document.querySelector('input[name=\"csrf\"]').value], ['decision', 'grant']]) {
-               const input = document.createElement('input');
-               input.type = 'hidden'; input.name = name; input.value = value;
-               form.appendChild(input);
-             }
-             document.body.appendChild(form);
-             form.submit();",
-            vec![json!(delete)],
-        )
-        .await
-        .unwrap();
-    notice_saying(client, "approvals:grant").await;
     assert_eq!(state(registry, &delete).await, ApprovalState::Pending);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_person_signs_in_and_grants_in_a_real_browser() {
+/// chromedriver and Chromium, or `None` (the test says why and passes) outside CI.
+fn browser_tools() -> Option<(Driver, PathBuf)> {
     let chromedriver = tool_path("CHROMEDRIVER", "/usr/bin/chromedriver");
     let chromium = tool_path("CHROMIUM", "/usr/bin/chromium");
-    let driver = match start_driver(&chromedriver) {
-        Ok(driver) if chromium.exists() => driver,
+    match start_driver(&chromedriver) {
+        Ok(driver) if chromium.exists() => Some((driver, chromium)),
         outcome => {
             let why = match outcome {
                 Err(why) => why,
@@ -488,8 +520,15 @@ async fn a_person_signs_in_and_grants_in_a_real_browser() {
                 );
             }
             eprintln!("skipping the browser test: {why} (install chromium and chromium-driver)");
-            return;
+            None
         }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_signs_in_and_grants_in_a_real_browser() {
+    let Some((driver, chromium)) = browser_tools() else {
+        return;
     };
     let _ = std::fs::remove_file(screenshot_dir().join("approvals-page-failure.png"));
     let server = server(driver, chromium).await;
@@ -499,6 +538,244 @@ async fn a_person_signs_in_and_grants_in_a_real_browser() {
         .await;
     if outcome.is_err() {
         let _ = save_screenshot(&client, "approvals-page-failure.png").await;
+    }
+    let _ = client.close().await;
+    drop(server);
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// WebDriver's WebAuthn extension: a virtual authenticator in the browser session (CTAP2,
+/// built in, resident keys, user verification present and always given).
+#[derive(Debug)]
+struct AddVirtualAuthenticator;
+
+impl WebDriverCompatibleCommand for AddVirtualAuthenticator {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/webauthn/authenticator",
+            session_id.unwrap_or_default()
+        ))
+    }
+
+    fn method_and_body(&self, _request_url: &url::Url) -> (axum::http::Method, Option<String>) {
+        let options = json!({
+            "protocol": "ctap2",
+            "transport": "internal",
+            "hasResidentKey": true,
+            "hasUserVerification": true,
+            "isUserVerified": true,
+        });
+        (axum::http::Method::POST, Some(options.to_string()))
+    }
+}
+
+/// Posts a decision form of the page's own making, as a person's browser could, without
+/// the passkey script: `fields` as hidden inputs.
+async fn post_plain_form(client: &Client, action: &str, fields: Value) {
+    client
+        .execute(
+            "const form = document.createElement('form');
+             form.method = 'post';
+             form.action = arguments[0];
+             for (const [name, value] of arguments[1]) {
+               const input = document.createElement('input');
+               input.type = 'hidden'; input.name = name; input.value = value;
+               form.appendChild(input);
+             }
+             document.body.appendChild(form);
+             form.submit();",
+            vec![json!(action), fields],
+        )
+        .await
+        .unwrap();
+}
+
+async fn passkey_flow(client: &Client, server: &Server, passkeys: &InMemoryPasskeyStore) {
+    let registry = &server.registry;
+    client.issue_cmd(AddVirtualAuthenticator).await.unwrap();
+    // The RP id is localhost: the page must be opened under that name.
+    let base = format!("http://localhost:{}", server.addr.port());
+
+    // Enrol (the link `milpa approvals enroll` prints; the token made here the same way).
+    let token = "7b1f0c9e4d2a4f6b8e3c5a7d9f1b3e5c";
+    let expires = unix_millis(std::time::SystemTime::now()) + 600_000;
+    passkeys
+        .create_enrolment(&enrolment_token_hash(token), "alice", expires)
+        .await
+        .unwrap();
+    sign_in_at(client, &base, ALICE).await;
+    client
+        .goto(&format!("{base}/approvals/enroll/{token}"))
+        .await
+        .unwrap();
+    let actor = client.find(Locator::Css("#enrol-actor")).await.unwrap();
+    assert_eq!(actor.text().await.unwrap(), "alice");
+    client
+        .find(Locator::Css("form#passkey-enroll button[type=\"submit\"]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    notice_saying(client, "Passkey enrolled for alice").await;
+    let enrolled = passkeys.for_actor("alice").await.unwrap();
+    assert_eq!(enrolled.len(), 1, "one passkey");
+    assert!(
+        enrolled[0].public_credential.contains("cred_id"),
+        "{}",
+        enrolled[0].public_credential
+    );
+    // The link served once.
+    client
+        .goto(&format!("{base}/approvals/enroll/{token}"))
+        .await
+        .unwrap();
+    let gone = client
+        .find(Locator::Css("main"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(gone.contains("used already"), "{gone}");
+
+    // Grant with the passkey: the button runs the assertion, the replay runs once.
+    let deploy = park(
+        registry,
+        "deploy",
+        json!({"service": "billing-api", "env": "production", "version": "2.15.0"}),
+    )
+    .await;
+    client.goto(&format!("{base}/approvals")).await.unwrap();
+    client
+        .find(Locator::Css(&format!(
+            "{} form[data-passkey] button[name=\"decision\"][value=\"grant\"]",
+            pending_card(&deploy)
+        )))
+        .await
+        .expect("a passkey decision form")
+        .click()
+        .await
+        .unwrap();
+    notice_saying(client, "Granted deploy(").await;
+    assert_eq!(state(registry, &deploy).await, ApprovalState::Granted);
+    let ran = registry
+        .call("deploy", json!({"confirm_token": deploy}), &agent())
+        .await;
+    assert!(ran.success, "{ran:?}");
+    let again = registry
+        .call("deploy", json!({"confirm_token": deploy}), &agent())
+        .await;
+    assert!(!again.success, "the replay runs once: {again:?}");
+    assert_eq!(server.deploys.load(Ordering::SeqCst), 1);
+
+    // A grant posted without an assertion is refused.
+    let other = park(
+        registry,
+        "deploy",
+        json!({"service": "search", "env": "production", "version": "1.0.0"}),
+    )
+    .await;
+    client.goto(&format!("{base}/approvals")).await.unwrap();
+    let csrf = client
+        .find(Locator::Css("input[name=\"csrf\"]"))
+        .await
+        .unwrap()
+        .attr("value")
+        .await
+        .unwrap()
+        .unwrap();
+    post_plain_form(
+        client,
+        &format!("/approvals/{other}"),
+        json!([["csrf", csrf], ["decision", "grant"]]),
+    )
+    .await;
+    notice_saying(client, "alice enrolled a passkey").await;
+    assert_eq!(state(registry, &other).await, ApprovalState::Pending);
+
+    // An assertion made for another approval id is refused: both challenges are started,
+    // the authenticator signs the third item's, and it is posted for `other`.
+    let third = park(
+        registry,
+        "deploy",
+        json!({"service": "mail", "env": "production", "version": "3.1.0"}),
+    )
+    .await;
+    client.goto(&format!("{base}/approvals")).await.unwrap();
+    let assertion = client
+        .execute_async(
+            "const done = arguments[arguments.length - 1];
+             const csrf = document.querySelector('input[name=\"csrf\"]').value;
+             const start = (id) => fetch('/approvals/' + id + '/challenge', {
+               method: 'POST',
+               body: new URLSearchParams({csrf, decision: 'grant'}),
+             }).then((r) => r.json());
+             (async () => {
+               await start(arguments[0]);
+               const options = await start(arguments[1]);
+               const publicKey = PublicKeyCredential.parseRequestOptionsFromJSON(options.publicKey);
+               const credential = await navigator.credentials.get({publicKey});
+               done(JSON.stringify(credential.toJSON()));
+             })().catch((e) => done('error: ' + e));",
+            vec![json!(other), json!(third)],
+        )
+        .await
+        .unwrap();
+    let assertion = assertion.as_str().unwrap().to_owned();
+    assert!(!assertion.starts_with("error"), "{assertion}");
+    post_plain_form(
+        client,
+        &format!("/approvals/{other}"),
+        json!([
+            ["csrf", csrf],
+            ["decision", "grant"],
+            ["assertion", assertion]
+        ]),
+    )
+    .await;
+    notice_saying(client, "passkey check failed").await;
+    assert_eq!(state(registry, &other).await, ApprovalState::Pending);
+    assert_eq!(state(registry, &third).await, ApprovalState::Pending);
+    save_screenshot(client, "approvals-passkey-refused.png").await;
+
+    // Opened as 127.0.0.1 the page says where the passkey works.
+    sign_in(client, server.addr, ALICE).await;
+    let note = client
+        .find(Locator::Css("#passkey-host"))
+        .await
+        .expect("the RP id note")
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        note.contains(&format!(
+            "http://localhost:{}/approvals",
+            server.addr.port()
+        )),
+        "{note}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approver_with_a_passkey_decides_only_with_it() {
+    let Some((driver, chromium)) = browser_tools() else {
+        return;
+    };
+    let passkeys = Arc::new(InMemoryPasskeyStore::new());
+    let server = server_with(driver, chromium, passkeys.clone()).await;
+    let client = browser(&server.driver, &server.chromium, Screen::Desktop).await;
+    let outcome = std::panic::AssertUnwindSafe(passkey_flow(&client, &server, &passkeys))
+        .catch_unwind()
+        .await;
+    if outcome.is_err() {
+        let _ = save_screenshot(&client, "approvals-passkey-failure.png").await;
     }
     let _ = client.close().await;
     drop(server);

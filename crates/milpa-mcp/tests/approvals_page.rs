@@ -445,36 +445,120 @@ async fn a_missing_or_wrong_csrf_token_is_refused_and_nothing_changes() {
 }
 
 #[tokio::test]
-async fn a_principal_without_the_grant_scope_sees_no_buttons_and_cannot_decide() {
+async fn a_principal_without_the_grant_scope_cannot_sign_in_or_see_the_queue() {
     let page = start().await;
-    let id = park(&page, json!({"env": "prod"})).await;
+    let id = park(
+        &page,
+        json!({"env": "prod", "note": "carol must not see this"}),
+    )
+    .await;
     let mut carol = PageClient::new(page.addr);
-    let queue = carol.logged_in(CAROL).await;
+    let refused = carol.login(CAROL).await;
+    assert_eq!(refused.status, 403, "{refused:?}");
     assert!(
-        pending_section(&queue.body).contains(&card(&id)),
-        "{}",
-        queue.body
-    );
-    assert!(!queue.body.contains("name=\"decision\""));
-    assert!(
-        queue
+        refused
             .body
-            .contains("does not carry the scope <code>approvals:grant</code>")
+            .contains("does not carry the scope approvals:grant"),
+        "{}",
+        refused.body
     );
+    assert!(carol.cookie("milpa_approvals_session").is_none());
+    for path in ["/approvals".to_owned(), format!("/approvals/{id}")] {
+        let shown = carol.get(&path).await;
+        assert!(
+            shown.body.contains("name=\"token\""),
+            "{path}: {}",
+            shown.body
+        );
+        assert!(!shown.body.contains(&card(&id)), "{path}");
+        assert!(!shown.body.contains("carol must not see this"), "{path}");
+    }
 
-    // Posting directly, with its own valid CSRF token, is refused by the core's rule.
-    let posted = carol.decide(&queue, &id, "grant", "").await;
-    assert_eq!(posted.status, 403, "{posted:?}");
-    assert!(posted.body.contains("approvals:grant"), "{}", posted.body);
+    // Posting a decision without a session decides nothing.
+    let posted = carol
+        .post_form(
+            &format!("/approvals/{id}"),
+            &[("csrf", &csrf(&refused.body)), ("decision", "grant")],
+        )
+        .await;
+    assert_eq!(posted.status, 401, "{posted:?}");
     assert_eq!(state(&page, &id).await, "pending");
     assert_eq!(decisions_recorded(&page), 0);
-    assert!(
-        page.audit
-            .records()
-            .iter()
-            .any(|r| r.outcome == AuditOutcome::ApprovalRefused
-                && r.principal.as_deref() == Some("carol"))
+}
+
+#[tokio::test]
+async fn the_sign_in_form_token_must_be_signed_by_this_server() {
+    let page = start().await;
+    let other = start().await;
+    // A value of the client's own choosing, in the cookie and the form alike (what a page
+    // on another loopback port could plant: cookies do not separate ports).
+    let planted = "0123456789abcdef0123456789abcdef";
+    let mut browser = PageClient::new(page.addr);
+    browser.set_cookie("milpa_approvals_login", Some(planted));
+    let forged = browser
+        .post_form("/approvals/login", &[("csrf", planted), ("token", ALICE)])
+        .await;
+    assert_eq!(forged.status, 403, "{forged:?}");
+    assert!(browser.cookie("milpa_approvals_session").is_none());
+
+    // A form token another server signed is no good here either.
+    let mut elsewhere = PageClient::new(other.addr);
+    let form = elsewhere.get("/approvals").await;
+    let foreign = csrf(&form.body);
+    assert!(foreign.len() > 32, "a signed token: {foreign}");
+    browser.set_cookie("milpa_approvals_login", Some(&foreign));
+    let crossed = browser
+        .post_form("/approvals/login", &[("csrf", &foreign), ("token", ALICE)])
+        .await;
+    assert_eq!(crossed.status, 403, "{crossed:?}");
+    assert!(browser.cookie("milpa_approvals_session").is_none());
+
+    // This server's own form signs in.
+    assert_eq!(browser.login(ALICE).await.status, 303);
+}
+
+#[tokio::test]
+async fn another_port_on_this_machine_is_another_origin() {
+    let page = start().await;
+    let id = park(&page, json!({"env": "prod"})).await;
+    let other_port = format!(
+        "http://127.0.0.1:{}",
+        page.addr.port().wrapping_add(1).max(1)
     );
+    let mut browser = PageClient::new(page.addr);
+    let form = browser.get("/approvals").await;
+    let login = browser
+        .post_form_with(
+            "/approvals/login",
+            &[("csrf", &csrf(&form.body)), ("token", ALICE)],
+            &[("Origin", &other_port)],
+        )
+        .await;
+    assert_eq!(login.status, 403, "{login:?}");
+    assert!(login.body.contains("another port"), "{}", login.body);
+    assert!(browser.cookie("milpa_approvals_session").is_none());
+
+    let queue = browser.logged_in(ALICE).await;
+    let fields = [
+        ("csrf", csrf(&queue.body)),
+        ("decision", "grant".to_owned()),
+    ];
+    let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    for origin in [
+        other_port.clone(),
+        format!("https://{}", page.addr),
+        format!("http://localhost:{}", page.addr.port()),
+    ] {
+        let posted = browser
+            .post_form_with(&format!("/approvals/{id}"), &fields, &[("Origin", &origin)])
+            .await;
+        assert_eq!(posted.status, 403, "{origin}: {posted:?}");
+    }
+    assert_eq!(state(&page, &id).await, "pending");
+    let own = browser
+        .post_form(&format!("/approvals/{id}"), &fields)
+        .await;
+    assert_eq!(own.status, 303, "{own:?}");
 }
 
 #[tokio::test]
@@ -779,4 +863,173 @@ async fn an_id_with_path_characters_stays_in_its_segment() {
     let granted = alice.decide(&queue, encoded, "grant", "").await;
     assert_eq!(granted.status, 303, "{granted:?}");
     assert_eq!(state(&page, id).await, "granted");
+}
+
+#[tokio::test]
+async fn failed_sign_ins_are_throttled_per_address() {
+    let page = start().await;
+    let mut guesser = PageClient::new(page.addr);
+    for n in 0..5 {
+        let form = guesser.get("/approvals").await;
+        let guess = format!("guess-{n}");
+        let refused = guesser
+            .post_form(
+                "/approvals/login",
+                &[("csrf", &csrf(&form.body)), ("token", &guess)],
+            )
+            .await;
+        assert_eq!(refused.status, 401, "guess {n}: {refused:?}");
+    }
+    // Now even the right token is refused from this address, with when to come back.
+    let form = guesser.get("/approvals").await;
+    let throttled = guesser
+        .post_form(
+            "/approvals/login",
+            &[("csrf", &csrf(&form.body)), ("token", ALICE)],
+        )
+        .await;
+    assert_eq!(throttled.status, 429, "{throttled:?}");
+    let retry: u64 = throttled
+        .header("retry-after")
+        .expect("a Retry-After")
+        .parse()
+        .unwrap();
+    assert!((1..=300).contains(&retry), "{retry}");
+    assert!(
+        throttled.body.contains("Too many failed sign-ins"),
+        "{}",
+        throttled.body
+    );
+    assert!(guesser.cookie("milpa_approvals_session").is_none());
+}
+
+#[tokio::test]
+async fn a_bearer_token_alone_decides_nothing_on_the_page() {
+    let page = start().await;
+    let id = park(&page, json!({"env": "prod"})).await;
+    let mut client = PageClient::new(page.addr);
+    let auth = format!("Bearer {ALICE}");
+    for path in [
+        format!("/approvals/{id}"),
+        format!("/approvals/{id}/challenge"),
+    ] {
+        let posted = client
+            .request(
+                "POST",
+                &path,
+                &[
+                    ("Authorization", &auth),
+                    ("Content-Type", "application/x-www-form-urlencoded"),
+                ],
+                b"decision=grant",
+            )
+            .await;
+        assert_eq!(posted.status, 401, "{path}: {posted:?}");
+    }
+    assert_eq!(state(&page, &id).await, "pending");
+    assert_eq!(decisions_recorded(&page), 0);
+}
+
+#[tokio::test]
+async fn an_enrolment_link_serves_only_the_actor_it_names_and_only_while_live() {
+    use milpa::approval::passkeys::{InMemoryPasskeyStore, PasskeyStore, enrolment_token_hash};
+    use milpa_mcp::approvals::PasskeyOptions;
+
+    let store = Arc::new(InMemoryPasskeyStore::new());
+    let passkeys = PasskeyOptions::new(store.clone());
+    let page =
+        start_with(move |server| server.authenticator(tokens()).approval_passkeys(passkeys)).await;
+    let token = "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
+    let now = unix_millis(SystemTime::now());
+    store
+        .create_enrolment(&enrolment_token_hash(token), "alice", now + 600_000)
+        .await
+        .unwrap();
+    let link = format!("/approvals/enroll/{token}");
+
+    // Signed out: the sign-in form, coming back to the link.
+    let mut bob = PageClient::new(page.addr);
+    let form = bob.get(&link).await;
+    assert!(
+        form.body
+            .contains(&format!("name=\"next\" value=\"{link}\"")),
+        "{}",
+        form.body
+    );
+    // Another approver cannot use it.
+    bob.logged_in(BOB).await;
+    let refused = bob.get(&link).await;
+    assert_eq!(refused.status, 403, "{refused:?}");
+    assert!(
+        refused.body.contains("enrols a passkey for alice"),
+        "{}",
+        refused.body
+    );
+
+    // Alice, on 127.0.0.1: told to open it as localhost, no button.
+    let mut alice = PageClient::new(page.addr);
+    alice.logged_in(ALICE).await;
+    let shown = alice.get(&link).await;
+    assert_eq!(shown.status, 200);
+    assert!(shown.body.contains("id=\"passkey-host\""), "{}", shown.body);
+    assert!(
+        shown
+            .body
+            .contains(&format!("http://localhost:{}/approvals", page.addr.port()))
+    );
+    assert!(!shown.body.contains("id=\"passkey-enroll\""));
+    // Under the RP id: the button, the script and its policy.
+    let host = format!("localhost:{}", page.addr.port());
+    let origin = format!("http://{host}");
+    let mut local = PageClient::new(page.addr);
+    let form = local
+        .request("GET", "/approvals", &[("Host", &host)], b"")
+        .await;
+    let login = local
+        .post_form_with(
+            "/approvals/login",
+            &[("csrf", &csrf(&form.body)), ("token", ALICE)],
+            &[("Host", &host), ("Origin", &origin)],
+        )
+        .await;
+    assert_eq!(login.status, 303, "{login:?}");
+    let shown = local.request("GET", &link, &[("Host", &host)], b"").await;
+    assert!(
+        shown.body.contains("id=\"passkey-enroll\""),
+        "{}",
+        shown.body
+    );
+    assert!(
+        shown
+            .body
+            .contains("<script src=\"/approvals/passkeys.js\" defer></script>")
+    );
+    assert!(
+        shown
+            .header("content-security-policy")
+            .unwrap()
+            .contains("script-src 'self'")
+    );
+    let script = local
+        .request("GET", "/approvals/passkeys.js", &[("Host", &host)], b"")
+        .await;
+    assert_eq!(script.status, 200);
+    assert!(
+        script
+            .header("content-type")
+            .unwrap()
+            .starts_with("text/javascript")
+    );
+    assert!(script.body.contains("navigator.credentials.get"));
+
+    // An unknown (or used, or expired) link.
+    let unknown = alice
+        .get("/approvals/enroll/ffffffffffffffffffffffffffffffff")
+        .await;
+    assert_eq!(unknown.status, 404);
+    assert!(
+        unknown.body.contains("used already, expired"),
+        "{}",
+        unknown.body
+    );
 }

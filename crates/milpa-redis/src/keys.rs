@@ -7,6 +7,9 @@
 //! <prefix>{verification}:pending               pending request ids, scored by created_at_ms
 //! <prefix>{verification}:resolved              resolved request ids, scored by resolved_at_ms
 //! <prefix>secret:<name>                        a shared secret: 32 random bytes, no expiry
+//! <prefix>{passkeys}:credential:<id>           an approver's passkey: one hash, no expiry
+//! <prefix>{passkeys}:actor:<actor>             that actor's credential ids, by enrolment time
+//! <prefix>passkey-enrolment:<sha256>           a one-time enrolment: one hash, PXAT its expiry
 //! ```
 //!
 //! The budget and confirmation scripts each touch one key, so those keys carry no hash tag
@@ -26,6 +29,10 @@ pub(crate) struct KeySpace {
     pending_verifications: String,
     resolved_verifications: String,
 }
+
+/// What every passkey key starts with after the prefix: a hash tag, so a credential and
+/// its actor's index share a cluster slot.
+const PASSKEY_TAG: &str = "{passkeys}:";
 
 /// What every verification key starts with after the prefix: the hash tag that keeps them
 /// in one cluster slot.
@@ -66,6 +73,29 @@ impl KeySpace {
     pub(crate) fn secret(&self, name: &str) -> String {
         let mut out = self.with_capacity("secret:", name.len());
         out.push_str(name);
+        out
+    }
+
+    /// An enrolled passkey, by credential id.
+    pub(crate) fn passkey(&self, credential_id: &str) -> String {
+        let mut out = self.with_capacity(PASSKEY_TAG, "credential:".len() + credential_id.len());
+        out.push_str("credential:");
+        out.push_str(credential_id);
+        out
+    }
+
+    /// The credential ids of `actor`, scored by enrolment time.
+    pub(crate) fn passkeys_of(&self, actor: &str) -> String {
+        let mut out = self.with_capacity(PASSKEY_TAG, "actor:".len() + actor.len());
+        out.push_str("actor:");
+        out.push_str(actor);
+        out
+    }
+
+    /// A pending enrolment, by the SHA-256 of its token.
+    pub(crate) fn enrolment(&self, token_hash: &str) -> String {
+        let mut out = self.with_capacity("passkey-enrolment:", token_hash.len());
+        out.push_str(token_hash);
         out
     }
 

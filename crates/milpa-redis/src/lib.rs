@@ -19,6 +19,7 @@ mod confirm;
 mod connection;
 mod keys;
 mod options;
+mod passkeys;
 mod rate_limit;
 mod store;
 mod verification;
@@ -28,6 +29,7 @@ pub use options::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_PREFIX, DEFAULT_RESPONSE_TIMEOUT,
     DEFAULT_VERIFICATION_RETENTION, RedisOptions,
 };
+pub use passkeys::RedisPasskeyStore;
 pub use rate_limit::{MAX_WINDOW, RedisRateLimiter};
 pub use store::RedisStore;
 pub use verification::RedisVerificationStore;

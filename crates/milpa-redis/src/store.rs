@@ -80,6 +80,16 @@ impl RedisStore {
         Arc::new(self.verification_store())
     }
 
+    /// Approvers' passkeys and enrolment tokens, shared between replicas.
+    pub fn passkeys(&self) -> Arc<dyn milpa::approval::passkeys::PasskeyStore> {
+        Arc::new(self.passkey_store())
+    }
+
+    /// [`passkeys`](Self::passkeys) as its concrete type.
+    pub fn passkey_store(&self) -> crate::RedisPasskeyStore {
+        crate::RedisPasskeyStore::new(Arc::clone(&self.shared))
+    }
+
     /// Rate budgets, shared between replicas.
     pub fn rate_limiter(&self) -> Arc<dyn RateLimiter> {
         Arc::new(self.redis_rate_limiter())

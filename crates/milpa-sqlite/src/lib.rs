@@ -17,6 +17,7 @@ mod confirmations;
 mod connection;
 mod error;
 mod migrations;
+mod passkeys;
 mod rate_limit;
 mod secrets;
 mod store;
@@ -25,6 +26,7 @@ mod writer;
 
 pub use audit::{SqliteAuditSink, SqliteAuditTrail};
 pub use confirmations::SqliteConfirmationStore;
+pub use passkeys::SqlitePasskeyStore;
 pub use rate_limit::{MAX_WINDOW, SqliteRateLimiter};
 pub use rusqlite;
 pub use store::SqliteStore;

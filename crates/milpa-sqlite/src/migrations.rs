@@ -70,6 +70,21 @@ pub(crate) const MIGRATIONS: &[&str] = &[
          name TEXT PRIMARY KEY,
          value BLOB NOT NULL
      ) WITHOUT ROWID;",
+    // 4: approvers' passkeys (public credentials only) and one-time enrolment tokens (their
+    // SHA-256), for the approvals page's WebAuthn decisions.
+    "CREATE TABLE milpa_passkeys (
+         credential_id TEXT PRIMARY KEY,
+         actor TEXT NOT NULL,
+         public_credential TEXT NOT NULL,
+         created_at_ms INTEGER NOT NULL
+     ) WITHOUT ROWID;
+     CREATE INDEX milpa_passkeys_actor ON milpa_passkeys (actor, created_at_ms);
+
+     CREATE TABLE milpa_passkey_enrolments (
+         token_hash TEXT PRIMARY KEY,
+         actor TEXT NOT NULL,
+         expires_at_ms INTEGER NOT NULL
+     ) WITHOUT ROWID;",
 ];
 
 /// Brings the file at `path` (open as `conn`) up to `migrations.len()`. Refuses a file

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use milpa::StoreError;
+use milpa::approval::passkeys::PasskeyStore;
 use milpa::audit::AuditSink;
 use milpa::audit::trail::AuditTrail;
 use milpa::confirm::ConfirmationStore;
@@ -15,6 +16,7 @@ use crate::audit::{SqliteAuditSink, SqliteAuditTrail};
 use crate::confirmations::SqliteConfirmationStore;
 use crate::connection;
 use crate::migrations::{MIGRATIONS, migrate};
+use crate::passkeys::SqlitePasskeyStore;
 use crate::rate_limit::SqliteRateLimiter;
 use crate::verifications::SqliteVerificationStore;
 use crate::writer::Writer;
@@ -143,6 +145,16 @@ impl SqliteStore {
     /// The audit trail, read back.
     pub fn audit_trail(&self) -> Arc<dyn AuditTrail> {
         Arc::new(SqliteAuditTrail::new(Arc::clone(&self.shared)))
+    }
+
+    /// Approvers' passkeys and enrolment tokens in this file.
+    pub fn passkeys(&self) -> Arc<dyn PasskeyStore> {
+        Arc::new(self.passkey_store())
+    }
+
+    /// The passkey store as its concrete type.
+    pub fn passkey_store(&self) -> SqlitePasskeyStore {
+        SqlitePasskeyStore::new(Arc::clone(&self.shared))
     }
 
     /// The confirmation store as its concrete type.

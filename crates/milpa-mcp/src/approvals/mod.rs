@@ -18,13 +18,20 @@
 //! status that says which: `403` (self-approval, missing scope, bad CSRF token), `404`,
 //! `409` (already decided or expired), `401` (not signed in).
 //!
+//! Failed sign-ins are counted per client address: after 5 within 5 minutes the address
+//! gets `429` with `Retry-After` until the 5 minutes are over (each failure is logged
+//! with the address; see [`sign_in_throttle`]).
+//!
 //! Sessions live in memory (random 128-bit ids, at most 1000, ended after 30 min idle or
 //! 12 h, and on logout); the browser holds the id in an `HttpOnly`, `SameSite=Strict`
 //! cookie scoped to `/approvals` (`Secure` too when a proxy says the request came over
 //! https with `X-Forwarded-Proto`; on plain loopback http a `Secure` cookie would never be
 //! sent back). The login form carries its own CSRF token, in a cookie of the same kind.
 //! The page's requests pass the same `Host`/`Origin` checks as `/mcp`, so another site can
-//! neither read it (DNS rebinding) nor post to it; every response carries a strict
+//! neither read it (DNS rebinding) nor post to it, and then a stricter one: a browser's
+//! `Origin` must be the page's own scheme, host and port (another port on the same machine
+//! is another site); signing in needs a token carrying `approvals:grant`, and the sign-in
+//! form's CSRF token is signed by the server ([`login_csrf`]); every response carries a strict
 //! `Content-Security-Policy` (nothing loads but the inline stylesheet, forms post only
 //! here, no framing), `X-Frame-Options: DENY`, `Cache-Control: no-store` and
 //! `Referrer-Policy: same-origin`. Forms are capped at 16 KiB, reasons at
@@ -37,11 +44,16 @@
 mod cookies;
 mod escape;
 mod form;
+mod login_csrf;
 mod logins;
+mod own_origin;
+mod passkey_routes;
+pub mod passkeys;
 mod relative_time;
 mod render;
 mod routes;
 mod security_headers;
+mod sign_in_throttle;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,8 +66,13 @@ use tower_http::validate_request::ValidateRequestHeaderLayer;
 
 use crate::auth::Authenticator;
 use crate::http::HostOriginCheck;
+use login_csrf::LoginCsrf;
 pub(crate) use logins::LoginLimits;
 use logins::{Login, LoginSessions};
+use own_origin::OwnOrigin;
+use passkeys::Passkeys;
+pub use passkeys::{PasskeyConfigError, PasskeyOptions};
+use sign_in_throttle::SignInThrottle;
 
 /// Where the page is served.
 pub const PAGE_PATH: &str = "/approvals";
@@ -68,21 +85,40 @@ pub(crate) struct PageState {
     registry: Arc<ToolRegistry>,
     auth: Option<Arc<dyn Authenticator>>,
     logins: LoginSessions,
+    login_csrf: LoginCsrf,
+    origin: OwnOrigin,
+    passkeys: Passkeys,
+    sign_in_throttle: SignInThrottle,
     body_read_timeout: Duration,
 }
 
 impl PageState {
-    /// The page for `registry`'s approval queue, signing people in through `auth`.
+    /// The page for `registry`'s approval queue, signing people in through `auth`, with
+    /// passkeys as `passkeys` says. A relying party `passkeys` cannot describe (check it
+    /// first with [`PasskeyOptions::check`]) is logged and replaced by the default one on
+    /// the same store: enrolled approvers' assertions then fail, so nothing is decided
+    /// without a passkey.
     pub(crate) fn new(
         registry: Arc<ToolRegistry>,
         auth: Option<Arc<dyn Authenticator>>,
         limits: LoginLimits,
         body_read_timeout: Duration,
+        passkeys: PasskeyOptions,
     ) -> Arc<PageState> {
+        let origin = OwnOrigin::new(passkeys.origin.as_deref());
+        let store = passkeys.store.clone();
+        let passkeys = Passkeys::new(passkeys).unwrap_or_else(|error| {
+            tracing::error!(target: "milpa_mcp", error = %error, "approvals page: passkeys misconfigured");
+            Passkeys::new(PasskeyOptions::new(store)).expect("the default relying party is valid")
+        });
         Arc::new(PageState {
             registry,
             auth,
             logins: LoginSessions::new(limits),
+            login_csrf: LoginCsrf::new(),
+            origin,
+            passkeys,
+            sign_in_throttle: SignInThrottle::default(),
             body_read_timeout,
         })
     }
@@ -107,6 +143,7 @@ pub(crate) fn fits_beside(mcp_path: &str) -> bool {
 /// The page's routes with their checks: `Host`/`Origin` first, then the handlers; every
 /// response gets the security headers.
 pub(crate) fn router(state: Arc<PageState>, hosts: HostOriginCheck) -> Router {
+    let origin = state.origin.clone();
     let routes = Router::new()
         .route(PAGE_PATH, get(routes::queue))
         .route(
@@ -114,8 +151,15 @@ pub(crate) fn router(state: Arc<PageState>, hosts: HostOriginCheck) -> Router {
             get(routes::login_get).post(routes::login),
         )
         .route("/approvals/logout", post(routes::logout))
+        .route("/approvals/passkeys.js", get(passkey_routes::script))
+        .route(
+            "/approvals/enroll/{token}",
+            get(passkey_routes::enrol_page).post(passkey_routes::enrol),
+        )
         .route("/approvals/{id}", get(routes::item).post(routes::decide))
+        .route("/approvals/{id}/challenge", post(passkey_routes::challenge))
         .with_state(state)
+        .layer(ValidateRequestHeaderLayer::custom(origin))
         .layer(ValidateRequestHeaderLayer::custom(hosts));
     security_headers::apply(routes)
 }

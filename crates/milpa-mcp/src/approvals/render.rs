@@ -1,5 +1,6 @@
-//! The page's HTML, rendered on the server: no script, no external resource, one inline
-//! stylesheet (`style.css`). Every text the page did not write itself goes through
+//! The page's HTML, rendered on the server: no external resource, one inline stylesheet
+//! (`style.css`), and no script except `/approvals/passkeys.js` on the pages of an approver
+//! with a passkey (and the enrolment page), which carries WebAuthn options and answers. Every text the page did not write itself goes through
 //! [`esc`]; summaries and arguments come from agents and are hostile input.
 
 use std::fmt::Write as _;
@@ -12,6 +13,9 @@ use super::relative_time;
 
 /// The stylesheet, inlined in every page (`style-src 'unsafe-inline'` in the page's CSP).
 const STYLE: &str = include_str!("style.css");
+
+/// The passkey script, from the page's own path (`script-src 'self'`), run after parsing.
+const PASSKEY_SCRIPT_TAG: &str = "<script src=\"/approvals/passkeys.js\" defer></script>";
 
 /// How much of a parked call's arguments a card shows; the rest is cut with a marker.
 const MAX_ARGS_SHOWN: usize = 8 * 1024;
@@ -26,7 +30,7 @@ pub(crate) enum Notice {
 }
 
 /// Who is looking at a page.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Viewer<'a> {
     /// Their principal.
     pub principal: &'a str,
@@ -34,6 +38,12 @@ pub(crate) struct Viewer<'a> {
     pub csrf: &'a str,
     /// Whether they hold `approvals:grant`.
     pub may_decide: bool,
+    /// Whether they enrolled a passkey: their decision forms then run the passkey check
+    /// (the page loads `/approvals/passkeys.js`).
+    pub passkey: bool,
+    /// Why this page's host cannot use the passkeys (opened as `127.0.0.1`, not the RP
+    /// id), to say so.
+    pub passkey_host_note: Option<String>,
 }
 
 impl Viewer<'_> {
@@ -111,6 +121,7 @@ pub(crate) fn queue_page(
     let mut body = String::from("<main class=\"wrap\">");
     notice_html(&mut body, notice);
     scope_note(&mut body, viewer);
+    passkey_note(&mut body, viewer);
     let _ = write!(
         body,
         "<h1>Waiting for a decision <span class=\"count\" id=\"pending-count\">{}{}</span></h1>",
@@ -184,6 +195,48 @@ pub(crate) fn missing_page(viewer: &Viewer<'_>, notice: Option<&Notice>, id: &st
     document("Not found", Some(viewer), &body)
 }
 
+/// The enrolment page: who the link enrols and the button that creates the passkey
+/// (`options`: the WebAuthn creation options, JSON), or, when the page's host cannot use
+/// the RP id, where to open it instead (`host_note`).
+pub(crate) fn enrol_page(
+    viewer: &Viewer<'_>,
+    token: &str,
+    actor: &str,
+    options: Option<&str>,
+    host_note: Option<&str>,
+) -> String {
+    let mut body = format!(
+        "<main class=\"wrap\"><a class=\"back\" href=\"/approvals\">&larr; All approvals</a>\
+         <h1>Enrol a passkey</h1><p class=\"lead\">This link enrols a passkey for \
+         <b id=\"enrol-actor\">{}</b>. From then on every grant and reject you make needs it \
+         (with your PIN or biometrics), here on this page; nothing else decides for you, \
+         not the shell and not a token alone.</p>",
+        esc(actor)
+    );
+    if let Some(note) = host_note {
+        let _ = write!(
+            body,
+            "<p class=\"notice refused\" role=\"alert\" id=\"passkey-host\">{}</p>",
+            esc(note)
+        );
+    }
+    if let Some(options) = options {
+        let _ = write!(
+            body,
+            "<form id=\"passkey-enroll\" method=\"post\" action=\"/approvals/enroll/{token}\" \
+             data-options=\"{options}\">\
+             <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+             <input type=\"hidden\" name=\"credential\" value=\"\">\
+             <button class=\"primary\" type=\"submit\">Create a passkey</button></form>",
+            token = esc(&path_segment(token)),
+            options = esc(options),
+            csrf = esc(viewer.csrf),
+        );
+    }
+    body.push_str("</main>");
+    document("Enrol a passkey", Some(viewer), &body)
+}
+
 /// A page that only says what went wrong (the store failed, a form could not be read).
 pub(crate) fn message_page(viewer: Option<&Viewer<'_>>, title: &str, message: &str) -> String {
     let body = format!(
@@ -202,10 +255,15 @@ fn document(title: &str, viewer: Option<&Viewer<'_>>, body: &str) -> String {
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <meta name=\"referrer\" content=\"same-origin\">\
-         <title>{} · milpa approvals</title><style>{STYLE}</style></head><body>\
+         <title>{} · milpa approvals</title><style>{STYLE}</style>{script}</head><body>\
          <header class=\"bar\"><div class=\"wrap\">\
          <a class=\"brand\" href=\"/approvals\">milpa <span>approvals</span></a>",
-        esc(title)
+        esc(title),
+        script = if viewer.is_some_and(|v| v.passkey) {
+            PASSKEY_SCRIPT_TAG
+        } else {
+            ""
+        },
     );
     if let Some(viewer) = viewer {
         let _ = write!(
@@ -242,6 +300,20 @@ fn notice_html(body: &mut String, notice: Option<&Notice>) {
             );
         }
         None => {}
+    }
+}
+
+fn passkey_note(body: &mut String, viewer: &Viewer<'_>) {
+    if let Some(note) = viewer
+        .passkey_host_note
+        .as_deref()
+        .filter(|_| viewer.passkey)
+    {
+        let _ = write!(
+            body,
+            "<p class=\"notice info\" id=\"passkey-host\">{}</p>",
+            esc(note)
+        );
     }
 }
 
@@ -293,9 +365,17 @@ fn pending_card(
     facts(body, approval, now_ms);
     arguments(body, approval, redactor);
     if viewer.decides(approval) {
+        let passkey = if viewer.passkey {
+            format!(
+                " data-passkey data-challenge=\"/approvals/{}/challenge\"",
+                esc(&path_segment(id))
+            )
+        } else {
+            String::new()
+        };
         let _ = write!(
             body,
-            "<form class=\"decide\" method=\"post\" action=\"/approvals/{segment}\">\
+            "<form class=\"decide\" method=\"post\" action=\"/approvals/{segment}\"{passkey}>\
              <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
              <label for=\"reason-{id}\">Reason <span>(optional, kept in the audit trail)</span></label>\
              <input id=\"reason-{id}\" type=\"text\" name=\"reason\" maxlength=\"{max}\" \

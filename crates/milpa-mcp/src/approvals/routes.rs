@@ -7,12 +7,15 @@
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Path, State};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+use axum::Extension;
+use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use milpa::ToolContext;
 use milpa::approval::{APPROVE_SCOPE, Approval, ApprovalError, ApprovalState, Verdict};
-use milpa::confirm::{random_hex_128, unix_millis};
+use milpa::confirm::unix_millis;
 
 use super::logins::{Login, csrf_matches};
 use super::render::{self, LoginForm, Notice, Viewer};
@@ -27,9 +30,16 @@ const DECISIONS_SHOWN: usize = 20;
 /// `GET /approvals`: the login form, or the queue.
 pub(crate) async fn queue(State(page): State<Arc<PageState>>, headers: HeaderMap) -> Response {
     let Some(login) = page.login(&headers) else {
-        return login_form(&headers, StatusCode::OK, PAGE_PATH, None, page.can_log_in());
+        return login_form(
+            &page,
+            &headers,
+            StatusCode::OK,
+            PAGE_PATH,
+            None,
+            page.can_log_in(),
+        );
     };
-    queue_response(&page, &login, StatusCode::OK).await
+    queue_response(&page, &login, &headers, StatusCode::OK).await
 }
 
 /// `GET /approvals/{id}`: one approval (where an `approve_url` leads).
@@ -40,10 +50,17 @@ pub(crate) async fn item(
 ) -> Response {
     let Some(login) = page.login(&headers) else {
         let next = item_path(&id);
-        return login_form(&headers, StatusCode::OK, &next, None, page.can_log_in());
+        return login_form(
+            &page,
+            &headers,
+            StatusCode::OK,
+            &next,
+            None,
+            page.can_log_in(),
+        );
     };
     let notice = page.logins.take_notice(&login.id);
-    item_response(&page, &login, &id, StatusCode::OK, notice).await
+    item_response(&page, &login, &headers, &id, StatusCode::OK, notice).await
 }
 
 /// `GET /approvals/login`: there is nothing to get; the form is on the queue's page.
@@ -51,17 +68,45 @@ pub(crate) async fn login_get() -> Response {
     see_other(PAGE_PATH, None)
 }
 
-/// `POST /approvals/login`: a token from the form becomes a session.
+/// `POST /approvals/login`: a token from the form becomes a session, if it carries
+/// [`APPROVE_SCOPE`] (the page is for approvers; a token without it is refused, so nobody
+/// without it sees the queue).
 pub(crate) async fn login(
     State(page): State<Arc<PageState>>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
     let available = page.can_log_in();
+    // Without connect info (a router served without it) every client shares one count:
+    // failures are still throttled, never let through uncounted.
+    let client = peer.map_or(
+        IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        |Extension(ConnectInfo(addr))| addr.ip(),
+    );
+    if let Some(wait) = page.sign_in_throttle.retry_after(client) {
+        tracing::warn!(target: "milpa_mcp", client = %client, "approvals page: sign-in refused: too many failed sign-ins from this address");
+        let seconds = wait.as_millis().div_ceil(1000).max(1);
+        let mut response = login_form(
+            &page,
+            &headers,
+            StatusCode::TOO_MANY_REQUESTS,
+            PAGE_PATH,
+            Some(&format!(
+                "Too many failed sign-ins from your address; try again in {seconds} s."
+            )),
+            available,
+        );
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds as u64));
+        return response;
+    }
     let form = match form::read(&headers, body, page.body_read_timeout).await {
         Ok(form) => form,
         Err(error) => {
             return login_form(
+                &page,
                 &headers,
                 error.status(),
                 PAGE_PATH,
@@ -72,8 +117,14 @@ pub(crate) async fn login(
     };
     let next = safe_next(form.get("next"));
     let expected = cookies::read(&headers, cookies::LOGIN_CSRF).unwrap_or("");
-    if !csrf_matches(expected, form.get("csrf").unwrap_or("")) {
+    if !page
+        .login_csrf
+        .verify(expected, form.get("csrf").unwrap_or(""), now_ms())
+    {
+        tracing::warn!(target: "milpa_mcp", client = %client, "approvals page: sign-in with a missing, unsigned or expired form token refused");
+        page.sign_in_throttle.failed(client);
         return login_form(
+            &page,
             &headers,
             StatusCode::FORBIDDEN,
             &next,
@@ -83,6 +134,7 @@ pub(crate) async fn login(
     }
     let Some(auth) = &page.auth else {
         return login_form(
+            &page,
             &headers,
             StatusCode::UNAUTHORIZED,
             &next,
@@ -97,13 +149,15 @@ pub(crate) async fn login(
         auth.authenticate(token).await
     };
     let Some(identity) = identity else {
-        tracing::warn!(target: "milpa_mcp", "approvals page: sign-in with an unknown token refused");
+        tracing::warn!(target: "milpa_mcp", client = %client, "approvals page: sign-in with an unknown token refused");
+        page.sign_in_throttle.failed(client);
         let message = if token.is_empty() {
             "Enter a token."
         } else {
             "This server does not know that token."
         };
         return login_form(
+            &page,
             &headers,
             StatusCode::UNAUTHORIZED,
             &next,
@@ -111,7 +165,25 @@ pub(crate) async fn login(
             available,
         );
     };
-    tracing::info!(target: "milpa_mcp", principal = %identity.principal, "approvals page: signed in");
+    if !ToolContext::web(identity.principal.clone(), identity.scopes.clone())
+        .has_scope(APPROVE_SCOPE)
+    {
+        tracing::warn!(target: "milpa_mcp", client = %client, principal = %identity.principal, "approvals page: sign-in without approvals:grant refused");
+        page.sign_in_throttle.failed(client);
+        return login_form(
+            &page,
+            &headers,
+            StatusCode::FORBIDDEN,
+            &next,
+            Some(&format!(
+                "This token does not carry the scope {APPROVE_SCOPE}; the approvals page is \
+                 only for approvers."
+            )),
+            available,
+        );
+    }
+    tracing::info!(target: "milpa_mcp", client = %client, principal = %identity.principal, "approvals page: signed in");
+    page.sign_in_throttle.succeeded(client);
     let login = page.logins.start(identity);
     let secure = cookies::over_https(&headers);
     let mut response = see_other(
@@ -160,6 +232,7 @@ pub(crate) async fn decide(
 ) -> Response {
     let Some(login) = page.login(&headers) else {
         return login_form(
+            &page,
             &headers,
             StatusCode::UNAUTHORIZED,
             &item_path(&id),
@@ -171,7 +244,7 @@ pub(crate) async fn decide(
         Ok(form) => form,
         Err(error) => {
             let notice = Notice::Refused(error.message());
-            return item_response(&page, &login, &id, error.status(), Some(notice)).await;
+            return item_response(&page, &login, &headers, &id, error.status(), Some(notice)).await;
         }
     };
     if !csrf_matches(&login.csrf, form.get("csrf").unwrap_or("")) {
@@ -180,18 +253,46 @@ pub(crate) async fn decide(
              wrong); nothing was decided. Reload the page and try again."
                 .into(),
         );
-        return item_response(&page, &login, &id, StatusCode::FORBIDDEN, Some(notice)).await;
+        return item_response(
+            &page,
+            &login,
+            &headers,
+            &id,
+            StatusCode::FORBIDDEN,
+            Some(notice),
+        )
+        .await;
     }
     let Some(verdict) = form.get("decision").and_then(Verdict::parse) else {
         let notice = Notice::Refused("Choose Grant or Reject; nothing was decided.".into());
-        return item_response(&page, &login, &id, StatusCode::BAD_REQUEST, Some(notice)).await;
+        return item_response(
+            &page,
+            &login,
+            &headers,
+            &id,
+            StatusCode::BAD_REQUEST,
+            Some(notice),
+        )
+        .await;
     };
     let reason = form.get("reason").map(str::trim).filter(|r| !r.is_empty());
     if reason.is_some_and(|r| r.chars().count() > MAX_REASON_CHARS) {
         let notice = Notice::Refused(format!(
             "The reason is limited to {MAX_REASON_CHARS} characters; nothing was decided."
         ));
-        return item_response(&page, &login, &id, StatusCode::BAD_REQUEST, Some(notice)).await;
+        return item_response(
+            &page,
+            &login,
+            &headers,
+            &id,
+            StatusCode::BAD_REQUEST,
+            Some(notice),
+        )
+        .await;
+    }
+    if let Err((status, text)) = passkey_check(&page, &login, &id, verdict, &form).await {
+        let notice = Notice::Refused(text);
+        return item_response(&page, &login, &headers, &id, status, Some(notice)).await;
     }
     let approver = ToolContext::web(login.principal.clone(), login.scopes.clone());
     match page
@@ -207,8 +308,66 @@ pub(crate) async fn decide(
         Err(error) => {
             let status = refusal_status(&error);
             let notice = Notice::Refused(error.to_string());
-            item_response(&page, &login, &id, status, Some(notice)).await
+            item_response(&page, &login, &headers, &id, status, Some(notice)).await
         }
+    }
+}
+
+/// Where the approver enrolled a passkey, the decision must carry an assertion made for
+/// this approval and verdict in this session (see [`super::passkeys`]); nothing else (a
+/// session alone, however it was signed in) decides for them.
+async fn passkey_check(
+    page: &PageState,
+    login: &Login,
+    id: &str,
+    verdict: Verdict,
+    form: &form::Form,
+) -> Result<(), (StatusCode, String)> {
+    let unavailable = |error: &dyn std::error::Error| {
+        tracing::warn!(target: "milpa_mcp", error = %error, "approvals page: the passkey store failed");
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The passkey store is unavailable; nothing was decided.".to_owned(),
+        )
+    };
+    let enrolled = page
+        .passkeys
+        .enrolled(&login.principal)
+        .await
+        .map_err(|e| unavailable(&e))?;
+    if enrolled.is_empty() {
+        return Ok(());
+    }
+    let Some(assertion) = form.get("assertion").filter(|a| !a.trim().is_empty()) else {
+        return Err((
+            StatusCode::FORBIDDEN,
+            format!(
+                "{} enrolled a passkey: each decision needs it, made in this browser for this \
+                 approval (the page's Grant and Reject buttons ask for it). None came with \
+                 this form; nothing was decided.",
+                login.principal
+            ),
+        ));
+    };
+    match page
+        .passkeys
+        .finish_assertion(&login.id, id, verdict, &login.principal, assertion)
+        .await
+    {
+        Ok(()) => Ok(()),
+        Err(refusal) if refusal.is_server_side() => Err(unavailable(&refusal)),
+        Err(refusal) => {
+            tracing::warn!(target: "milpa_mcp", principal = %login.principal, error = %refusal, "approvals page: a decision's passkey check failed");
+            Err((StatusCode::FORBIDDEN, capitalised(&refusal.to_string())))
+        }
+    }
+}
+
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
     }
 }
 
@@ -240,7 +399,12 @@ fn decided_notice(approval: &Approval, verdict: Verdict) -> Notice {
     })
 }
 
-async fn queue_response(page: &PageState, login: &Login, status: StatusCode) -> Response {
+async fn queue_response(
+    page: &PageState,
+    login: &Login,
+    headers: &HeaderMap,
+    status: StatusCode,
+) -> Response {
     let notice = page.logins.take_notice(&login.id);
     let queue = page.registry.approvals();
     // One more than shown, to know whether there are more.
@@ -248,7 +412,7 @@ async fn queue_response(page: &PageState, login: &Login, status: StatusCode) -> 
         Ok(pending) => queue.decided(DECISIONS_SHOWN).await.map(|d| (pending, d)),
         Err(error) => Err(error),
     };
-    let (mut pending, decided) = match lists {
+    let (pending, decided): (Vec<Approval>, Vec<Approval>) = match lists {
         Ok(lists) => lists,
         Err(error) => {
             return message(
@@ -259,9 +423,20 @@ async fn queue_response(page: &PageState, login: &Login, status: StatusCode) -> 
             );
         }
     };
+    let viewer = decision_viewer(page, login, headers).await;
+    let (mut pending, decided) = if viewer.may_decide {
+        (pending, decided)
+    } else {
+        // Sign-in needs approvals:grant, so this is a second line: a session without it
+        // sees only what it asked for itself.
+        let own = |a: &Approval| a.requested_by() == Some(login.principal.as_str());
+        (
+            pending.into_iter().filter(own).collect(),
+            decided.into_iter().filter(own).collect(),
+        )
+    };
     let more = pending.len() > PENDING_SHOWN;
     pending.truncate(PENDING_SHOWN);
-    let viewer = viewer(login);
     let html = render::queue_page(
         &viewer,
         notice.as_ref(),
@@ -271,18 +446,24 @@ async fn queue_response(page: &PageState, login: &Login, status: StatusCode) -> 
         page.registry.redactor(),
         now_ms(),
     );
-    (status, Html(html)).into_response()
+    passkey_policy(&viewer, (status, Html(html)).into_response())
 }
 
-async fn item_response(
+pub(crate) async fn item_response(
     page: &PageState,
     login: &Login,
+    headers: &HeaderMap,
     id: &str,
     status: StatusCode,
     notice: Option<Notice>,
 ) -> Response {
-    let viewer = viewer(login);
-    match page.registry.approvals().get(id.trim()).await {
+    let viewer = decision_viewer(page, login, headers).await;
+    let found = page.registry.approvals().get(id.trim()).await;
+    // Without approvals:grant (see `queue_response`), another principal's item is not shown.
+    let found = found.map(|approval| {
+        approval.filter(|a| viewer.may_decide || a.requested_by() == Some(login.principal.as_str()))
+    });
+    match found {
         Ok(Some(approval)) => {
             let html = render::item_page(
                 &viewer,
@@ -291,7 +472,7 @@ async fn item_response(
                 page.registry.redactor(),
                 now_ms(),
             );
-            (status, Html(html)).into_response()
+            passkey_policy(&viewer, (status, Html(html)).into_response())
         }
         Ok(None) => {
             // A refusal keeps its own status; a plain look-up of an unknown id is a 404.
@@ -315,30 +496,83 @@ async fn item_response(
     }
 }
 
-fn viewer(login: &Login) -> Viewer<'_> {
+/// The viewer of a plain page (no decision forms: no passkey script).
+pub(crate) fn viewer(login: &Login) -> Viewer<'_> {
     let may_decide =
         ToolContext::web(login.principal.clone(), login.scopes.clone()).has_scope(APPROVE_SCOPE);
     Viewer {
         principal: &login.principal,
         csrf: &login.csrf,
         may_decide,
+        passkey: false,
+        passkey_host_note: None,
     }
 }
 
-fn message(login: &Login, status: StatusCode, title: &str, text: &str) -> Response {
+/// The viewer of a page with decision forms: whether they run the passkey check, and
+/// whether this host can (a store that cannot say counts as enrolled: the forms then ask
+/// for a passkey and the decision is refused rather than let through without one).
+pub(crate) async fn decision_viewer<'a>(
+    page: &PageState,
+    login: &'a Login,
+    headers: &HeaderMap,
+) -> Viewer<'a> {
+    let mut viewer = viewer(login);
+    viewer.passkey = page
+        .passkeys
+        .enrolled(&login.principal)
+        .await
+        .map_or(true, |keys| !keys.is_empty());
+    viewer.passkey_host_note = passkey_host_note(page, headers);
+    viewer
+}
+
+/// A decision page of an approver with a passkey runs the passkey script.
+fn passkey_policy(viewer: &Viewer<'_>, response: Response) -> Response {
+    if viewer.passkey {
+        super::passkey_routes::with_passkey_policy(response)
+    } else {
+        response
+    }
+}
+
+/// What to tell a person whose page's host cannot use the passkeys' RP id.
+pub(crate) fn passkey_host_note(page: &PageState, headers: &HeaderMap) -> Option<String> {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    if page.passkeys.serves_host(host) {
+        return None;
+    }
+    let rp_id = page.passkeys.rp_id();
+    let port = host
+        .rsplit_once(':')
+        .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
+        .map(|(_, port)| format!(":{port}"))
+        .unwrap_or_default();
+    Some(format!(
+        "Passkeys on this server belong to the name {rp_id}; a browser offers them only on a \
+         page under that name. You opened the page as {host}: open \
+         http://{rp_id}{port}/approvals instead (127.0.0.1 is not {rp_id} to a browser)."
+    ))
+}
+
+pub(crate) fn message(login: &Login, status: StatusCode, title: &str, text: &str) -> Response {
     let html = render::message_page(Some(&viewer(login)), title, text);
     (status, Html(html)).into_response()
 }
 
 /// The login form with a fresh CSRF token (in the form and in its cookie).
-fn login_form(
+pub(crate) fn login_form(
+    page: &PageState,
     headers: &HeaderMap,
     status: StatusCode,
     next: &str,
     message: Option<&str>,
     available: bool,
 ) -> Response {
-    let csrf = random_hex_128();
+    let csrf = page.login_csrf.issue(now_ms());
     let html = render::login_page(&LoginForm {
         csrf: &csrf,
         next,
@@ -349,7 +583,7 @@ fn login_form(
     (status, [(header::SET_COOKIE, cookie)], Html(html)).into_response()
 }
 
-fn see_other(location: &str, cookie: Option<HeaderValue>) -> Response {
+pub(crate) fn see_other(location: &str, cookie: Option<HeaderValue>) -> Response {
     let mut response = Response::builder()
         .status(StatusCode::SEE_OTHER)
         .header(header::LOCATION, location);
@@ -368,7 +602,7 @@ fn item_path(id: &str) -> String {
 
 /// Where a login may send the browser: a path of this page made of plain characters, so
 /// the redirect can never leave the page (no `//host`, no scheme, no escapes).
-fn safe_next(next: Option<&str>) -> String {
+pub(crate) fn safe_next(next: Option<&str>) -> String {
     match next {
         Some(path)
             if (path == PAGE_PATH || path.starts_with("/approvals/"))
@@ -384,7 +618,7 @@ fn safe_next(next: Option<&str>) -> String {
     }
 }
 
-fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     unix_millis(std::time::SystemTime::now())
 }
 

@@ -1,7 +1,9 @@
 //! The response headers every approvals page carries, as tower layers.
 //!
 //! - `Content-Security-Policy`: nothing loads from anywhere (`default-src 'none'`) but the
-//!   inline stylesheet; forms post only to this origin; no page may frame this one.
+//!   inline stylesheet; forms post only to this origin; no page may frame this one. Pages
+//!   of an approver with a passkey also load `/approvals/passkeys.js` and let it call
+//!   the page's own challenge endpoint (`script-src 'self'; connect-src 'self'`).
 //! - `X-Frame-Options: DENY` for browsers that predate `frame-ancestors` (clickjacking).
 //! - `Cache-Control: no-store`: a decision page never comes back from a cache or history.
 //! - `Referrer-Policy: same-origin`: no URL of the page leaves the page. Not
@@ -16,16 +18,24 @@ use tower_http::set_header::SetResponseHeaderLayer;
 /// The page's content security policy.
 pub(crate) const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
-const HEADERS: [(HeaderName, &str); 5] = [
-    (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),
+/// The policy of a page that runs the passkey script: the same, plus scripts and requests
+/// from the page's own origin only (no inline script, no `eval`).
+pub(crate) const PASSKEY_CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+const HEADERS: [(HeaderName, &str); 4] = [
     (header::X_FRAME_OPTIONS, "DENY"),
     (header::CACHE_CONTROL, "no-store"),
     (header::REFERRER_POLICY, "same-origin"),
     (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
 ];
 
-/// `router` with the headers set on every response (replacing any a handler set).
+/// `router` with the headers set on every response (replacing any a handler set, except
+/// that a handler may choose the passkey page's policy).
 pub(crate) fn apply(mut router: Router) -> Router {
+    router = router.layer(SetResponseHeaderLayer::if_not_present(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+    ));
     for (name, value) in HEADERS {
         router = router.layer(SetResponseHeaderLayer::overriding(
             name,

@@ -60,7 +60,7 @@ use tokio::sync::Semaphore;
 use tower::ServiceBuilder;
 use tower_http::validate_request::ValidateRequestHeaderLayer;
 
-use crate::approvals::{self, LoginLimits, PageState};
+use crate::approvals::{self, LoginLimits, PageState, PasskeyOptions};
 use crate::auth::Authenticator;
 use crate::auth::either::StaticOrAccessToken;
 use crate::auth::oauth::OAuthResource;
@@ -125,6 +125,7 @@ pub struct HttpServer {
     path: String,
     approvals_page: bool,
     approval_page_url: Option<String>,
+    approval_passkeys: PasskeyOptions,
     oauth: Option<Arc<OAuthResource>>,
     token_throttle: ThrottleLimits,
     anonymous_body_limit: usize,
@@ -185,6 +186,7 @@ impl HttpServer {
             path: "/mcp".into(),
             approvals_page: true,
             approval_page_url: None,
+            approval_passkeys: PasskeyOptions::default(),
             oauth: None,
             token_throttle: ThrottleLimits::default(),
             anonymous_body_limit: 64 * 1024,
@@ -422,6 +424,14 @@ impl HttpServer {
         self
     }
 
+    /// Where the approvals page keeps approvers' passkeys and which WebAuthn relying party
+    /// it is (default: RP id `localhost`, passkeys in memory); see
+    /// [`crate::approvals::passkeys`].
+    pub fn approval_passkeys(mut self, options: PasskeyOptions) -> Self {
+        self.approval_passkeys = options;
+        self
+    }
+
     /// The axum router serving the endpoint (and the approvals page), with every request
     /// check. Serve it with connect info (`into_make_service_with_connect_info::<SocketAddr>()`)
     /// to see callers' addresses; the connection limits and the header read timeout are then
@@ -477,6 +487,7 @@ impl HttpServer {
                 sign_in,
                 LoginLimits::default(),
                 self.body_read_timeout,
+                self.approval_passkeys.clone(),
             )
         });
         let gate = Arc::new(identity::Gate {

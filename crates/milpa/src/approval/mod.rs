@@ -56,6 +56,7 @@
 //! [`ToolRegistry::decide_approval`]: crate::ToolRegistry::decide_approval
 
 mod parked;
+pub mod passkeys;
 mod queue;
 
 use std::fmt;
