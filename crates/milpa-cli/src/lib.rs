@@ -155,7 +155,11 @@ where
     match commands::run(cli, Box::new(tools)) {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
-            eprintln!("milpa: {error}");
+            // A message can quote what a tool, a store or a peer said.
+            eprintln!(
+                "milpa: {}",
+                milpa::escape::EscapeControl::keeping_layout(&error.to_string())
+            );
             ExitCode::from(error.code)
         }
     }
