@@ -17,6 +17,7 @@ mod confirmations;
 mod connection;
 mod error;
 mod migrations;
+pub mod private_files;
 mod rate_limit;
 mod secrets;
 mod store;
