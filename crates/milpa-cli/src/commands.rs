@@ -120,7 +120,7 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
         Command::Approvals(args) => {
             let audit = with_store_trail(Arc::new(TracingAuditSink), &stores);
             let registry = registry(&manifest, &stores, Some(audit), None, tools)?;
-            runtime.block_on(approvals::run(&registry, args))
+            runtime.block_on(approvals::run(&registry, &manifest.approvals, args))
         }
         Command::Audit(args) => audit_command(&stores, args),
     };

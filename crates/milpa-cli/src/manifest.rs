@@ -178,6 +178,26 @@ pub struct ApprovalsSection {
     pub notify_env: Option<Spanned<Vec<String>>>,
     /// Seconds the notify command may run before its process group is killed (default 30).
     pub notify_timeout_seconds: Option<Spanned<u64>>,
+    /// Whether `milpa approvals grant|reject` may decide from a shell (default `on`).
+    pub shell: Option<ShellDecisions>,
+}
+
+/// `[approvals] shell`: whether a person may decide from a shell.
+///
+/// `on` (the default): `milpa approvals grant|reject` asks at a terminal for the approval's
+/// short code and refuses without a terminal. A program that controls a terminal (an agent
+/// with a shell can make one) still passes, so `on` stops an agent's plain one-liner, not a
+/// determined agent running as the same user. `off`: no decision from a shell at all; the
+/// `/approvals` page of `milpa serve --http` (bearer token with `approvals:grant`) decides.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum ShellDecisions {
+    /// Decisions at an interactive terminal, with the approval's code typed.
+    #[default]
+    On,
+    /// No decisions from a shell.
+    Off,
 }
 
 impl ApprovalsSection {
@@ -193,6 +213,11 @@ impl ApprovalsSection {
                 .as_ref()
                 .map_or(DEFAULT_NOTIFY_TIMEOUT_SECONDS, |t| *t.get_ref()),
         )
+    }
+
+    /// Whether a shell may decide (`shell`, default on).
+    pub fn shell_decisions(&self) -> ShellDecisions {
+        self.shell.unwrap_or_default()
     }
 
     /// The TTL of parked calls.
@@ -1263,6 +1288,10 @@ mod tests {
         );
         let e = error("[approvals]\nnotify = [\"x\"]\n");
         assert!(e.starts_with("m.toml:2: unknown field `notify`"), "{e}");
+        assert_eq!(m.approvals.shell_decisions(), ShellDecisions::On);
+        let off = Manifest::parse("m", "[approvals]\nshell = \"off\"\n").unwrap();
+        assert_eq!(off.approvals.shell_decisions(), ShellDecisions::Off);
+        assert!(error("[approvals]\nshell = \"maybe\"\n").starts_with("m.toml:2"));
         let e = error("[approvals]\nnotify_timeout_seconds = 0\n");
         assert!(
             e.starts_with("m.toml:2: approvals.notify_timeout_seconds must be at least 1"),
