@@ -720,13 +720,16 @@ pub enum ParamType {
     Number,
     /// `true` or `false`.
     Boolean,
+    /// A file path (a JSON string), normalised before validation and policy; see
+    /// [`ParamSpec::path_rule`].
+    Path,
 }
 
 impl ParamType {
     /// The JSON Schema type name.
     pub fn as_str(self) -> &'static str {
         match self {
-            ParamType::String => "string",
+            ParamType::String | ParamType::Path => "string",
             ParamType::Integer => "integer",
             ParamType::Number => "number",
             ParamType::Boolean => "boolean",
@@ -735,7 +738,7 @@ impl ParamType {
 
     fn admits(self, value: &Value) -> bool {
         match self {
-            ParamType::String => value.is_string(),
+            ParamType::String | ParamType::Path => value.is_string(),
             ParamType::Integer => value.is_i64() || value.is_u64(),
             ParamType::Number => value.is_number(),
             ParamType::Boolean => value.is_boolean(),
@@ -747,7 +750,7 @@ impl ParamType {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ParamSpec {
-    /// `string`, `integer`, `number` or `boolean`.
+    /// `string`, `integer`, `number`, `boolean` or `path`.
     #[serde(rename = "type")]
     pub kind: ParamType,
     /// What the argument means.
@@ -777,9 +780,32 @@ pub struct ParamSpec {
     /// its `default` are the manifest's own and always pass.
     #[serde(default)]
     pub allow_leading_dash: bool,
+    /// `type = "path"` only: resolve the path against the filesystem (symlinks followed).
+    #[serde(default)]
+    pub resolve: bool,
+    /// `type = "path"` only: the absolute folders the path must be in.
+    pub within: Option<Vec<String>>,
+    /// `type = "path"` only: the absolute folder a relative path is taken against (without
+    /// it a relative path is refused).
+    pub base: Option<String>,
 }
 
 impl ParamSpec {
+    /// How a `type = "path"` argument is normalised and where it may point; `None` for the
+    /// other types.
+    pub fn path_rule(&self) -> Option<milpa::schema::PathRule> {
+        if self.kind != ParamType::Path {
+            return None;
+        }
+        let mut rule = milpa::schema::PathRule::new()
+            .resolve(self.resolve)
+            .within(self.within.iter().flatten().map(PathBuf::from));
+        if let Some(base) = &self.base {
+            rule = rule.base(base);
+        }
+        Some(rule)
+    }
+
     /// The parameter's JSON Schema.
     pub fn schema(&self) -> Value {
         let mut schema = Map::new();
@@ -1045,6 +1071,29 @@ impl CommandToolSpec {
                     ),
                 ));
             }
+            let path_keys = spec.resolve || spec.within.is_some() || spec.base.is_some();
+            if path_keys && spec.kind != ParamType::Path {
+                return Err(at(
+                    name_at,
+                    format!(
+                        "tool `{name}`: param `{param}`: resolve, within and base are for type = \"path\""
+                    ),
+                ));
+            }
+            if let Some(relative) = spec
+                .within
+                .iter()
+                .flatten()
+                .chain(&spec.base)
+                .find(|folder| !Path::new(folder.as_str()).is_absolute())
+            {
+                return Err(at(
+                    name_at,
+                    format!(
+                        "tool `{name}`: param `{param}`: {relative:?} in within or base must be an absolute folder"
+                    ),
+                ));
+            }
             if let Some(default) = &spec.default
                 && !spec.kind.admits(default)
             {
@@ -1252,6 +1301,39 @@ mod tests {
         }
         assert!(
             error(&tool("\"person\"")).contains("confirm = \"person\" is not a confirmation mode")
+        );
+    }
+
+    #[test]
+    fn path_params_are_checked() {
+        let tool = |param: &str| {
+            format!(
+                "[[tools]]\nname = \"t\"\ncommand = [\"cat\", \"{{p}}\"]\n\n[tools.params.p]\n{param}\n"
+            )
+        };
+        let m = Manifest::parse(
+            "m",
+            &tool("type = \"path\"\nresolve = true\nwithin = [\"/srv\"]\nbase = \"/srv\""),
+        )
+        .unwrap();
+        let rule = m.tools[0].params["p"].path_rule().unwrap();
+        assert_eq!(
+            rule,
+            milpa::schema::PathRule::new()
+                .resolve(true)
+                .within(["/srv"])
+                .base("/srv")
+        );
+        assert_eq!(m.tools[0].params["p"].schema()["type"], "string");
+        let e = error(&tool("type = \"string\"\nwithin = [\"/srv\"]"));
+        assert!(
+            e.contains("resolve, within and base are for type = \"path\""),
+            "{e}"
+        );
+        let e = error(&tool("type = \"path\"\nwithin = [\"srv\"]"));
+        assert!(
+            e.contains("\"srv\" in within or base must be an absolute folder"),
+            "{e}"
         );
     }
 
