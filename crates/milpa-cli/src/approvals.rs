@@ -2,10 +2,13 @@
 //! read and decided from a shell (DESIGN §5).
 //!
 //! The shell is the `cli` channel: a decision needs no scope there, only a named principal
-//! (`--actor`, else `$USER`, else `local-shell`) other than the one who asked. Every
-//! decision, and every refused one, goes through [`ToolRegistry::decide_approval`], which
-//! audits it.
+//! (`--actor`, else `$USER`, else `local-shell`) other than the one who asked, and a person:
+//! standard input must be a terminal and the approval's short code
+//! ([`approval_code`](crate::approval_code)) or its tool's name must be typed there, unless
+//! `[approvals] shell = "off"` refuses every decision from a shell. Every decision, and every
+//! refused one, goes through [`ToolRegistry::decide_approval`], which audits it.
 
+use std::io::{BufRead, IsTerminal, Write};
 use std::time::SystemTime;
 
 use milpa::approval::passkeys::{ENROLMENT_TTL, PasskeyStore, enrolment_token_hash};
@@ -16,9 +19,10 @@ use serde_json::Value;
 
 use milpa_mcp::approvals::PasskeyOptions;
 
+use crate::approval_code::{self, short_code};
 use crate::cli::{ApprovalsArgs, ApprovalsCommand, DecideArgs, EnrollArgs};
 use crate::commands::{emit, print_json, printable, table};
-use crate::manifest::Manifest;
+use crate::manifest::{ApprovalsSection, Manifest, ShellDecisions};
 use crate::store::Stores;
 use crate::{CliError, EXIT_OK};
 
@@ -38,10 +42,11 @@ pub(crate) fn memory_store_refusal() -> CliError {
     )
 }
 
-/// Runs `milpa approvals …`; the exit code. `passkeys` is the store the approvals page
-/// keeps approvers' passkeys in.
+/// Runs `milpa approvals …` with the manifest's `[approvals]` settings; the exit code.
+/// `passkeys` is the store the approvals page keeps approvers' passkeys in.
 pub(crate) async fn run(
     registry: &ToolRegistry,
+    settings: &ApprovalsSection,
     passkeys: &dyn PasskeyStore,
     args: ApprovalsArgs,
 ) -> Result<u8, CliError> {
@@ -54,10 +59,10 @@ pub(crate) async fn run(
             show(registry, &show_args.id, show_args.json || args.json).await
         }
         Some(ApprovalsCommand::Grant(decide_args)) => {
-            decide(registry, passkeys, Verdict::Grant, decide_args).await
+            decide(registry, settings, passkeys, Verdict::Grant, decide_args).await
         }
         Some(ApprovalsCommand::Reject(decide_args)) => {
-            decide(registry, passkeys, Verdict::Reject, decide_args).await
+            decide(registry, settings, passkeys, Verdict::Reject, decide_args).await
         }
         Some(ApprovalsCommand::Enroll(enroll_args)) => enroll(passkeys, enroll_args).await,
     }
@@ -165,7 +170,7 @@ async fn list(registry: &ToolRegistry, json: bool) -> Result<u8, CliError> {
     if json {
         let items: Vec<Value> = pending
             .iter()
-            .map(|approval| approval.to_json(registry.redactor(), now))
+            .map(|approval| json_with_code(approval, registry, now))
             .collect();
         print_json(&items)?;
     } else if pending.is_empty() {
@@ -179,13 +184,23 @@ async fn list(registry: &ToolRegistry, json: bool) -> Result<u8, CliError> {
     Ok(EXIT_OK)
 }
 
-/// The pending approvals as a table: id, kind, summary, requested by, age, expires in.
+/// An approval as JSON, with its short code (`code`) beside the store's fields.
+fn json_with_code(approval: &Approval, registry: &ToolRegistry, now: u64) -> Value {
+    let mut json = approval.to_json(registry.redactor(), now);
+    if let Some(fields) = json.as_object_mut() {
+        fields.insert("code".into(), Value::String(short_code(approval.id())));
+    }
+    json
+}
+
+/// The pending approvals as a table: id, code, kind, summary, requested by, age, expires in.
 fn pending_table(pending: &[Approval], now: u64) -> String {
     let rows: Vec<Vec<String>> = pending
         .iter()
         .map(|approval| {
             vec![
                 approval.id().to_owned(),
+                short_code(approval.id()),
                 approval.kind().as_str().to_owned(),
                 printable(approval.summary()),
                 approval.requested_by().map_or("-".to_owned(), printable),
@@ -197,7 +212,15 @@ fn pending_table(pending: &[Approval], now: u64) -> String {
         })
         .collect();
     table(
-        &["ID", "KIND", "SUMMARY", "REQUESTED BY", "AGE", "EXPIRES IN"],
+        &[
+            "ID",
+            "CODE",
+            "KIND",
+            "SUMMARY",
+            "REQUESTED BY",
+            "AGE",
+            "EXPIRES IN",
+        ],
         &rows,
     )
 }
@@ -213,8 +236,9 @@ fn duration(ms: u64) -> String {
     }
 }
 
-async fn show(registry: &ToolRegistry, id: &str, json: bool) -> Result<u8, CliError> {
-    let approval = registry
+/// The approval `id`, or why not (exit 1).
+async fn lookup(registry: &ToolRegistry, id: &str) -> Result<Approval, CliError> {
+    registry
         .approvals()
         .get(id)
         .await
@@ -223,10 +247,14 @@ async fn show(registry: &ToolRegistry, id: &str, json: bool) -> Result<u8, CliEr
             refused(milpa::approval::ApprovalError::NotFound {
                 id: id.trim().to_owned(),
             })
-        })?;
+        })
+}
+
+async fn show(registry: &ToolRegistry, id: &str, json: bool) -> Result<u8, CliError> {
+    let approval = lookup(registry, id).await?;
     let now = now_ms();
     if json {
-        print_json(&approval.to_json(registry.redactor(), now))?;
+        print_json(&json_with_code(&approval, registry, now))?;
     } else {
         emit(&details(&approval, registry, now));
     }
@@ -246,6 +274,7 @@ fn details(approval: &Approval, registry: &ToolRegistry, now: u64) -> String {
     let record = approval.record();
     let mut fields: Vec<(&str, String)> = vec![
         ("id", approval.id().to_owned()),
+        ("code", short_code(approval.id())),
         ("kind", approval.kind().as_str().to_owned()),
         ("state", approval.state(now).as_str().to_owned()),
         ("summary", printable(approval.summary())),
@@ -323,18 +352,22 @@ fn approver(actor: Option<String>) -> Result<String, CliError> {
 
 async fn decide(
     registry: &ToolRegistry,
+    settings: &ApprovalsSection,
     passkeys: &dyn PasskeyStore,
     verdict: Verdict,
     args: DecideArgs,
 ) -> Result<u8, CliError> {
     let actor = approver(args.actor)?;
+    let approval = lookup(registry, &args.id).await?;
     refuse_if_passkey_enrolled(passkeys, &actor).await?;
+    shell_may_decide(settings)?;
+    confirm_at_terminal(&approval, registry, verdict).await?;
     let ctx = ToolContext::builder(channel::CLI)
         .principal(actor.clone())
         .build();
     let reason = args.reason.as_deref().filter(|r| !r.trim().is_empty());
     let approval = registry
-        .decide_approval(&args.id, verdict, reason, &ctx)
+        .decide_approval(approval.id(), verdict, reason, &ctx)
         .await
         .map_err(refused)?;
     let done = match verdict {
@@ -364,6 +397,87 @@ async fn decide(
     line.push('\n');
     emit(&line);
     Ok(EXIT_OK)
+}
+
+/// Every reason this shell may not decide at all, checked before anyone is asked: decisions
+/// from a shell turned off, or standard input not a terminal (a pipe, `/dev/null`: a program,
+/// not a person, would be answering). A new precondition belongs here.
+fn shell_may_decide(settings: &ApprovalsSection) -> Result<(), CliError> {
+    if settings.shell_decisions() == ShellDecisions::Off {
+        return Err(CliError::failed(
+            "approvals: the manifest turns decisions from a shell off ([approvals] shell = \
+             \"off\"): grant or reject on the /approvals page of `milpa serve --http`, signed in \
+             with a token holding approvals:grant",
+        ));
+    }
+    if !std::io::stdin().is_terminal() {
+        return Err(CliError::failed(
+            "approvals: a decision from a shell needs a person at a terminal, and standard \
+             input is not one (a pipe or a file: a program would be answering). Run the command \
+             in a terminal and type the approval's code when asked, or decide on the \
+             /approvals page of `milpa serve --http`; nothing was decided",
+        ));
+    }
+    Ok(())
+}
+
+/// Shows the approval at the terminal and asks for its short code (or its tool's name);
+/// anything else decides nothing (exit 1).
+async fn confirm_at_terminal(
+    approval: &Approval,
+    registry: &ToolRegistry,
+    verdict: Verdict,
+) -> Result<(), CliError> {
+    let verb = verdict.as_str();
+    let mut prompt = format!("To {verb} approval {}:\n", approval.id());
+    prompt.push_str(&format!(
+        "  summary       {}\n",
+        printable(approval.summary())
+    ));
+    if let Some(tool) = approval.tool() {
+        prompt.push_str(&format!("  tool          {}\n", printable(tool)));
+    }
+    prompt.push_str(&format!(
+        "  requested by  {}\n",
+        approval.requested_by().map_or("-".to_owned(), printable)
+    ));
+    if let Some(args) = approval.redacted_args(registry.redactor()) {
+        prompt.push_str(&format!(
+            "  arguments     {}\n",
+            printable(&args.to_string())
+        ));
+    }
+    let or_tool = if approval.tool().is_some() {
+        " or the tool's name"
+    } else {
+        ""
+    };
+    prompt.push_str(&format!(
+        "Type the approval's code (the CODE of `milpa approvals`){or_tool} to {verb} it: "
+    ));
+    // On a blocking thread, so Ctrl-C at the question still stops the program.
+    let typed = tokio::task::spawn_blocking(move || {
+        eprint!("{prompt}");
+        let _ = std::io::stderr().flush();
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line).map(|_| line)
+    })
+    .await
+    .map_err(|e| CliError::failed(format!("approvals: cannot read the terminal: {e}")))?
+    .map_err(|e| CliError::failed(format!("approvals: cannot read the terminal: {e}")))?;
+    let by_tool = approval
+        .tool()
+        .is_some_and(|tool| !tool.is_empty() && typed.trim() == tool);
+    if approval_code::matches(approval.id(), &typed) || by_tool {
+        Ok(())
+    } else {
+        Err(CliError::failed(format!(
+            "approvals: that is not the code of approval {} (see `milpa approvals show {}`); \
+             nothing was decided",
+            approval.id(),
+            approval.id()
+        )))
+    }
 }
 
 #[cfg(test)]

@@ -119,6 +119,11 @@ impl CommandTool {
         options.timeout = timeout;
         options.hard_timeout = Some(timeout);
         options.version = spec.version.clone();
+        options.paths = spec
+            .params
+            .iter()
+            .filter_map(|(name, param)| Some((name.clone(), param.path_rule()?)))
+            .collect();
         ToolDefinition::new(
             spec.name(),
             spec.description.clone(),

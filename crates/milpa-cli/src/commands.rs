@@ -7,6 +7,7 @@ use std::sync::Arc;
 use milpa::audit::chain::verify_lines;
 use milpa::audit::trail::AuditQuery;
 use milpa::audit::{AuditRecord, AuditSink, JsonLinesAuditSink, TracingAuditSink};
+use milpa::escape::EscapeControl;
 use milpa::render::{ChannelRenderer, TerminalRenderer};
 use milpa::{ToolContext, ToolRegistry, ToolResult, channel};
 use serde_json::Value;
@@ -119,7 +120,12 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
         Command::Approvals(args) => {
             let audit = with_store_trail(Arc::new(TracingAuditSink), &stores);
             let registry = registry(&manifest, &stores, Some(audit), None, tools)?;
-            runtime.block_on(approvals::run(&registry, stores.passkeys.as_ref(), args))
+            runtime.block_on(approvals::run(
+                &registry,
+                &manifest.approvals,
+                stores.passkeys.as_ref(),
+                args,
+            ))
         }
         Command::Audit(args) => audit_command(&stores, args),
     };
@@ -373,8 +379,15 @@ fn or_dash(text: String) -> String {
 }
 
 /// Columns padded to their widest cell (the last one is not padded), two spaces apart.
+/// Every cell is shown [`printable`]: a tool's name or description (an upstream server's
+/// words) cannot break the table or reorder what it shows.
 pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     let header: Vec<String> = header.iter().map(|h| (*h).to_owned()).collect();
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| row.iter().map(|cell| printable(cell)).collect())
+        .collect();
+    let rows = rows.as_slice();
     let mut widths = vec![0usize; header.len()];
     for row in std::iter::once(&header).chain(rows) {
         for (width, cell) in widths.iter_mut().zip(row) {
@@ -425,12 +438,12 @@ fn inspect(
         }
         print_json(&json)?;
     } else {
-        emit(&plan.to_text());
+        emit(&printable_lines(&plan.to_text()));
         if let Some(upstream) = upstream {
             emit(&format!(
                 "\nupstream: {} ({})\n",
-                upstream.name(),
-                upstream.state()
+                printable(upstream.name()),
+                printable(&upstream.state().to_string())
             ));
         }
     }
@@ -491,7 +504,8 @@ async fn call(registry: &ToolRegistry, stores: &Stores, args: CallArgs) -> Resul
                 "milpa: a person other than {caller} approves it with `milpa approvals grant \
                      {id}` (or on the /approvals page of `milpa serve --http`); then repeat the \
                      call with --confirm-token {id}",
-                caller = ctx.principal().unwrap_or("the caller"),
+                caller = printable(ctx.principal().unwrap_or("the caller")),
+                id = printable(id),
             );
         }
         return Ok(exit_code(&result));
@@ -509,7 +523,7 @@ async fn call(registry: &ToolRegistry, stores: &Stores, args: CallArgs) -> Resul
     }
     if args.json {
         let summary = result.data["action_summary"].as_str().unwrap_or("");
-        eprintln!("{summary}");
+        eprintln!("{}", printable(summary));
     } else {
         show(&result, &ctx, false)?;
     }
@@ -686,18 +700,17 @@ fn audit_table(records: &[Value]) -> String {
     )
 }
 
-/// `text` for a terminal: control characters escaped, so a tool name, principal or summary
-/// holding them cannot move the cursor or hide a line.
+/// `text` for a terminal, on one line: control characters (`\n` included), format
+/// characters (bidi overrides and isolates, zero-width characters) and line separators
+/// escaped, so a tool name, principal or summary holding them cannot move the cursor, hide
+/// a line or show its words in another order.
 pub(crate) fn printable(text: &str) -> String {
-    let mut shown = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_control() {
-            shown.extend(c.escape_default());
-        } else {
-            shown.push(c);
-        }
-    }
-    shown
+    EscapeControl::all(text).to_string()
+}
+
+/// `text` for a terminal, keeping its lines and tabs: as [`printable`] otherwise.
+pub(crate) fn printable_lines(text: &str) -> String {
+    EscapeControl::keeping_layout(text).to_string()
 }
 
 /// `milpa audit verify FILE`.

@@ -23,7 +23,8 @@
 //! audit trail) lives in the store: by default a SQLite file in the user's state folder (see [`store`]), so a
 //! token minted by one `milpa call` is redeemed by the next.
 //!
-//! Exit codes: 0 success, 1 a refused or failed call, 2 a usage or manifest error.
+//! Exit codes: 0 success, 1 a refused or failed call (or decision), 2 a usage or manifest
+//! error, or a state file other users can write.
 //!
 //! A Rust program with its own tools gets the same subcommands in one line; the manifest
 //! (if any) still supplies the policy, the tokens and its command tools:
@@ -39,6 +40,7 @@
 //! }
 //! ```
 
+pub mod approval_code;
 mod approvals;
 pub mod cli;
 pub mod command_tool;
@@ -155,7 +157,11 @@ where
     match commands::run(cli, Box::new(tools)) {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
-            eprintln!("milpa: {error}");
+            // A message can quote what a tool, a store or a peer said.
+            eprintln!(
+                "milpa: {}",
+                milpa::escape::EscapeControl::keeping_layout(&error.to_string())
+            );
             ExitCode::from(error.code)
         }
     }

@@ -184,6 +184,26 @@ pub struct ApprovalsSection {
     /// The page's exact origin when it is served under a real host name behind TLS
     /// (`https://tools.example.com`); by default `http://<rp_id>` on any port.
     pub origin: Option<Spanned<String>>,
+    /// Whether `milpa approvals grant|reject` may decide from a shell (default `on`).
+    pub shell: Option<ShellDecisions>,
+}
+
+/// `[approvals] shell`: whether a person may decide from a shell.
+///
+/// `on` (the default): `milpa approvals grant|reject` asks at a terminal for the approval's
+/// short code and refuses without a terminal. A program that controls a terminal (an agent
+/// with a shell can make one) still passes, so `on` stops an agent's plain one-liner, not a
+/// determined agent running as the same user. `off`: no decision from a shell at all; the
+/// `/approvals` page of `milpa serve --http` (bearer token with `approvals:grant`) decides.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum ShellDecisions {
+    /// Decisions at an interactive terminal, with the approval's code typed.
+    #[default]
+    On,
+    /// No decisions from a shell.
+    Off,
 }
 
 impl ApprovalsSection {
@@ -199,6 +219,11 @@ impl ApprovalsSection {
                 .as_ref()
                 .map_or(DEFAULT_NOTIFY_TIMEOUT_SECONDS, |t| *t.get_ref()),
         )
+    }
+
+    /// Whether a shell may decide (`shell`, default on).
+    pub fn shell_decisions(&self) -> ShellDecisions {
+        self.shell.unwrap_or_default()
     }
 
     /// The TTL of parked calls.
@@ -702,13 +727,16 @@ pub enum ParamType {
     Number,
     /// `true` or `false`.
     Boolean,
+    /// A file path (a JSON string), normalised before validation and policy; see
+    /// [`ParamSpec::path_rule`].
+    Path,
 }
 
 impl ParamType {
     /// The JSON Schema type name.
     pub fn as_str(self) -> &'static str {
         match self {
-            ParamType::String => "string",
+            ParamType::String | ParamType::Path => "string",
             ParamType::Integer => "integer",
             ParamType::Number => "number",
             ParamType::Boolean => "boolean",
@@ -717,7 +745,7 @@ impl ParamType {
 
     fn admits(self, value: &Value) -> bool {
         match self {
-            ParamType::String => value.is_string(),
+            ParamType::String | ParamType::Path => value.is_string(),
             ParamType::Integer => value.is_i64() || value.is_u64(),
             ParamType::Number => value.is_number(),
             ParamType::Boolean => value.is_boolean(),
@@ -729,7 +757,7 @@ impl ParamType {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ParamSpec {
-    /// `string`, `integer`, `number` or `boolean`.
+    /// `string`, `integer`, `number`, `boolean` or `path`.
     #[serde(rename = "type")]
     pub kind: ParamType,
     /// What the argument means.
@@ -759,9 +787,32 @@ pub struct ParamSpec {
     /// its `default` are the manifest's own and always pass.
     #[serde(default)]
     pub allow_leading_dash: bool,
+    /// `type = "path"` only: resolve the path against the filesystem (symlinks followed).
+    #[serde(default)]
+    pub resolve: bool,
+    /// `type = "path"` only: the absolute folders the path must be in.
+    pub within: Option<Vec<String>>,
+    /// `type = "path"` only: the absolute folder a relative path is taken against (without
+    /// it a relative path is refused).
+    pub base: Option<String>,
 }
 
 impl ParamSpec {
+    /// How a `type = "path"` argument is normalised and where it may point; `None` for the
+    /// other types.
+    pub fn path_rule(&self) -> Option<milpa::schema::PathRule> {
+        if self.kind != ParamType::Path {
+            return None;
+        }
+        let mut rule = milpa::schema::PathRule::new()
+            .resolve(self.resolve)
+            .within(self.within.iter().flatten().map(PathBuf::from));
+        if let Some(base) = &self.base {
+            rule = rule.base(base);
+        }
+        Some(rule)
+    }
+
     /// The parameter's JSON Schema.
     pub fn schema(&self) -> Value {
         let mut schema = Map::new();
@@ -1037,6 +1088,29 @@ impl CommandToolSpec {
                     ),
                 ));
             }
+            let path_keys = spec.resolve || spec.within.is_some() || spec.base.is_some();
+            if path_keys && spec.kind != ParamType::Path {
+                return Err(at(
+                    name_at,
+                    format!(
+                        "tool `{name}`: param `{param}`: resolve, within and base are for type = \"path\""
+                    ),
+                ));
+            }
+            if let Some(relative) = spec
+                .within
+                .iter()
+                .flatten()
+                .chain(&spec.base)
+                .find(|folder| !Path::new(folder.as_str()).is_absolute())
+            {
+                return Err(at(
+                    name_at,
+                    format!(
+                        "tool `{name}`: param `{param}`: {relative:?} in within or base must be an absolute folder"
+                    ),
+                ));
+            }
             if let Some(default) = &spec.default
                 && !spec.kind.admits(default)
             {
@@ -1248,6 +1322,39 @@ mod tests {
     }
 
     #[test]
+    fn path_params_are_checked() {
+        let tool = |param: &str| {
+            format!(
+                "[[tools]]\nname = \"t\"\ncommand = [\"cat\", \"{{p}}\"]\n\n[tools.params.p]\n{param}\n"
+            )
+        };
+        let m = Manifest::parse(
+            "m",
+            &tool("type = \"path\"\nresolve = true\nwithin = [\"/srv\"]\nbase = \"/srv\""),
+        )
+        .unwrap();
+        let rule = m.tools[0].params["p"].path_rule().unwrap();
+        assert_eq!(
+            rule,
+            milpa::schema::PathRule::new()
+                .resolve(true)
+                .within(["/srv"])
+                .base("/srv")
+        );
+        assert_eq!(m.tools[0].params["p"].schema()["type"], "string");
+        let e = error(&tool("type = \"string\"\nwithin = [\"/srv\"]"));
+        assert!(
+            e.contains("resolve, within and base are for type = \"path\""),
+            "{e}"
+        );
+        let e = error(&tool("type = \"path\"\nwithin = [\"srv\"]"));
+        assert!(
+            e.contains("\"srv\" in within or base must be an absolute folder"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn approvals_are_checked() {
         let m = Manifest::parse("m", "[approvals]\nttl_seconds = 5\nnotify_command = [\"notify-send\", \"--\", \"{summary} {url}\"]\nnotify_env = [\"DBUS_SESSION_BUS_ADDRESS\"]\n").unwrap();
         assert_eq!(m.approvals.ttl(), std::time::Duration::from_secs(5));
@@ -1280,6 +1387,10 @@ mod tests {
         );
         let e = error("[approvals]\nnotify = [\"x\"]\n");
         assert!(e.starts_with("m.toml:2: unknown field `notify`"), "{e}");
+        assert_eq!(m.approvals.shell_decisions(), ShellDecisions::On);
+        let off = Manifest::parse("m", "[approvals]\nshell = \"off\"\n").unwrap();
+        assert_eq!(off.approvals.shell_decisions(), ShellDecisions::Off);
+        assert!(error("[approvals]\nshell = \"maybe\"\n").starts_with("m.toml:2"));
         let e = error("[approvals]\nnotify_timeout_seconds = 0\n");
         assert!(
             e.starts_with("m.toml:2: approvals.notify_timeout_seconds must be at least 1"),

@@ -14,6 +14,7 @@ use milpa::confirm::ConfirmationStore;
 use milpa::rate_limit::{InMemoryRateLimiter, RateLimiter};
 use milpa::verification::{InMemoryVerificationStore, VerificationStore};
 use milpa_mcp::protocol::StateSecret;
+use milpa_sqlite::private_files::PrivateFileError;
 
 use crate::CliError;
 use crate::manifest::Manifest;
@@ -208,7 +209,13 @@ impl Stores {
             StoreUrl::Memory => Ok(Stores::memory()),
             StoreUrl::Sqlite(path) => {
                 let store = milpa_sqlite::SqliteStore::open(path).map_err(|e| {
-                    CliError::failed(format!("store {url}: cannot open: {}", chain(&e)))
+                    match unsafe_permissions(&e) {
+                        // The setup is wrong, not the call: a usage error (exit 2).
+                        Some(refusal) => CliError::usage(format!("store {url}: {refusal}")),
+                        None => {
+                            CliError::failed(format!("store {url}: cannot open: {}", chain(&e)))
+                        }
+                    }
                 })?;
                 Ok(Stores {
                     url: url.clone(),
@@ -299,6 +306,14 @@ impl Stores {
 }
 
 /// An error and its causes, `: `-separated (a cause its error already quotes is skipped).
+/// The state file or folder that other users may write, when that is why `error` refused to
+/// open the store.
+fn unsafe_permissions(error: &milpa::StoreError) -> Option<&PrivateFileError> {
+    std::error::Error::source(error)
+        .and_then(|source| source.downcast_ref::<PrivateFileError>())
+        .filter(|refusal| matches!(refusal, PrivateFileError::WritableByOthers { .. }))
+}
+
 pub(crate) fn chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();

@@ -9,6 +9,7 @@ mod common;
 use std::net::SocketAddr;
 
 use common::http::{Server, call, initialize, spawn_http};
+use common::terminal::{decide, run_or_decide};
 use common::{Run, Sandbox, run};
 use milpa_mcp::auth::sha256_hex;
 use serde_json::{Value, json};
@@ -57,11 +58,12 @@ fn start(sb: &Sandbox, manifest: &str) -> (Server, SocketAddr) {
     )
 }
 
-/// `milpa --manifest m.toml ARGS…` (the manifest `start` wrote).
+/// `milpa --manifest m.toml ARGS…` (the manifest `start` wrote); a decision (`approvals
+/// grant|reject ID`) at a terminal, typing the approval's code as a person does.
 fn milpa(sb: &Sandbox, args: &[&str]) -> Run {
     let mut cmd = sb.milpa();
     cmd.args(["--manifest", "m.toml"]).args(args);
-    run(&mut cmd)
+    run_or_decide(&mut cmd)
 }
 
 fn code(result: &Value) -> &str {
@@ -400,7 +402,7 @@ fn the_actor_defaults_to_user_then_local_shell() {
     // Without USER the approver is local-shell: the caller itself, refused.
     let mut own = sb.milpa();
     own.env_remove("USER").args(["approvals", "grant", &id]);
-    let own = run(&mut own);
+    let own = decide(&mut own);
     assert_eq!(own.code, 1);
     assert!(
         own.stderr.contains("'local-shell' asked for approval"),
@@ -410,7 +412,7 @@ fn the_actor_defaults_to_user_then_local_shell() {
     // With USER, that person.
     let mut ana = sb.milpa();
     ana.env("USER", "ana").args(["approvals", "grant", &id]);
-    let ana = run(&mut ana);
+    let ana = decide(&mut ana);
     assert_eq!(ana.code, 0, "{}", ana.stderr);
     assert_eq!(ana.stdout, format!("granted {id} (notes_clear()) as ana\n"));
 
@@ -445,13 +447,15 @@ fn verification_requests_wait_in_the_same_queue() {
     assert_eq!(listed[0]["summary"], "rotate the keys");
     assert_eq!(listed[0]["requested_by"], "bot");
 
-    let own = run(sb
-        .milpa()
-        .args(["approvals", "grant", &id, "--actor", "bot"]));
+    let own = decide(
+        sb.milpa()
+            .args(["approvals", "grant", &id, "--actor", "bot"]),
+    );
     assert_eq!(own.code, 1, "{}", own.stdout);
-    let granted = run(sb
-        .milpa()
-        .args(["approvals", "grant", &id, "--actor", "alice"]));
+    let granted = decide(
+        sb.milpa()
+            .args(["approvals", "grant", &id, "--actor", "alice"]),
+    );
     assert_eq!(granted.code, 0, "{}", granted.stderr);
     assert_eq!(
         granted.stdout,

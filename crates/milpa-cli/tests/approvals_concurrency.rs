@@ -6,7 +6,8 @@ mod common;
 use std::process::{Output, Stdio};
 
 use common::http::milpa_command;
-use common::{Sandbox, run};
+use common::terminal::{AtTerminal, spawn_decision};
+use common::{Run, Sandbox, run};
 use serde_json::{Value, json};
 
 const MANIFEST: &str = r#"
@@ -67,20 +68,21 @@ fn concurrent_grants_record_one_decision_and_the_call_runs_once() {
         .unwrap()
         .to_owned();
 
-    let grants = all_at_once(&sb, 8, |i| {
-        vec![
-            "approvals".into(),
-            "grant".into(),
-            id.clone(),
-            "--actor".into(),
-            format!("x{i}"),
-        ]
-    });
+    // Eight people at eight terminals, each typing the code.
+    let deciding: Vec<_> = (0..8)
+        .map(|i| {
+            let mut grant = milpa_command(&sb);
+            grant.args(["--manifest", "m.toml", "approvals", "grant", &id, "--actor"]);
+            grant.arg(format!("x{i}"));
+            spawn_decision(grant)
+        })
+        .collect();
+    let grants: Vec<Run> = deciding.into_iter().map(AtTerminal::wait).collect();
     let winners: Vec<(usize, String)> = grants
         .iter()
         .enumerate()
-        .filter(|(_, out)| out.status.code() == Some(0))
-        .map(|(i, out)| (i, String::from_utf8_lossy(&out.stdout).into_owned()))
+        .filter(|(_, out)| out.code == 0)
+        .map(|(i, out)| (i, out.stdout.clone()))
         .collect();
     assert_eq!(
         winners.len(),
@@ -93,8 +95,8 @@ fn concurrent_grants_record_one_decision_and_the_call_runs_once() {
         &format!("granted {id} (deploy(env=prod)) as x{winner}\n")
     );
     for (i, out) in grants.iter().enumerate().filter(|(i, _)| i != winner) {
-        assert_eq!(out.status.code(), Some(1), "grant {i}: {out:?}");
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.code, 1, "grant {i}: {}", out.stderr);
+        let stderr = &out.stderr;
         assert!(
             stderr.contains(&format!("already decided: granted by x{winner}")),
             "grant {i}: {stderr}"

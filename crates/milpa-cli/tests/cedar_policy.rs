@@ -149,3 +149,98 @@ fn with_default_deny_a_call_no_permit_covers_is_denied() {
         denied.stderr
     );
 }
+
+/// `show` with its `path` declared a path: what the policy and the command see is the
+/// normal form.
+const PATH_MANIFEST: &str = r#"
+[policy]
+cedar = "policy.cedar"
+
+[[tools]]
+name = "show"
+command = ["echo", "{path}"]
+
+[tools.params.path]
+type = "path"
+required = true
+
+[[tools]]
+name = "note"
+command = ["echo", "{path}"]
+
+[tools.params.path]
+type = "path"
+required = true
+within = ["/srv/notes"]
+"#;
+
+#[test]
+fn a_path_param_is_normalised_before_the_policy_sees_it() {
+    let sb = Sandbox::new();
+    sb.write("policy.cedar", POLICY);
+    // A plain string param: these spellings of /etc/hostname slip past `like "/etc/*"`.
+    let slipped = run_manifest(
+        &sb,
+        MANIFEST,
+        &["call", "show", r#"{"path": "//etc/hostname"}"#],
+    );
+    assert_eq!(slipped.code, 0, "{}", slipped.stdout);
+    for spelling in ["//etc/hostname", "/./etc/hostname", "/tmp/../etc/hostname"] {
+        let args = serde_json::json!({ "path": spelling }).to_string();
+        let denied = run_manifest(&sb, PATH_MANIFEST, &["call", "show", &args, "--json"]);
+        assert_eq!(denied.code, 1, "{spelling}: {}", denied.stdout);
+        assert_eq!(denied.json()["meta"]["code"], "FORBIDDEN", "{spelling}");
+        assert!(
+            denied.json()["error"]
+                .as_str()
+                .unwrap()
+                .starts_with("Denied by policy 'no-etc'"),
+            "{spelling}: {}",
+            denied.stdout
+        );
+    }
+    // The command gets the normal form.
+    let ok = run_manifest(
+        &sb,
+        PATH_MANIFEST,
+        &["call", "show", r#"{"path": "/srv/./a//b/../c"}"#, "--json"],
+    );
+    assert_eq!(ok.code, 0, "{}", ok.stdout);
+    assert_eq!(ok.json()["data"], "/srv/a/c", "{}", ok.stdout);
+    // A relative path is refused: it means whatever the working folder makes it.
+    let relative = run_manifest(
+        &sb,
+        PATH_MANIFEST,
+        &["call", "show", r#"{"path": "etc/hostname"}"#, "--json"],
+    );
+    assert_eq!(relative.code, 1);
+    assert_eq!(relative.json()["meta"]["code"], "VALIDATION_ERROR");
+    assert_eq!(relative.json()["error"], "path: must be an absolute path");
+    // `within`: a path outside the folder, however spelled, is refused.
+    let outside = run_manifest(
+        &sb,
+        PATH_MANIFEST,
+        &[
+            "call",
+            "note",
+            r#"{"path": "/srv/notes/../secrets"}"#,
+            "--json",
+        ],
+    );
+    assert_eq!(
+        outside.json()["meta"]["code"],
+        "VALIDATION_ERROR",
+        "{}",
+        outside.stdout
+    );
+    assert_eq!(
+        outside.json()["error"],
+        "path: is outside the allowed folders (/srv/notes)"
+    );
+    let inside = run_manifest(
+        &sb,
+        PATH_MANIFEST,
+        &["call", "note", r#"{"path": "/srv/notes/a.txt"}"#],
+    );
+    assert_eq!(inside.code, 0, "{}", inside.stdout);
+}

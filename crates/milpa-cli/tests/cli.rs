@@ -455,3 +455,31 @@ fn call_escapes_control_characters_of_tool_output() {
         "✓ \\u{1b}]0;pwned\\u{7}\\u{1b}[2Jred\\rline\nnext\tcol\n"
     );
 }
+
+#[test]
+fn call_and_tables_escape_bidi_controls_and_line_separators() {
+    let sb = Sandbox::new();
+    let r = run(sb.milpa().args([
+        "call",
+        "echo",
+        r#"{"text":"a\u202Eb\u2028c\u2066d\u200Be\uFEFFf"}"#,
+    ]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        r.stdout,
+        "✓ a\\u{202e}b\\u{2028}c\\u{2066}d\\u{200b}e\\u{feff}f\n"
+    );
+    // A manifest tool's description reaches the table escaped too.
+    let r = common::run_manifest(
+        &sb,
+        "[[tools]]\nname = \"t\"\ndescription = \"safe \u{202E}txt.exe\u{2029}x\"\ncommand = [\"true\"]\n",
+        &["tools"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("safe \\u{202e}txt.exe\\u{2029}x"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains('\u{202E}') && !r.stdout.contains('\u{2029}'));
+}

@@ -13,6 +13,7 @@ use common::http::{
     Server, V2026, call, call_2026, initialize, milpa_command, post_2026, spawn_http,
 };
 use common::redis::RedisServer;
+use common::terminal::spawn_decision;
 use milpa_mcp::auth::sha256_hex;
 use serde_json::{Value, json};
 
@@ -277,16 +278,12 @@ fn replicas_answer_2026_requests_alike_and_complete_each_others_rounds() {
     let ask = &parked["inputRequests"]["approval"]["params"];
     assert_eq!(ask["mode"], "url", "{parked}");
     let id = ask["elicitationId"].as_str().unwrap().to_owned();
-    let granted = milpa_command(&sb)
+    let mut grant = milpa_command(&sb);
+    grant
         .args(["--manifest", "m.toml", "--store", &redis.url()])
-        .args(["approvals", "grant", &id, "--actor", "bob"])
-        .output()
-        .unwrap();
-    assert!(
-        granted.status.success(),
-        "{}",
-        String::from_utf8_lossy(&granted.stderr)
-    );
+        .args(["approvals", "grant", &id, "--actor", "bob"]);
+    let granted = spawn_decision(grant).wait();
+    assert_eq!(granted.code, 0, "{}", granted.stderr);
     let mut resume = deploy;
     resume["requestState"] = parked["requestState"].clone();
     resume["inputResponses"] = json!({"approval": {"action": "accept"}});

@@ -9,6 +9,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
 use common::http::{Response, Server, call, initialize, milpa_command, parse};
+use common::terminal::decide;
 use common::{Sandbox, run};
 use serde_json::{Value, json};
 
@@ -137,9 +138,10 @@ fn the_run_makes_an_agent_token_and_an_approver_token() {
         "{parked}"
     );
     let id = parked["structuredContent"]["approval_id"].as_str().unwrap();
-    let own = run(sb
-        .milpa()
-        .args(["approvals", "grant", id, "--actor", "local-user"]));
+    let own = decide(
+        sb.milpa()
+            .args(["approvals", "grant", id, "--actor", "local-user"]),
+    );
     assert_eq!(own.code, 1);
     assert!(
         own.stderr.contains("'local-user' asked for approval"),

@@ -6,6 +6,7 @@ mod common;
 use std::process::Command;
 
 use common::stdio::StdioClient;
+use common::terminal::decide;
 use common::{Sandbox, run_manifest, upstream_command};
 use serde_json::{Value, json};
 
@@ -184,11 +185,11 @@ fn a_human_confirm_override_parks_the_call_and_nothing_reaches_the_upstream_unti
     assert_eq!(code(&early), "APPROVAL_PENDING", "{early}");
     assert!(!marks.exists());
 
-    let granted = run_manifest(
-        &sb,
-        &manifest,
-        &["approvals", "grant", &id, "--actor", "alice"],
-    );
+    let granted =
+        decide(
+            sb.with_manifest(&manifest)
+                .args(["approvals", "grant", &id, "--actor", "alice"]),
+        );
     assert_eq!(granted.code, 0, "{}", granted.stderr);
     assert!(!marks.exists(), "a grant runs nothing by itself");
 

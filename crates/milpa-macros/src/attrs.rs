@@ -11,8 +11,7 @@ use syn::{Attribute, Expr, ExprLit, Ident, Lit, LitBool, LitInt, LitStr, Meta, T
 const TOOL_KEYS: &str = "name, description, scopes, mutating, confirm, timeout, hard_timeout, clamps, version, output_schema";
 
 /// The keys `#[param(...)]` accepts, for error messages.
-const PARAM_KEYS: &str =
-    "description, minimum, maximum, min_length, max_length, pattern, enum, default, object";
+const PARAM_KEYS: &str = "description, minimum, maximum, min_length, max_length, pattern, enum, default, object, path, resolve, within, base";
 
 /// A duration given in seconds, as an integer or a float literal.
 pub enum Seconds {
@@ -158,6 +157,15 @@ pub struct ParamArgs {
     pub enumeration: Option<TokenStream>,
     pub default: Option<TokenStream>,
     pub object: bool,
+    /// `path`: the argument is a file path, normalised before validation and policy
+    /// (`milpa::schema::PathRule`).
+    pub path: bool,
+    /// `resolve`: a path argument is resolved against the filesystem (symlinks followed).
+    pub resolve: bool,
+    /// `within = "/abs"` or `within = ["/a", "/b"]`: the folders a path must be in.
+    pub within: Vec<LitStr>,
+    /// `base = "/abs"`: what a relative path is taken against.
+    pub base: Option<LitStr>,
     /// The first `#[param]` attribute, to point errors at.
     pub span: Option<Span>,
     seen: Vec<String>,
@@ -186,7 +194,33 @@ impl ParamArgs {
             }
             false
         });
+        if let Err(error) = args.check_path_keys() {
+            combine(&mut result, error);
+        }
         result.map(|()| args)
+    }
+
+    /// `resolve`, `within` and `base` need `path`; folders are absolute.
+    fn check_path_keys(&self) -> syn::Result<()> {
+        let span = self.span.unwrap_or_else(Span::call_site);
+        if !self.path && (self.resolve || !self.within.is_empty() || self.base.is_some()) {
+            return Err(syn::Error::new(
+                span,
+                "`resolve`, `within` and `base` are for path arguments; add `path` to #[param(...)]",
+            ));
+        }
+        if let Some(relative) = self
+            .within
+            .iter()
+            .chain(&self.base)
+            .find(|folder| !folder.value().starts_with('/'))
+        {
+            return Err(syn::Error::new(
+                relative.span(),
+                "a folder in `within` or `base` must be absolute (start with `/`)",
+            ));
+        }
+        Ok(())
     }
 
     fn parse_one(&mut self, meta: ParseNestedMeta<'_>) -> syn::Result<()> {
@@ -207,6 +241,22 @@ impl ParamArgs {
             }
             "default" => self.default = Some(json_tokens(meta.value()?)?),
             "object" => self.object = flag(&meta)?,
+            "path" => self.path = flag(&meta)?,
+            "resolve" => self.resolve = flag(&meta)?,
+            "within" => {
+                let value = meta.value()?;
+                self.within = if value.peek(syn::token::Bracket) {
+                    let content;
+                    syn::bracketed!(content in value);
+                    content
+                        .parse_terminated(|folder| folder.parse::<LitStr>(), Token![,])?
+                        .into_iter()
+                        .collect()
+                } else {
+                    vec![value.parse()?]
+                };
+            }
+            "base" => self.base = Some(meta.value()?.parse()?),
             other => {
                 return Err(meta.error(format!(
                     "unknown #[param] argument `{other}`; expected one of: {PARAM_KEYS}"

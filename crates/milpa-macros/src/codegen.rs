@@ -374,6 +374,35 @@ fn options(f: &ToolFn, args: &ToolArgs) -> syn::Result<TokenStream> {
         });
         sets.push(quote!(__milpa_options.clamps = ::std::vec![#(#clamps),*];));
     }
+    let paths: Vec<TokenStream> = f
+        .params
+        .iter()
+        .filter_map(|param| match param {
+            Param::Arg(arg) if arg.args.path => Some(arg),
+            _ => None,
+        })
+        .map(|arg| {
+            let wire = &arg.wire;
+            let resolve = arg.args.resolve;
+            let within = &arg.args.within;
+            let base = arg.args.base.as_ref().map(|base| quote!(.base(#base)));
+            quote! {
+                (
+                    ::std::string::String::from(#wire),
+                    ::milpa::schema::PathRule::new()
+                        .resolve(#resolve)
+                        .within({
+                            let __milpa_within: ::std::vec::Vec<&'static str> = ::std::vec![#(#within),*];
+                            __milpa_within
+                        })
+                        #base,
+                )
+            }
+        })
+        .collect();
+    if !paths.is_empty() {
+        sets.push(quote!(__milpa_options.paths = ::std::vec![#(#paths),*];));
+    }
     if let Some(version) = &args.version {
         sets.push(
             quote!(__milpa_options.version = ::core::option::Option::Some(::std::string::String::from(#version));),

@@ -96,7 +96,9 @@
 //! `#[param(...)]` adds to a parameter's schema: `description = "…"`, `minimum = n`,
 //! `maximum = n`, `min_length = n`, `max_length = n`, `pattern = "…"`, `enum = [..]`,
 //! `default = <json>` (the argument becomes optional and the default is used when it is
-//! absent), `object` (a `Value`/map parameter is `"type": "object"`).
+//! absent), `object` (a `Value`/map parameter is `"type": "object"`). `path` makes a string
+//! argument a file path, normalised before validation and policy (`milpa::schema::PathRule`),
+//! with `within = "/abs"` or `within = ["/a", "/b"]`, `resolve` and `base = "/abs"`.
 //!
 //! The input schema is `{"type": "object", "properties": {…}, "required": […],
 //! "additionalProperties": false}`: properties in parameter order, `required` left out when

@@ -113,3 +113,36 @@ fn descriptions_come_from_doc_comments_and_attributes() {
     assert_eq!(find.name(), "notes.find");
     assert_eq!(find.description(), "Finds a note by id");
 }
+
+/// Reads a note.
+#[tool]
+fn read_note(#[param(path, within = ["/srv/notes", "/srv/shared"])] path: String) -> String {
+    path
+}
+
+#[tokio::test]
+async fn a_path_param_reaches_the_tool_normalised_and_within_its_folders() {
+    let mut registry = ToolRegistry::new();
+    registry.register(read_note_tool()).unwrap();
+    let ctx = ToolContext::cli();
+    let read = |path: &str| registry.call("read_note", json!({ "path": path }), &ctx);
+    let result = read("//srv/notes/./a/../b.txt").await;
+    assert!(result.success, "{result:?}");
+    assert_eq!(result.data, json!("/srv/notes/b.txt"));
+    assert!(read("/srv/shared/c").await.success);
+    for (path, error) in [
+        (
+            "/srv/notes/../../etc/hostname",
+            "path: is outside the allowed folders (/srv/notes, /srv/shared)",
+        ),
+        ("notes/b.txt", "path: must be an absolute path"),
+    ] {
+        let refused = read(path).await;
+        assert_eq!(
+            refused.code(),
+            Some(&milpa::ErrorCode::ValidationError),
+            "{path}"
+        );
+        assert_eq!(refused.error.as_deref(), Some(error), "{path}");
+    }
+}

@@ -27,6 +27,26 @@ MILPA, DIR, NODE, EVERYTHING_JS = sys.argv[1:5]
 ROOT = os.path.join(DIR, "root")
 AUDIT = os.path.join(DIR, "audit.jsonl")
 GLOBAL = ["--manifest", os.path.join(DIR, "gate.toml"), "--store", "sqlite:" + os.path.join(DIR, "store.db")]
+
+
+def decide_at_terminal(argv, approval):
+    """Runs `milpa approvals grant|reject ID` as a person does: with a pseudo-terminal as
+    standard input, typing the approval's code (the `code` of `approvals show ID --json`)."""
+    shown = subprocess.run(
+        [MILPA, *GLOBAL, "approvals", "show", approval, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    code = json.loads(shown.stdout)["code"]
+    master, slave = os.openpty()
+    try:
+        # The terminal keeps the line until milpa reads it.
+        os.write(master, (code + "\n").encode())
+        return subprocess.run(argv, stdin=slave, capture_output=True, text=True, timeout=60)
+    finally:
+        os.close(slave)
+        os.close(master)
 results = {"passed": 0, "failed": 0}
 calls = {}  # tool -> number of calls made, each of which must leave one audit record
 
@@ -131,11 +151,9 @@ async def main():
             waiting = await call("fs__write_file", {"confirm_token": approval})
             check(milpa_meta(waiting).get("code") == "APPROVAL_PENDING", waiting.meta)
             check(not os.path.exists(target), "written before approval")
-            granted = subprocess.run(
+            granted = decide_at_terminal(
                 [MILPA, *GLOBAL, "approvals", "grant", approval, "--actor", "interop-reviewer"],
-                capture_output=True,
-                text=True,
-                timeout=60,
+                approval,
             )
             check(granted.returncode == 0, f"grant: {granted.stdout} {granted.stderr}")
             replay = await call("fs__write_file", {"confirm_token": approval})

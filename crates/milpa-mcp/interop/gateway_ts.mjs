@@ -62,6 +62,23 @@ async function call(name, args) {
 }
 const texts = (r) => r.content.filter((c) => c.type === "text").map((c) => c.text);
 const milpaMeta = (r) => r._meta?.milpa ?? {};
+
+// Runs `milpa approvals grant|reject ID` as a person does: at a terminal (`script` from
+// util-linux gives it one; Node has no pseudo-terminals of its own), typing the approval's
+// code (the `code` of `approvals show ID --json`).
+function decideAtTerminal(argv, approval) {
+  const shown = spawnSync(milpa, [...global, "approvals", "show", approval, "--json"], {
+    encoding: "utf8",
+    timeout: 60000,
+  });
+  const code = JSON.parse(shown.stdout).code;
+  const quote = (arg) => `'${arg.replaceAll("'", "'\\''")}'`;
+  return spawnSync("script", ["-qec", argv.map(quote).join(" "), "/dev/null"], {
+    encoding: "utf8",
+    input: `${code}\n`,
+    timeout: 60000,
+  });
+}
 const read = (path) => readFileSync(path, "utf8");
 
 await test("tools/list has the prefixed tools of the three servers", async () => {
@@ -129,10 +146,7 @@ await test("fs__write_file parked until granted, then written once", async () =>
   const waiting = await call("fs__write_file", { confirm_token: approval });
   assert(milpaMeta(waiting).code === "APPROVAL_PENDING", JSON.stringify(waiting._meta));
   assert(!existsSync(target), "written before approval");
-  const granted = spawnSync(milpa, [...global, "approvals", "grant", approval, "--actor", "interop-reviewer"], {
-    encoding: "utf8",
-    timeout: 60000,
-  });
+  const granted = decideAtTerminal([milpa, ...global, "approvals", "grant", approval, "--actor", "interop-reviewer"], approval);
   assert(granted.status === 0, `grant: ${granted.stdout} ${granted.stderr}`);
   const replay = await call("fs__write_file", { confirm_token: approval });
   assert(!replay.isError, JSON.stringify(replay));

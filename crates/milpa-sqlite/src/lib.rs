@@ -18,6 +18,7 @@ mod connection;
 mod error;
 mod migrations;
 mod passkeys;
+pub mod private_files;
 mod rate_limit;
 mod secrets;
 mod store;

@@ -17,6 +17,7 @@ use crate::confirmations::SqliteConfirmationStore;
 use crate::connection;
 use crate::migrations::{MIGRATIONS, migrate};
 use crate::passkeys::SqlitePasskeyStore;
+use crate::private_files;
 use crate::rate_limit::SqliteRateLimiter;
 use crate::verifications::SqliteVerificationStore;
 use crate::writer::Writer;
@@ -91,19 +92,13 @@ impl std::fmt::Debug for SqliteStore {
 impl SqliteStore {
     /// Opens (creating it, and its parent folders, when missing) the store at `path`: WAL
     /// mode, a busy timeout, and the schema migrated to this build's version. Refuses a
-    /// file written by a newer version, changing nothing.
+    /// file written by a newer version, changing nothing. A folder it creates is `0700`, the
+    /// file (and so its `-wal` and `-shm`) `0600`; a file or folder other users may write is
+    /// refused with an `Unavailable` error whose source is a
+    /// [`PrivateFileError`](crate::private_files::PrivateFileError).
     pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
         let path = path.as_ref().to_path_buf();
-        if let Some(parent) = path.parent()
-            && !parent.as_os_str().is_empty()
-        {
-            std::fs::create_dir_all(parent).map_err(|error| {
-                StoreError::unavailable(format!(
-                    "cannot create the folder of {}: {error}",
-                    path.display()
-                ))
-            })?;
-        }
+        private_files::prepare(&path).map_err(StoreError::unavailable)?;
         let mut writer = connection::open(&path)?;
         migrate(&mut writer, MIGRATIONS, &path)?;
         let reader = connection::open(&path)?;

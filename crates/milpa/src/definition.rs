@@ -259,6 +259,10 @@ pub struct ToolOptions {
     pub hard_timeout: Option<Duration>,
     /// Bounds applied to arguments after validation, by argument name.
     pub clamps: Vec<(String, Clamp)>,
+    /// Arguments that are paths, by argument name: normalised (and checked against their
+    /// rule's folders) before validation, the normal form replacing the value, so the
+    /// schema, policies and the tool see one spelling (see [`PathRule`](crate::schema::PathRule)).
+    pub paths: Vec<(String, crate::schema::PathRule)>,
     /// The tool's version, shown in listings.
     pub version: Option<String>,
     /// JSON Schema of the result's structured data, shown in listings.
@@ -278,6 +282,7 @@ impl Default for ToolOptions {
             timeout: DEFAULT_TIMEOUT,
             hard_timeout: None,
             clamps: Vec::new(),
+            paths: Vec::new(),
             version: None,
             output_schema: None,
             upstream: None,

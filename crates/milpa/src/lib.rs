@@ -49,7 +49,7 @@ pub mod confirm;
 mod context;
 mod deferred;
 mod definition;
-mod escape;
+pub mod escape;
 pub mod events;
 pub mod inspect;
 mod json_size;

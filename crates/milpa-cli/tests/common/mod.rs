@@ -5,6 +5,7 @@
 pub mod http;
 pub mod redis;
 pub mod stdio;
+pub mod terminal;
 pub mod tls;
 
 use std::path::{Path, PathBuf};
@@ -74,6 +75,7 @@ impl Sandbox {
 }
 
 /// What a finished run printed, and its exit code.
+#[derive(Debug)]
 pub struct Run {
     pub code: i32,
     pub stdout: String,

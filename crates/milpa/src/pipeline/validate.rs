@@ -13,7 +13,7 @@ use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::pipeline::{Call, Flow, TokenArg};
 use crate::pipeline::{StepKind, step};
 use crate::result::ToolResult;
-use crate::schema::json_type_name;
+use crate::schema::{json_type_name, normalise_args};
 
 /// The reserved argument that carries a confirmation token.
 pub(crate) const CONFIRM_TOKEN: &str = "confirm_token";
@@ -27,6 +27,13 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
         call.args = Value::Object(Map::new());
     } else if take_token(call) == Flow::Finish {
         return Flow::Finish;
+    }
+    // Path arguments take their normal form before the schema and the policies see them.
+    if !call.tool().definition.options().paths.is_empty() {
+        let tool = call.tool();
+        if let Err(message) = normalise_args(&tool.definition.options().paths, &mut call.args) {
+            return invalid(call, message);
+        }
     }
     if call.tool().validator.is_empty() {
         return Flow::Continue;

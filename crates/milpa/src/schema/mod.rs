@@ -8,12 +8,15 @@
 
 mod flat;
 mod messages;
+mod path;
 
 use flat::FlatSchema;
 
 use serde_json::{Map, Value};
 
 pub use messages::json_type_name;
+pub(crate) use path::normalise_args;
+pub use path::{PathRefusal, PathRule};
 
 /// A refused input schema, found at registration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
