@@ -7,6 +7,7 @@
 
 pub mod chain;
 mod limits;
+pub(crate) mod outgoing;
 mod record;
 mod redact;
 mod sink;

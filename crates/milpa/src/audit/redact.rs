@@ -362,6 +362,67 @@ impl Redactor {
         }
     }
 
+    /// The values under secret keys of `args`, at any depth, of 4 characters or more,
+    /// longest first and without repeats: the texts that must not leave milpa in a result
+    /// (see [`scrub_secrets`](Self::scrub_secrets)). Unlike [`scrub`](Self::scrub), the
+    /// secret *parts* of other strings (a URL's password) are not included: finding them
+    /// means scanning every argument of every call. Empty, and nothing allocated, when no
+    /// key is secret.
+    pub fn argument_secrets<'v>(&self, args: &'v Value) -> Vec<Cow<'v, str>> {
+        let mut secrets = Vec::new();
+        self.collect_keyed_secrets(args, false, &mut secrets);
+        if secrets.len() > 1 {
+            secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+            secrets.dedup();
+        }
+        secrets
+    }
+
+    /// `text` with every one of `secrets` (as [`argument_secrets`] returns them: longest
+    /// first) replaced by [`REDACTED_IN_TEXT`]; borrowed when it quotes none.
+    ///
+    /// [`argument_secrets`]: Self::argument_secrets
+    pub fn scrub_secrets<'t>(text: &'t str, secrets: &[Cow<'_, str>]) -> Cow<'t, str> {
+        let mut text = Cow::Borrowed(text);
+        for secret in secrets {
+            if text.contains(secret.as_ref()) {
+                text = Cow::Owned(text.replace(secret.as_ref(), REDACTED_IN_TEXT));
+            }
+        }
+        text
+    }
+
+    /// Pushes the scalar values under secret keys of `value` (all of them when `secret`).
+    fn collect_keyed_secrets<'v>(
+        &self,
+        value: &'v Value,
+        secret: bool,
+        out: &mut Vec<Cow<'v, str>>,
+    ) {
+        match value {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    self.collect_keyed_secrets(v, secret || self.is_sensitive(k), out);
+                }
+            }
+            Value::Array(items) => {
+                for v in items {
+                    self.collect_keyed_secrets(v, secret, out);
+                }
+            }
+            Value::String(text) if secret && text.chars().count() >= MIN_SCRUBBED_LEN => {
+                out.push(Cow::Borrowed(text));
+            }
+            Value::Number(number) if secret => {
+                let text = number.to_string();
+                if text.len() >= MIN_SCRUBBED_LEN {
+                    out.push(Cow::Owned(text));
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// Pushes the secrets of `value` (everything scalar when `secret`, else the secret
     /// parts of strings and whatever sits under secret keys).
     fn collect_secrets<'v>(&self, value: &'v Value, secret: bool, out: &mut Vec<Cow<'v, str>>) {
