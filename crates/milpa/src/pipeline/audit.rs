@@ -105,6 +105,8 @@ pub(crate) fn conclude(call: Audited<'_>, terminal: &mut Terminal) {
             || result.meta.get("timeout_exceeded").is_some(),
         args: call.args,
         redactor: &wiring.redactor,
+        count: 1,
+        ip: call.ctx.ip(),
         max_args_bytes: limits.max_args_bytes,
     });
     if let Some(dispatcher) = &wiring.dispatcher {
