@@ -153,3 +153,40 @@ async fn a_closed_window_is_written_before_the_next_record() {
     assert_eq!(lines[1]["request_id"], "r1");
     assert_eq!(lines[2]["outcome"], "executed");
 }
+
+#[tokio::test]
+async fn refusals_of_the_caller_budget_fold_too() {
+    let out = Shared::default();
+    let sink: Arc<dyn AuditSink> = Arc::new(FoldingAuditSink::new(Arc::new(
+        JsonLinesAuditSink::new(out.clone()),
+    )));
+    let registry = ToolRegistry::builder()
+        .audit_sink(sink.clone())
+        .caller_budget(milpa::rate_limit::Quota::new(30, Duration::from_secs(60)))
+        .build();
+    for n in 0..1000 {
+        registry
+            .call("no_such_tool", json!({}), &anonymous("203.0.113.9", n))
+            .await;
+    }
+    sink.flush();
+    let lines = records(&out.text());
+    let mut counts: Vec<(String, u64)> = lines
+        .iter()
+        .map(|r| (r["outcome"].as_str().unwrap().to_owned(), count(r)))
+        .collect();
+    // The first of each written at once, then their summaries (in any order).
+    assert_eq!(counts[0], ("not_found".to_owned(), 1));
+    assert_eq!(counts[1], ("rate_limited".to_owned(), 1));
+    counts.sort();
+    assert_eq!(
+        counts,
+        [
+            ("not_found".to_owned(), 1),
+            ("not_found".to_owned(), 29),
+            ("rate_limited".to_owned(), 1),
+            ("rate_limited".to_owned(), 969),
+        ]
+    );
+    verify_lines(out.text().lines()).expect("the chain verifies");
+}
