@@ -315,8 +315,14 @@ required = true
     let args = json!({"user": "ann", "password": "hunter22"});
     let result = call(addr, &session, &alice, "login", args);
     assert_eq!(result["isError"], true, "{result}");
-    // The caller sent the password and sees its own error as the command wrote it.
-    assert!(result.to_string().contains("hunter22"), "{result}");
+    // What leaves milpa quotes no secret argument, not even back to the caller who sent it.
+    assert!(!result.to_string().contains("hunter22"), "{result}");
+    assert!(
+        result
+            .to_string()
+            .contains("access denied for ann with [REDACTED]"),
+        "{result}"
+    );
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     let text = loop {
         let text = std::fs::read_to_string(&audit).unwrap_or_default();

@@ -84,6 +84,41 @@ impl RedisConfirmationStore {
         body.map(|body| serde_json::from_str(&body).map_err(StoreError::corrupt))
             .transpose()
     }
+
+    /// Reads the token's hash without changing it; the binding and expiry are checked here,
+    /// as the script checks them.
+    async fn read_pending(
+        &self,
+        token: &str,
+        binding: &ConfirmationBinding,
+        now_ms: u64,
+    ) -> Result<Option<PendingConfirmation>, StoreError> {
+        let presented = binding_text(binding)?;
+        let key = self.shared.keys.confirmation(token);
+        let (stored, expires_at_ms, body): (Option<String>, Option<u64>, Option<String>) = self
+            .shared
+            .link
+            .run(|mut conn| async move {
+                redis::cmd("HMGET")
+                    .arg(key)
+                    .arg("binding")
+                    .arg("expires_at_ms")
+                    .arg("pending")
+                    .query_async(&mut conn)
+                    .await
+            })
+            .await?;
+        match (stored, expires_at_ms, body) {
+            (Some(stored), Some(expires), Some(body))
+                if stored == presented && expires >= now_ms =>
+            {
+                serde_json::from_str(&body)
+                    .map(Some)
+                    .map_err(StoreError::corrupt)
+            }
+            _ => Ok(None),
+        }
+    }
 }
 
 /// The binding as the script compares it: its JSON, which serde writes the same way (field
@@ -108,5 +143,14 @@ impl ConfirmationStore for RedisConfirmationStore {
         now_ms: u64,
     ) -> Deferred<'a, Result<Option<PendingConfirmation>, StoreError>> {
         Deferred::pending(self.redeem(token, binding, now_ms))
+    }
+
+    fn peek<'a>(
+        &'a self,
+        token: &'a str,
+        binding: &'a ConfirmationBinding,
+        now_ms: u64,
+    ) -> Deferred<'a, Result<Option<PendingConfirmation>, StoreError>> {
+        Deferred::pending(self.read_pending(token, binding, now_ms))
     }
 }

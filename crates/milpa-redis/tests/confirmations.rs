@@ -243,3 +243,58 @@ fn two_prefixes_do_not_see_each_other() {
         );
     });
 }
+
+#[test]
+fn a_peek_reads_the_owners_token_without_spending_it() {
+    let server = RedisServer::start();
+    runtime().block_on(async {
+        let store = server.store(&unique_prefix("confirm-peek")).await;
+        let confirmations = store.confirmations();
+        let owner = binding("refund", Some("alice"), "mcp");
+        let expires_at = now_ms() + 60_000;
+        let minted = pending(&owner, expires_at);
+        confirmations
+            .insert("t-peek".to_owned(), minted.clone())
+            .await
+            .unwrap();
+        let stranger = binding("refund", Some("mallory"), "mcp");
+        assert_eq!(
+            confirmations
+                .peek("t-peek", &stranger, now_ms())
+                .await
+                .unwrap(),
+            None
+        );
+        assert_eq!(
+            confirmations
+                .peek("t-peek", &owner, expires_at + 1)
+                .await
+                .unwrap(),
+            None,
+            "expired at that time"
+        );
+        for _ in 0..2 {
+            assert_eq!(
+                confirmations
+                    .peek("t-peek", &owner, now_ms())
+                    .await
+                    .unwrap(),
+                Some(minted.clone())
+            );
+        }
+        assert_eq!(
+            confirmations
+                .consume("t-peek", &owner, now_ms())
+                .await
+                .unwrap(),
+            Some(minted)
+        );
+        assert_eq!(
+            confirmations
+                .peek("t-peek", &owner, now_ms())
+                .await
+                .unwrap(),
+            None
+        );
+    });
+}

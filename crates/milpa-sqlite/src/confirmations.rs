@@ -127,6 +127,50 @@ impl ConfirmationStore for SqliteConfirmationStore {
             }))
         })
     }
+
+    fn peek<'a>(
+        &'a self,
+        token: &'a str,
+        binding: &'a ConfirmationBinding,
+        now_ms: u64,
+    ) -> Deferred<'a, Result<Option<PendingConfirmation>, StoreError>> {
+        let token = token.to_owned();
+        let binding = binding.clone();
+        let now = clamp_ms(now_ms);
+        // Through the writer, like `consume`: it sees every insert this process committed.
+        self.shared.writer.call(move |conn| {
+            let found = sql(conn
+                .prepare_cached(
+                    "SELECT args, action_summary, expires_at_ms FROM milpa_confirmations
+                     WHERE token = ?1 AND tool = ?2 AND principal IS ?3 AND channel = ?4
+                       AND expires_at_ms >= ?5",
+                )
+                .and_then(|mut read| {
+                    read.query_row(
+                        params![token, binding.tool, binding.principal, binding.channel, now],
+                        |row| {
+                            Ok((
+                                row.get::<_, String>(0)?,
+                                row.get::<_, String>(1)?,
+                                row.get::<_, i64>(2)?,
+                            ))
+                        },
+                    )
+                    .optional()
+                }))?;
+            let Some((args, action_summary, expires_at_ms)) = found else {
+                return Ok(None);
+            };
+            let args = serde_json::from_str(&args)
+                .map_err(|error| unreadable("a pending confirmation's arguments", error))?;
+            Ok(Some(PendingConfirmation {
+                binding,
+                args,
+                action_summary,
+                expires_at_ms: expires_at_ms as u64,
+            }))
+        })
+    }
 }
 
 /// Milliseconds as SQLite's signed integer (times past year 292 million saturate).

@@ -25,6 +25,8 @@ fn write(sink: &dyn AuditSink, tool: &str, principal: Option<&str>, outcome: Aud
         timeout_exceeded: false,
         args: &args,
         redactor: &redactor,
+        count: 1,
+        ip: None,
         max_args_bytes: 16 * 1024,
     });
 }

@@ -251,6 +251,7 @@ impl ToolRegistry {
         ToolRegistryBuilder {
             gate: PolicyGate::new(),
             rate_limiter: None,
+            caller_budget: None,
             default_quota: Quota::DEFAULT,
             tool_quotas: HashMap::new(),
             confirmations: None,
@@ -619,6 +620,7 @@ fn valid_tool_name(name: &str) -> bool {
 pub struct ToolRegistryBuilder {
     gate: PolicyGate,
     rate_limiter: Option<Arc<dyn RateLimiter>>,
+    caller_budget: Option<Quota>,
     default_quota: Quota,
     tool_quotas: HashMap<String, Quota>,
     confirmations: Option<Arc<dyn ConfirmationStore>>,
@@ -728,6 +730,15 @@ impl ToolRegistryBuilder {
         self
     }
 
+    /// A budget per caller (channel and principal, or an anonymous caller's address) that
+    /// every call spends, one token each, in the resolve stage before its tool is looked
+    /// up: unknown names, refused calls and real calls alike. Past it a call is
+    /// `RATE_LIMITED` without a lookup. Off by default; kept in this process.
+    pub fn caller_budget(mut self, quota: Quota) -> Self {
+        self.caller_budget = Some(quota);
+        self
+    }
+
     /// The finished (empty) registry.
     pub fn build(self) -> ToolRegistry {
         ToolRegistry {
@@ -740,6 +751,7 @@ impl ToolRegistryBuilder {
             wiring: Wiring {
                 gate: self.gate,
                 rate_limiter: self.rate_limiter,
+                caller_budget: self.caller_budget.map(crate::rate_limit::CallerBudget::new),
                 confirmations: self
                     .confirmations
                     .unwrap_or_else(|| Arc::new(InMemoryConfirmationStore::new())),

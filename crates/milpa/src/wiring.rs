@@ -13,7 +13,7 @@ use crate::confirm::ConfirmationStore;
 use crate::events::Dispatcher;
 use crate::pipeline::clock::PipelineClock;
 use crate::policy::PolicyGate;
-use crate::rate_limit::RateLimiter;
+use crate::rate_limit::{CallerBudget, RateLimiter};
 
 /// A tool result's size cap when nothing else is configured: 4 MiB of JSON.
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 4 * 1024 * 1024;
@@ -22,6 +22,8 @@ pub const DEFAULT_MAX_RESULT_BYTES: usize = 4 * 1024 * 1024;
 pub(crate) struct Wiring {
     pub gate: PolicyGate,
     pub rate_limiter: Option<Arc<dyn RateLimiter>>,
+    /// Spent by every call before `resolve` looks its tool up; none by default.
+    pub caller_budget: Option<CallerBudget>,
     pub confirmations: Arc<dyn ConfirmationStore>,
     pub confirmation_ttl: Duration,
     pub approvals: Arc<ApprovalQueue>,

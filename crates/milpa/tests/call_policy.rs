@@ -157,3 +157,149 @@ fn inspect_names_the_call_policy() {
             .contains("call policy: none")
     );
 }
+
+/// Denies `amount` at or over a limit that a test can move, and keeps every argument
+/// object it was asked about.
+struct MovingLimit {
+    limit: std::sync::atomic::AtomicI64,
+    seen: std::sync::Mutex<Vec<serde_json::Value>>,
+}
+
+impl MovingLimit {
+    fn new(limit: i64) -> Arc<Self> {
+        Arc::new(MovingLimit {
+            limit: std::sync::atomic::AtomicI64::new(limit),
+            seen: std::sync::Mutex::new(Vec::new()),
+        })
+    }
+
+    fn seen(&self) -> Vec<serde_json::Value> {
+        std::mem::take(&mut *self.seen.lock().unwrap())
+    }
+}
+
+impl CallPolicy for MovingLimit {
+    fn evaluate<'a>(&'a self, input: PolicyInput<'a>) -> Deferred<'a, PolicyDecision> {
+        self.seen.lock().unwrap().push(input.args.clone());
+        let amount = input.args["amount"].as_i64().unwrap_or(0);
+        Deferred::ready(if amount >= self.limit.load(Ordering::SeqCst) {
+            PolicyDecision::Deny(format!("amount {amount} is over the limit"))
+        } else {
+            PolicyDecision::Continue
+        })
+    }
+
+    fn describe(&self, _tool: &ToolDefinition) -> String {
+        "moving-limit".to_owned()
+    }
+}
+
+fn gated(
+    policy: Arc<MovingLimit>,
+    runs: &Runs,
+) -> (ToolRegistry, Arc<milpa::audit::MemoryAuditSink>) {
+    let (mut registry, sink) = audited(ToolRegistry::builder().call_policy(policy));
+    let schema = json!({"type": "object", "properties": {"amount": {"type": "integer"}}});
+    registry
+        .register(echoing(
+            echo_args("refund")
+                .input_schema(schema.clone())
+                .requires_confirmation(true),
+            runs,
+        ))
+        .unwrap();
+    registry
+        .register(echoing(
+            echo_args("payout")
+                .input_schema(schema)
+                .mutating(true)
+                .requires_human_approval(true),
+            runs,
+        ))
+        .unwrap();
+    (registry, sink)
+}
+
+#[tokio::test]
+async fn a_confirmation_replay_is_judged_on_the_parked_arguments() {
+    let runs = Runs::default();
+    let policy = MovingLimit::new(100);
+    let (registry, sink) = gated(policy.clone(), &runs);
+    let first = registry
+        .call("refund", json!({"amount": 50}), &caller())
+        .await;
+    let token = first.data["confirm_token"].as_str().unwrap().to_owned();
+    assert_eq!(policy.seen(), [json!({"amount": 50})]);
+
+    // The policy now forbids what was parked: the replay is denied on those arguments, and
+    // the token is not spent by the denied call.
+    policy.limit.store(10, Ordering::SeqCst);
+    let denied = registry
+        .call("refund", json!({"confirm_token": token}), &caller())
+        .await;
+    assert_eq!(denied.code(), Some(&ErrorCode::Forbidden), "{denied:?}");
+    assert_eq!(denied.error.as_deref(), Some("amount 50 is over the limit"));
+    assert_eq!(policy.seen(), [json!({"amount": 50})]);
+    assert_eq!(runs.count(), 0);
+
+    policy.limit.store(100, Ordering::SeqCst);
+    let ran = registry
+        .call("refund", json!({"confirm_token": token}), &caller())
+        .await;
+    assert!(ran.success, "{ran:?}");
+    assert_eq!(ran.data, json!({"amount": 50}));
+    assert_eq!(policy.seen(), [json!({"amount": 50})]);
+    assert_eq!(runs.count(), 1);
+    let again = registry
+        .call("refund", json!({"confirm_token": token}), &caller())
+        .await;
+    assert_eq!(again.code(), Some(&ErrorCode::ValidationError));
+    assert_eq!(runs.count(), 1);
+    let outcomes: Vec<AuditOutcome> = sink.take().into_iter().map(|r| r.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [
+            AuditOutcome::ConfirmationRequested,
+            AuditOutcome::Denied,
+            AuditOutcome::Executed,
+            AuditOutcome::InvalidConfirmation
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_approval_replay_is_judged_on_the_parked_arguments() {
+    let runs = Runs::default();
+    let policy = MovingLimit::new(100);
+    let (registry, _sink) = gated(policy.clone(), &runs);
+    let agent = caller();
+    let parked = registry.call("payout", json!({"amount": 60}), &agent).await;
+    assert_eq!(
+        parked.code(),
+        Some(&ErrorCode::ApprovalPending),
+        "{parked:?}"
+    );
+    let id = parked.data["approval_id"].as_str().unwrap().to_owned();
+    let alice = ToolContext::web("alice", ["approvals:grant"]);
+    registry
+        .decide_approval(&id, milpa::approval::Verdict::Grant, None, &alice)
+        .await
+        .unwrap();
+    assert_eq!(policy.seen(), [json!({"amount": 60})]);
+
+    policy.limit.store(10, Ordering::SeqCst);
+    let denied = registry
+        .call("payout", json!({"confirm_token": id}), &agent)
+        .await;
+    assert_eq!(denied.code(), Some(&ErrorCode::Forbidden), "{denied:?}");
+    assert_eq!(policy.seen(), [json!({"amount": 60})]);
+
+    policy.limit.store(100, Ordering::SeqCst);
+    let ran = registry
+        .call("payout", json!({"confirm_token": id}), &agent)
+        .await;
+    assert!(ran.success, "{ran:?}");
+    assert_eq!(ran.data, json!({"amount": 60}));
+    assert_eq!(policy.seen(), [json!({"amount": 60})]);
+    assert_eq!(runs.count(), 1);
+}

@@ -304,13 +304,17 @@ async fn a_replay_with_other_arguments_runs_the_parked_ones_and_says_so() {
 async fn the_summary_never_shows_a_secret_argument() {
     let runs = Runs::default();
     let (mut registry, sink) = audited(ToolRegistry::builder());
+    let counted = runs.clone();
     registry
-        .register(echoing(
+        .register(
             echo_args("rotate")
                 .mutating(true)
-                .requires_confirmation(true),
-            &runs,
-        ))
+                .requires_confirmation(true)
+                .sync(move |args, _ctx| {
+                    counted.hit();
+                    json!({"received_real_password": args["password"] == "hunter22"})
+                }),
+        )
         .unwrap();
     let ctx = ToolContext::cli();
     let first = registry
@@ -325,10 +329,11 @@ async fn the_summary_never_shows_a_secret_argument() {
     assert_eq!(first.message.as_deref(), Some(summary));
     assert!(!serde_json::to_string(&first).unwrap().contains("hunter22"));
     assert_eq!(sink.take().len(), 1);
-    // The replay still runs the real arguments.
+    // The replay still runs the real arguments (the tool sees the password; a result that
+    // quoted it would come back scrubbed).
     let replay = registry
         .call("rotate", json!({"confirm_token": token_of(&first)}), &ctx)
         .await;
-    assert_eq!(replay.data["password"], "hunter22");
+    assert_eq!(replay.data["received_real_password"], true);
     assert_eq!(runs.count(), 1);
 }

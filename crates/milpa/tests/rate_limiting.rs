@@ -143,3 +143,79 @@ async fn an_anonymous_principal_is_an_empty_key_part() {
         Some("Rate limit exceeded for 'telegram::read': max 1 tokens per 60s.")
     );
 }
+
+/// A registry with a 30-token caller budget (and no per-tool limiter) and one tool.
+fn budgeted(runs: &Runs) -> (ToolRegistry, Arc<milpa::audit::MemoryAuditSink>) {
+    let (mut registry, sink) =
+        audited(ToolRegistry::builder().caller_budget(Quota::new(30, Duration::from_secs(60))));
+    registry.register(echoing(echo_args("echo"), runs)).unwrap();
+    (registry, sink)
+}
+
+fn anonymous_at(ip: &str) -> ToolContext {
+    ToolContext::builder("cli").ip(ip).build()
+}
+
+#[tokio::test]
+async fn the_caller_budget_refuses_the_31st_call_whatever_the_tool() {
+    let runs = Runs::default();
+    let (registry, sink) = budgeted(&runs);
+    let alice = ToolContext::builder("cli").principal("alice").build();
+    for n in 0..30 {
+        let name = if n % 2 == 0 { "echo" } else { "no_such_tool" };
+        let result = registry.call(name, json!({}), &alice).await;
+        assert_ne!(result.code(), Some(&ErrorCode::RateLimited), "call {n}");
+    }
+    assert_eq!(runs.count(), 15);
+    for name in ["no_such_tool", "echo"] {
+        let refused = registry.call(name, json!({}), &alice).await;
+        assert_eq!(refused.code(), Some(&ErrorCode::RateLimited), "{name}");
+        assert_eq!(
+            refused.error.as_deref(),
+            Some("Rate limit exceeded for 'cli:alice': max 30 tokens per 60s.")
+        );
+    }
+    assert_eq!(runs.count(), 15);
+    let outcomes: Vec<AuditOutcome> = sink.take().into_iter().map(|r| r.outcome).collect();
+    assert_eq!(outcomes.len(), 32);
+    assert_eq!(
+        outcomes[30..],
+        [AuditOutcome::RateLimited, AuditOutcome::RateLimited]
+    );
+
+    // Other callers have budgets of their own: another principal, anonymous callers by
+    // address.
+    let bob = ToolContext::builder("cli").principal("bob").build();
+    assert!(registry.call("echo", json!({}), &bob).await.success);
+    for _ in 0..30 {
+        registry
+            .call("nope", json!({}), &anonymous_at("192.0.2.1"))
+            .await;
+    }
+    let anon = registry
+        .call("nope", json!({}), &anonymous_at("192.0.2.1"))
+        .await;
+    assert_eq!(
+        anon.error.as_deref(),
+        Some("Rate limit exceeded for 'cli:anonymous@192.0.2.1': max 30 tokens per 60s.")
+    );
+    let other = registry
+        .call("echo", json!({}), &anonymous_at("192.0.2.2"))
+        .await;
+    assert!(other.success, "{other:?}");
+}
+
+#[test]
+fn inspect_describes_the_caller_budget_as_part_of_resolve() {
+    let runs = Runs::default();
+    let (registry, _sink) = budgeted(&runs);
+    let plan =
+        milpa::inspect::InvocationPlan::build(&registry, "echo", &ToolContext::cli()).unwrap();
+    assert_eq!(plan.steps.len(), 11);
+    let source = &plan.step(milpa::StepKind::Resolve).source;
+    assert!(
+        source.starts_with("caller budget first: every call of this caller"),
+        "{source}"
+    );
+    assert!(source.contains("1 of 30 tokens per 60s"), "{source}");
+}

@@ -55,6 +55,15 @@ impl ConfirmationStore for DownStore {
     ) -> Deferred<'a, Result<Option<PendingConfirmation>, StoreError>> {
         Deferred::ready(Err(StoreError::backend("disk I/O error")))
     }
+
+    fn peek<'a>(
+        &'a self,
+        _token: &'a str,
+        _binding: &'a ConfirmationBinding,
+        _now_ms: u64,
+    ) -> Deferred<'a, Result<Option<PendingConfirmation>, StoreError>> {
+        Deferred::ready(Err(StoreError::backend("disk I/O error")))
+    }
 }
 
 #[tokio::test]

@@ -248,6 +248,21 @@ impl ApprovalQueue {
         Ok(Approval::from_record(record))
     }
 
+    /// The parked arguments of approval `id` if it is a parked call of `binding` (whatever
+    /// its state); changes nothing. The authorize stage judges a replay on them.
+    pub(crate) async fn parked_args(
+        &self,
+        id: &str,
+        binding: &ConfirmationBinding,
+    ) -> Result<Option<Value>, ApprovalError> {
+        let Some(record) = self.verifier.store().get(id).await.map_err(store_failure)? else {
+            return Ok(None);
+        };
+        Ok(ParkedCall::from_payload(&record.payload)
+            .filter(|parked| &parked.binding == binding)
+            .map(|parked| parked.args))
+    }
+
     /// What a replay of approval `id` by `binding` may do; claims a granted call (marks it
     /// run) so that it runs once, however many replays race.
     pub(crate) async fn claim(

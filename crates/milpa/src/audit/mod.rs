@@ -6,12 +6,15 @@
 //! principal try", not only "what ran".
 
 pub mod chain;
+mod folding;
 mod limits;
+pub(crate) mod outgoing;
 mod record;
 mod redact;
 mod sink;
 pub mod trail;
 
+pub use folding::{DEFAULT_FOLD_WINDOW, DEFAULT_MAX_FOLDING, FoldingAuditSink};
 pub use limits::{AuditLimits, MAX_TOOL_NAME_BYTES, clip};
 pub use record::{AuditOutcome, AuditRecord};
 pub use redact::{

@@ -135,6 +135,13 @@ pub struct AuditRecord<'a> {
     pub args: &'a Value,
     /// The redaction rules for `args`.
     pub redactor: &'a Redactor,
+    /// How many refusals this record stands for: 1 for an ordinary record, more for the
+    /// summary a [`FoldingAuditSink`](crate::audit::FoldingAuditSink) writes for repeated
+    /// refusals of one caller. Written as `count` only when it is not 1.
+    pub count: u64,
+    /// The caller's address, when the transport knows it. Not written (the record's shape
+    /// is fixed); it tells anonymous callers apart when refusals are folded.
+    pub ip: Option<&'a str>,
     /// The most bytes of JSON the arguments may take in the record: larger ones are written
     /// as their redacted JSON cut to this size, a string ending in `…(+N bytes)` (see
     /// [`AuditLimits`](crate::audit::AuditLimits)).
@@ -251,6 +258,9 @@ impl AuditRecord<'_> {
         fields.unsigned("took_ms", self.took_ms);
         fields.boolean("timeout_exceeded", self.timeout_exceeded);
         fields.value("args", &self.args_redacted());
+        if self.count != 1 {
+            fields.unsigned("count", self.count);
+        }
     }
 
     /// The arguments, redacted as they are written, and cut when over the cap.
@@ -281,7 +291,7 @@ impl AuditRecord<'_> {
     ///     request_id: "r1", channel: "cli", tool: "t", principal: None,
     ///     outcome: AuditOutcome::Executed, success: true, code: None, error: None,
     ///     took_ms: 0, timeout_exceeded: false, args: &args, redactor: &redactor,
-    ///     max_args_bytes: 16 * 1024,
+    ///     count: 1, ip: None, max_args_bytes: 16 * 1024,
     /// };
     /// let mut line = Vec::new();
     /// record.write_json(&mut line);
@@ -350,6 +360,8 @@ mod tests {
                     timeout_exceeded: i == 3,
                     args,
                     redactor: &redactor,
+                    count: if i == 1 { 7 } else { 1 },
+                    ip: None,
                     max_args_bytes: usize::MAX,
                 };
                 let mut line = Vec::new();

@@ -13,10 +13,16 @@
 //! `authority` and `spinner` are not: short words like `auth` and `pwd` would catch too
 //! much as fragments.
 //!
-//! Inside string values (under any key) three shapes are recognised and only their secret
-//! part is replaced with [`REDACTED_IN_TEXT`]: `Bearer <token>` (case-insensitive),
-//! URL user-info (`https://user:[REDACTED]@host`) and `name=value` pairs whose name is a
-//! secret key (`?token=[REDACTED]&page=2`, `--password=[REDACTED]`).
+//! A few words count only as a key's *last* word ([`DEFAULT_SENSITIVE_LAST_WORDS`]):
+//! `session` and `user_session` are secret, `session_count` is not.
+//!
+//! Inside string values (under any key) these shapes are recognised and only their secret
+//! part is replaced with [`REDACTED_IN_TEXT`]: `Bearer <token>` and `Basic <base64>`
+//! (case-insensitive; `Basic` only when the base64 decodes to `user:password`), URL
+//! user-info (`https://user:[REDACTED]@host`), `name=value` and `name: value` pairs whose
+//! name is a secret key (`?token=[REDACTED]&page=2`, `--password=[REDACTED]`,
+//! `password: [REDACTED]`, `"api_key": "[REDACTED]"`), and JSON Web Tokens (three or more
+//! base64url segments joined by dots, the first starting `eyJ`).
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -34,7 +40,7 @@ pub const REDACTED_IN_TEXT: &str = "[REDACTED]";
 /// Key fragments that mark a value as secret. Keys are compared lowercased with `_` and `-`
 /// removed, and a key is secret when it *contains* a fragment: `user_password`,
 /// `clientSecret`, `X-Api-Key` and `refresh_token` are all caught.
-pub const DEFAULT_SENSITIVE_FIELDS: [&str; 16] = [
+pub const DEFAULT_SENSITIVE_FIELDS: [&str; 17] = [
     "password",
     "passwd",
     "passphrase",
@@ -51,11 +57,18 @@ pub const DEFAULT_SENSITIVE_FIELDS: [&str; 16] = [
     "credential",
     "sessionid",
     "signingkey",
+    "clientkey",
 ];
 
 /// Whole words that mark a key as secret (too short to match as fragments without
 /// catching `author` or `pwdhistorylength`-like innocents: see the module docs).
-pub const DEFAULT_SENSITIVE_WORDS: [&str; 4] = ["auth", "pwd", "pass", "pin"];
+pub const DEFAULT_SENSITIVE_WORDS: [&str; 6] = ["auth", "pwd", "pass", "pin", "jwt", "otp"];
+
+/// Words that mark a key as secret when they are its *last* word: `session`,
+/// `user_session` and `X-Session` hold a session, while `session_count`, `session_length`
+/// and `sessions` describe sessions and stay visible (`session_id` and `session_token`
+/// are caught by their fragments).
+pub const DEFAULT_SENSITIVE_LAST_WORDS: [&str; 1] = ["session"];
 
 /// Secrets shorter than this are not searched for in texts: scrubbing every `a` or `42`
 /// would destroy the message and protect nothing.
@@ -88,6 +101,7 @@ const MIN_SCRUBBED_LEN: usize = 4;
 pub struct Redactor {
     fragments: Vec<String>,
     words: Vec<String>,
+    last_words: Vec<String>,
 }
 
 impl Default for Redactor {
@@ -98,6 +112,10 @@ impl Default for Redactor {
                 .map(|s| (*s).to_owned())
                 .collect(),
             words: DEFAULT_SENSITIVE_WORDS
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
+            last_words: DEFAULT_SENSITIVE_LAST_WORDS
                 .iter()
                 .map(|s| (*s).to_owned())
                 .collect(),
@@ -168,6 +186,7 @@ impl Redactor {
         Redactor {
             fragments: fields.into_iter().map(|f| normalize(f.as_ref())).collect(),
             words: Vec::new(),
+            last_words: Vec::new(),
         }
     }
 
@@ -181,6 +200,11 @@ impl Redactor {
         self.words.push(word.to_ascii_lowercase());
     }
 
+    /// Adds one word that marks a key as secret when it is the key's last word.
+    pub fn add_last_word(&mut self, word: &str) {
+        self.last_words.push(word.to_ascii_lowercase());
+    }
+
     /// The fragments in use.
     pub fn fields(&self) -> &[String] {
         &self.fragments
@@ -191,9 +215,23 @@ impl Redactor {
         &self.words
     }
 
+    /// The last words in use.
+    pub fn last_words(&self) -> &[String] {
+        &self.last_words
+    }
+
     /// Whether values under `key` are secret.
     pub fn is_sensitive(&self, key: &str) -> bool {
-        if key_words(key).any(|word| self.words.iter().any(|w| word.eq_ignore_ascii_case(w))) {
+        let mut last = None;
+        for word in key_words(key) {
+            if self.words.iter().any(|w| word.eq_ignore_ascii_case(w)) {
+                return true;
+            }
+            last = Some(word);
+        }
+        if let Some(last) = last
+            && self.last_words.iter().any(|w| last.eq_ignore_ascii_case(w))
+        {
             return true;
         }
         // Every argument key of every audited call passes here: normalize short ASCII keys
@@ -226,9 +264,10 @@ impl Redactor {
         let mut i = 0;
         while i < bytes.len() {
             let span = match bytes[i] {
-                b'b' | b'B' => self.bearer_at(bytes, i),
-                b':' => url_password_at(bytes, i),
+                b'b' | b'B' => scheme_token_at(bytes, i),
+                b':' => url_password_at(bytes, i).or_else(|| self.colon_value_at(text, i)),
                 b'=' => self.pair_value_at(text, i),
+                b'e' => jwt_at(bytes, i),
                 _ => None,
             };
             match span {
@@ -241,21 +280,49 @@ impl Redactor {
         }
     }
 
-    /// `Bearer <token>` starting at `i`: the token's range.
-    fn bearer_at(&self, bytes: &[u8], i: usize) -> Option<Range<usize>> {
-        const WORD: &[u8] = b"bearer";
-        let end = i + WORD.len();
-        if end >= bytes.len()
-            || !bytes[i..end].eq_ignore_ascii_case(WORD)
-            || (i > 0 && bytes[i - 1].is_ascii_alphanumeric())
-            || bytes[end] != b' '
-        {
+    /// `name: value`, `name:value` or `"name": "value"` whose `:` is at `i` and whose name
+    /// is secret: the value's range. A value that is an authorization scheme (`Bearer …`,
+    /// `Basic …`) is left to [`scheme_token_at`], which takes only the credentials.
+    fn colon_value_at(&self, text: &str, i: usize) -> Option<Range<usize>> {
+        let bytes = text.as_bytes();
+        let name_end = if i > 0 && bytes[i - 1] == b'"' {
+            i - 1
+        } else {
+            i
+        };
+        let name_len = bytes[..name_end]
+            .iter()
+            .rev()
+            .take_while(|b| is_pair_name_byte(**b))
+            .count();
+        if name_len == 0 || !self.is_sensitive(&text[name_end - name_len..name_end]) {
             return None;
         }
-        let start = end + bytes[end..].iter().take_while(|b| **b == b' ').count();
+        let mut start = i + 1;
+        start += bytes[start..]
+            .iter()
+            .take_while(|b| matches!(b, b' ' | b'\t'))
+            .count();
+        let rest = &bytes[start..];
+        if rest.first() == Some(&b'"') {
+            let len = rest[1..].iter().take_while(|b| **b != b'"').count();
+            return Some(start + 1..start + 1 + len);
+        }
+        if text[start..].starts_with(REDACTED_IN_TEXT) {
+            return Some(start..start + REDACTED_IN_TEXT.len());
+        }
+        // `Authorization: Bearer …` / `Basic …`: the scheme word stays, the credentials go
+        // (whatever their shape: the name already says they are secret).
+        if let Some(word) = [b"bearer ".as_slice(), b"basic ".as_slice()]
+            .into_iter()
+            .find(|w| rest.len() > w.len() && rest[..w.len()].eq_ignore_ascii_case(w))
+        {
+            start += word.len();
+            start += bytes[start..].iter().take_while(|b| **b == b' ').count();
+        }
         let len = bytes[start..]
             .iter()
-            .take_while(|b| is_token_byte(**b))
+            .take_while(|b| !ends_value(**b))
             .count();
         Some(start..start + len)
     }
@@ -362,6 +429,67 @@ impl Redactor {
         }
     }
 
+    /// The values under secret keys of `args`, at any depth, of 4 characters or more,
+    /// longest first and without repeats: the texts that must not leave milpa in a result
+    /// (see [`scrub_secrets`](Self::scrub_secrets)). Unlike [`scrub`](Self::scrub), the
+    /// secret *parts* of other strings (a URL's password) are not included: finding them
+    /// means scanning every argument of every call. Empty, and nothing allocated, when no
+    /// key is secret.
+    pub fn argument_secrets<'v>(&self, args: &'v Value) -> Vec<Cow<'v, str>> {
+        let mut secrets = Vec::new();
+        self.collect_keyed_secrets(args, false, &mut secrets);
+        if secrets.len() > 1 {
+            secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+            secrets.dedup();
+        }
+        secrets
+    }
+
+    /// `text` with every one of `secrets` (as [`argument_secrets`] returns them: longest
+    /// first) replaced by [`REDACTED_IN_TEXT`]; borrowed when it quotes none.
+    ///
+    /// [`argument_secrets`]: Self::argument_secrets
+    pub fn scrub_secrets<'t>(text: &'t str, secrets: &[Cow<'_, str>]) -> Cow<'t, str> {
+        let mut text = Cow::Borrowed(text);
+        for secret in secrets {
+            if text.contains(secret.as_ref()) {
+                text = Cow::Owned(text.replace(secret.as_ref(), REDACTED_IN_TEXT));
+            }
+        }
+        text
+    }
+
+    /// Pushes the scalar values under secret keys of `value` (all of them when `secret`).
+    fn collect_keyed_secrets<'v>(
+        &self,
+        value: &'v Value,
+        secret: bool,
+        out: &mut Vec<Cow<'v, str>>,
+    ) {
+        match value {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    self.collect_keyed_secrets(v, secret || self.is_sensitive(k), out);
+                }
+            }
+            Value::Array(items) => {
+                for v in items {
+                    self.collect_keyed_secrets(v, secret, out);
+                }
+            }
+            Value::String(text) if secret && text.chars().count() >= MIN_SCRUBBED_LEN => {
+                out.push(Cow::Borrowed(text));
+            }
+            Value::Number(number) if secret => {
+                let text = number.to_string();
+                if text.len() >= MIN_SCRUBBED_LEN {
+                    out.push(Cow::Owned(text));
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// Pushes the secrets of `value` (everything scalar when `secret`, else the secret
     /// parts of strings and whatever sits under secret keys).
     fn collect_secrets<'v>(&self, value: &'v Value, secret: bool, out: &mut Vec<Cow<'v, str>>) {
@@ -395,6 +523,71 @@ impl Redactor {
             _ => {}
         }
     }
+}
+
+/// `Bearer <token>` or `Basic <base64 of user:password>` starting at `i`: the credentials'
+/// range. A `Basic` word counts only when what follows decodes to a `user:password` pair,
+/// so prose ("basic usage") stays as it is.
+fn scheme_token_at(bytes: &[u8], i: usize) -> Option<Range<usize>> {
+    if i > 0 && bytes[i - 1].is_ascii_alphanumeric() {
+        return None;
+    }
+    let word = [b"bearer".as_slice(), b"basic".as_slice()]
+        .into_iter()
+        .find(|w| bytes.len() > i + w.len() && bytes[i..i + w.len()].eq_ignore_ascii_case(w))?;
+    let end = i + word.len();
+    if bytes[end] != b' ' {
+        return None;
+    }
+    let start = end + bytes[end..].iter().take_while(|b| **b == b' ').count();
+    if word == b"bearer" {
+        let len = bytes[start..]
+            .iter()
+            .take_while(|b| is_token_byte(**b))
+            .count();
+        return Some(start..start + len);
+    }
+    let len = bytes[start..]
+        .iter()
+        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+        .count();
+    use base64::Engine as _;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(&bytes[start..start + len])
+        .ok()?;
+    decoded.contains(&b':').then_some(start..start + len)
+}
+
+/// A JSON Web Token starting at `i`: `eyJ…` (a base64url JSON header), then at least two
+/// more base64url segments after dots (a JWE's five segments are taken whole). Version
+/// numbers, file names and host names never start with `eyJ`.
+fn jwt_at(bytes: &[u8], i: usize) -> Option<Range<usize>> {
+    let is_b64url = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_');
+    if !bytes[i..].starts_with(b"eyJ")
+        || (i > 0 && (is_b64url(&bytes[i - 1]) || bytes[i - 1] == b'.'))
+    {
+        return None;
+    }
+    let mut end = i;
+    let mut segments = 0;
+    loop {
+        let len = bytes[end..].iter().take_while(|b| is_b64url(b)).count();
+        // The header and payload are never empty; an unsigned token's signature is.
+        if len == 0 && segments < 2 {
+            return None;
+        }
+        end += len;
+        segments += 1;
+        // A dot goes on to another segment when one follows (or when the signature may be
+        // empty); a sentence's full stop after the token is not taken.
+        let next_is_segment = bytes.get(end + 1).is_some_and(is_b64url) || segments == 2;
+        if bytes.get(end) == Some(&b'.') && segments < 5 && next_is_segment {
+            end += 1;
+        } else {
+            break;
+        }
+    }
+    (segments >= 3).then_some(i..end)
 }
 
 /// `scheme://user:password@host` with the `:` after `scheme` at `i`: the password's range.
@@ -619,6 +812,104 @@ mod tests {
         let args = json!({"password": "abcd", "secret": "abcdefgh"});
         assert_eq!(r.scrub("x abcdefgh y", &args), "x [REDACTED] y");
         assert!(matches!(r.scrub("fine", &args), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn catches_jwt_otp_client_key_and_a_trailing_session() {
+        let r = Redactor::default();
+        for key in [
+            "jwt",
+            "id_jwt",
+            "jwtToken",
+            "otp",
+            "sms-otp",
+            "otp_code",
+            "client_key",
+            "clientKey",
+            "oauth-client-key",
+            "session",
+            "user_session",
+            "X-Session",
+            "session_id",
+        ] {
+            assert!(r.is_sensitive(key), "{key}");
+        }
+        // Whole or last words only: these describe things and stay visible.
+        for key in [
+            "session_count",
+            "sessionLength",
+            "sessions",
+            "jwtish",
+            "otpauthority",
+            "hotpot",
+            "client",
+        ] {
+            assert!(!r.is_sensitive(key), "{key}");
+        }
+    }
+
+    #[test]
+    fn colon_pairs_basic_credentials_and_jwts_in_texts_are_replaced() {
+        let r = Redactor::default();
+        // "ann:s3cret" in base64.
+        let basic = "YW5uOnMzY3JldA==";
+        let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbm4ifQ.c2lnbmF0dXJl";
+        let cases = [
+            (
+                "password: hunter22 rejected",
+                "password: [REDACTED] rejected",
+            ),
+            ("db_password:hunter22", "db_password:[REDACTED]"),
+            ("password=hunter22", "password=[REDACTED]"),
+            (
+                r#"{"api_key": "k 1 2", "user": "ann"}"#,
+                r#"{"api_key": "[REDACTED]", "user": "ann"}"#,
+            ),
+            (
+                "otp: 123456; session: abcd",
+                "otp: [REDACTED]; session: [REDACTED]",
+            ),
+            (
+                &format!("Authorization: Basic {basic}"),
+                "Authorization: Basic [REDACTED]",
+            ),
+            (
+                &format!("sent basic {basic} ok"),
+                "sent basic [REDACTED] ok",
+            ),
+            (
+                "Authorization: Basic not/base64!",
+                "Authorization: Basic [REDACTED]",
+            ),
+            (&format!("token {jwt}."), "token [REDACTED]."),
+            (&format!("jwt={jwt}"), "jwt=[REDACTED]"),
+            (
+                "unsigned eyJhbGciOiJub25lIn0.eyJzIjoxfQ. end",
+                "unsigned [REDACTED] end",
+            ),
+            ("password: [REDACTED] twice", "password: [REDACTED] twice"),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(r.redact_text(text), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn ordinary_texts_are_not_redacted() {
+        let r = Redactor::default();
+        for text in [
+            "Version 1.2.3 of a.b.c was released by ann@example.com at 12:30.",
+            "Note: the basic usage is in README.md; Basic English is fine.",
+            "Error: connection refused (host: db.internal, port: 5432)",
+            "user: ann, author: bob, session_count: 4, sessions: 2",
+            "eyes.only.here and heyJude.a.b and eyJ alone and eyJx.y",
+            "see https://example.com/a:b?page=2 and mailto:ann@example.com",
+            "password:",
+            "ratio 3:2, time 10:15:30, IPv6 ::1",
+        ] {
+            assert_eq!(r.redact_text(text), text, "{text}");
+            assert!(matches!(r.redact_text(text), Cow::Borrowed(_)), "{text}");
+        }
     }
 
     #[test]

@@ -236,6 +236,17 @@ pub struct OwnedAuditRecord {
     pub timeout_exceeded: bool,
     /// Redacted arguments.
     pub args: Value,
+    /// How many refusals the record stands for (1 unless folded).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub count: u64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+fn is_one(count: &u64) -> bool {
+    *count == 1
 }
 
 impl From<&AuditRecord<'_>> for OwnedAuditRecord {
@@ -252,6 +263,7 @@ impl From<&AuditRecord<'_>> for OwnedAuditRecord {
             took_ms: r.took_ms,
             timeout_exceeded: r.timeout_exceeded,
             args: r.redacted_args(),
+            count: r.count,
         }
     }
 }

@@ -70,4 +70,18 @@ impl ConfirmationStore for InMemoryConfirmationStore {
         };
         Deferred::ready(Ok(found))
     }
+
+    fn peek<'a>(
+        &'a self,
+        token: &'a str,
+        binding: &'a ConfirmationBinding,
+        now_ms: u64,
+    ) -> Deferred<'a, Result<Option<PendingConfirmation>, StoreError>> {
+        let found = self
+            .pending
+            .get(token)
+            .filter(|p| p.expires_at_ms >= now_ms && p.binding == *binding)
+            .map(|p| p.value().clone());
+        Deferred::ready(Ok(found))
+    }
 }

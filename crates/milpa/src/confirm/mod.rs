@@ -100,6 +100,20 @@ pub trait ConfirmationStore: Send + Sync + 'static {
         binding: &'a ConfirmationBinding,
         now_ms: u64,
     ) -> Deferred<'a, Result<Option<PendingConfirmation>, StoreError>>;
+
+    /// Returns the pending call under `token`, *without* removing it, if it exists, has not
+    /// expired at `now_ms` and was issued to `binding`; changes nothing either way.
+    ///
+    /// The authorize stage reads with it the arguments a replay will run, so that the call
+    /// policy judges those (not the token the replay sent) before anything is spent; the
+    /// confirm stage then redeems with [`consume`](Self::consume), which alone is one-time.
+    /// Fails when the backend does; the pipeline then refuses the call (`UNAVAILABLE`).
+    fn peek<'a>(
+        &'a self,
+        token: &'a str,
+        binding: &'a ConfirmationBinding,
+        now_ms: u64,
+    ) -> Deferred<'a, Result<Option<PendingConfirmation>, StoreError>>;
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ pub(crate) struct StageFacts<'a> {
     pub policy: ChannelPolicy,
     pub channel_registered: bool,
     pub rate_limiter: bool,
+    pub caller_budget: Option<Quota>,
     pub dispatcher: bool,
     pub executing_listeners: usize,
     pub rule_provider: bool,
@@ -41,6 +42,7 @@ impl<'a> StageFacts<'a> {
             policy: registered.unwrap_or(ChannelPolicy::FAIL_CLOSED),
             channel_registered: registered.is_some(),
             rate_limiter: wiring.rate_limiter.is_some(),
+            caller_budget: wiring.caller_budget.as_ref().map(|b| b.quota()),
             dispatcher: wiring.dispatcher.is_some(),
             executing_listeners: wiring
                 .dispatcher

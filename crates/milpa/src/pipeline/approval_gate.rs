@@ -9,21 +9,25 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::approval::{APPROVE_SCOPE, Approval, ApprovalError, Claim};
 use crate::audit::AuditOutcome;
 use crate::confirm::ConfirmationBinding;
 use crate::inspect::{InvocationStep, StageFacts, StepPresence, StepRole};
 use crate::pipeline::confirm::{action_summary, iso_seconds, refuse, run_parked};
-use crate::pipeline::{Call, Flow, StepKind, TokenArg, step};
+use crate::pipeline::{Call, Flow, JudgedReplay, StepKind, TokenArg, step};
 use crate::result::{ErrorCode, ToolResult};
 
 pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
     let binding = ConfirmationBinding::for_call(call.name, call.ctx);
     match std::mem::replace(&mut call.confirm_token, TokenArg::Absent) {
         TokenArg::Absent => park(call, binding).await,
-        TokenArg::Given(id) => replay(call, &id, &binding).await,
+        TokenArg::Given(id) => replay(call, &id, &binding, None).await,
+        TokenArg::Judged(judged) => {
+            let JudgedReplay { token, args } = *judged;
+            replay(call, &token, &binding, Some(args)).await
+        }
         TokenArg::Malformed | TokenArg::Redeemed { .. } => refuse(call),
     }
 }
@@ -41,9 +45,14 @@ async fn park(call: &mut Call<'_>, binding: ConfirmationBinding) -> Flow {
     }
 }
 
-async fn replay(call: &mut Call<'_>, id: &str, binding: &ConfirmationBinding) -> Flow {
+async fn replay(
+    call: &mut Call<'_>,
+    id: &str,
+    binding: &ConfirmationBinding,
+    judged: Option<Value>,
+) -> Flow {
     match call.wiring.approvals.claim(id, binding).await {
-        Ok(Claim::Run(args)) => run_parked(call, args),
+        Ok(Claim::Run(args)) => run_parked(call, args, judged),
         Ok(Claim::Pending(approval)) => pending(call, &approval),
         Ok(Claim::Rejected(approval)) => rejected(call, &approval),
         Ok(Claim::Invalid) => refuse(call),

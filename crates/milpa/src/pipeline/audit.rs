@@ -1,11 +1,13 @@
 //! Stage 11, `audit`: every terminal path ends here. It stamps the runtime meta on the
-//! result, records an [`AuditRecord`], then emits `tool.executed` or `tool.failed`.
+//! result, scrubs the call's secret argument values from the result's texts (what the
+//! caller gets back, over any transport: see [`outgoing`](crate::audit::outgoing)), records
+//! an [`AuditRecord`], then emits `tool.executed` or `tool.failed`.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::audit::{AuditOutcome, AuditRecord, MAX_TOOL_NAME_BYTES, clip};
+use crate::audit::{AuditOutcome, AuditRecord, MAX_TOOL_NAME_BYTES, clip, outgoing};
 use crate::context::ToolContext;
 use crate::events::{Event, ToolExecuted, ToolFailed};
 use crate::inspect::StageFacts;
@@ -73,6 +75,13 @@ pub(crate) fn conclude(call: Audited<'_>, terminal: &mut Terminal) {
     result
         .meta
         .set_runtime(RuntimeMeta::new(tool_name, call.took_ms, call.ctx));
+    // What goes back to the caller quotes no secret argument: scrubbed here, once, for every
+    // transport. A call without secret-keyed arguments finds none and allocates nothing.
+    let secrets = wiring.redactor.argument_secrets(call.args);
+    if !secrets.is_empty() {
+        outgoing::scrub_result(result, &secrets);
+    }
+    drop(secrets);
     let result = &*result;
     let limits = &wiring.audit_limits;
     // A tool's error may quote its arguments (a command's stderr echoing a password): the
@@ -96,6 +105,8 @@ pub(crate) fn conclude(call: Audited<'_>, terminal: &mut Terminal) {
             || result.meta.get("timeout_exceeded").is_some(),
         args: call.args,
         redactor: &wiring.redactor,
+        count: 1,
+        ip: call.ctx.ip(),
         max_args_bytes: limits.max_args_bytes,
     });
     if let Some(dispatcher) = &wiring.dispatcher {
@@ -155,6 +166,6 @@ pub(crate) fn describe(_facts: &StageFacts<'_>) -> InvocationStep {
         StepPresence::Active,
         false,
         false,
-        "one record on every terminal path (not found, invalid arguments, denied, rate limited, planned, confirmation requested, invalid confirmation, cache served, vetoed, executed, failed, timed out, cancelled), secrets redacted; then tool.executed / tool.failed when a dispatcher is wired",
+        "one record on every terminal path (not found, invalid arguments, denied, rate limited, planned, confirmation requested, invalid confirmation, cache served, vetoed, executed, failed, timed out, cancelled), secrets redacted; the returned result's error, message and string data have the secret argument values scrubbed; then tool.executed / tool.failed when a dispatcher is wired",
     )
 }

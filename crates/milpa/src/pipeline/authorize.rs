@@ -4,13 +4,17 @@
 //! [`ToolResult::required_scopes`], e.g. for an OAuth `insufficient_scope` challenge).
 
 use crate::audit::AuditOutcome;
+use crate::confirm::{ConfirmationBinding, unix_millis};
 use crate::inspect::StageFacts;
 use crate::inspect::{InvocationStep, StepPresence, StepRole};
-use crate::pipeline::{Call, Flow};
+use crate::pipeline::{Call, Flow, JudgedReplay, TokenArg};
 use crate::pipeline::{StepKind, step};
 use std::sync::Arc;
+use std::time::SystemTime;
 
-use crate::policy::{Authorization, CallPolicy, PolicyDecision, PolicyInput};
+use serde_json::Value;
+
+use crate::policy::{Authorization, CallPolicy, Confirmation, PolicyDecision, PolicyInput};
 use crate::result::ToolResult;
 
 pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
@@ -47,13 +51,83 @@ pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
 }
 
 /// The call policy's turn, last: it sees the validated, clamped arguments and can only deny.
+///
+/// A confirmation replay (or an approval replay) sends only its token; what runs are the
+/// arguments parked on the first call. So those are what the policy judges: they are read
+/// here without spending the token (a denied replay leaves it as it was), and `confirm`
+/// later redeems the token and runs the parked arguments only if they are the judged ones.
 async fn judge(call: &mut Call<'_>, policy: Arc<dyn CallPolicy>) -> Flow {
-    let input = PolicyInput::new(call.ctx, &call.tool().definition, &call.args);
+    let parked = match replay_args(call).await {
+        Ok(Replay::NotOne) => None,
+        Ok(Replay::Parked(args)) => Some(args),
+        // Nothing can run: `confirm` refuses the token (and would refuse it even if it
+        // redeemed now, since the policy judged nothing), so the caller hears the
+        // invalid-token refusal rather than a policy's verdict on arguments that never run.
+        Ok(Replay::Unredeemable) => return Flow::Continue,
+        Err(flow) => return flow,
+    };
+    let args = parked.as_ref().unwrap_or(&call.args);
+    let input = PolicyInput::new(call.ctx, &call.tool().definition, args);
     match policy.evaluate(input).await {
-        PolicyDecision::Continue => Flow::Continue,
+        PolicyDecision::Continue => {
+            if let Some(args) = parked
+                && let TokenArg::Given(token) =
+                    std::mem::replace(&mut call.confirm_token, TokenArg::Absent)
+            {
+                call.confirm_token = TokenArg::Judged(Box::new(JudgedReplay { token, args }));
+            }
+            Flow::Continue
+        }
         PolicyDecision::Deny(reason) => {
             call.finish(ToolResult::forbidden(reason), AuditOutcome::Denied)
         }
+    }
+}
+
+/// What a call's token says about the arguments that will run.
+enum Replay {
+    /// No token, or a tool that confirms nothing: the sent arguments run.
+    NotOne,
+    /// A replay of a confirmed or approved call: these parked arguments run.
+    Parked(Value),
+    /// A replay whose token names nothing this caller may redeem: nothing runs.
+    Unredeemable,
+}
+
+/// The parked arguments a replay will run, read without spending its token. A store that
+/// cannot be read refuses the call (fail closed).
+async fn replay_args(call: &mut Call<'_>) -> Result<Replay, Flow> {
+    if call.confirm_token.token().is_none() {
+        return Ok(Replay::NotOne);
+    }
+    let confirmation = call.confirmation();
+    let wiring = call.wiring;
+    let Some(token) = call.confirm_token.token() else {
+        return Ok(Replay::NotOne);
+    };
+    let binding = ConfirmationBinding::for_call(call.name, call.ctx);
+    let read = match confirmation {
+        Confirmation::Caller => {
+            let now = unix_millis(SystemTime::now());
+            wiring
+                .confirmations
+                .peek(token, &binding, now)
+                .await
+                .map(|found| found.map(|pending| pending.args))
+                .map_err(|error| ToolResult::unavailable("confirmation store", &error))
+        }
+        Confirmation::Human => wiring
+            .approvals
+            .parked_args(token, &binding)
+            .await
+            .map_err(|error| ToolResult::unavailable("approval queue", &error)),
+        // No confirmation: the token is not a replay, the sent arguments run.
+        _ => return Ok(Replay::NotOne),
+    };
+    match read {
+        Ok(Some(args)) => Ok(Replay::Parked(args)),
+        Ok(None) => Ok(Replay::Unredeemable),
+        Err(refused) => Err(call.finish(refused, AuditOutcome::Unavailable)),
     }
 }
 
@@ -87,7 +161,7 @@ pub(crate) fn describe(facts: &StageFacts<'_>) -> InvocationStep {
     });
     parts.push(match facts.call_policy {
         Some(policy) => format!(
-            "call policy (checked last, sees the arguments, can only deny): {}",
+            "call policy (checked last, sees the arguments, can only deny): {}; a confirmation or approval replay is judged on the parked arguments it will run",
             policy.describe(facts.tool)
         ),
         None => "call policy: none".to_owned(),

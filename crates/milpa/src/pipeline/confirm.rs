@@ -19,7 +19,7 @@ use crate::confirm::{
 };
 use crate::inspect::StageFacts;
 use crate::inspect::{InvocationStep, StepPresence, StepRole};
-use crate::pipeline::{Call, Flow, TokenArg, approval_gate};
+use crate::pipeline::{Call, Flow, JudgedReplay, TokenArg, approval_gate};
 use crate::pipeline::{StepKind, step, unreachable_in_plan_mode};
 use crate::policy::Confirmation;
 use crate::result::ToolResult;
@@ -38,7 +38,11 @@ async fn confirm(call: &mut Call<'_>) -> Flow {
     let binding = ConfirmationBinding::for_call(call.name, call.ctx);
     match std::mem::replace(&mut call.confirm_token, TokenArg::Absent) {
         TokenArg::Absent => issue(call, binding).await,
-        TokenArg::Given(token) => redeem(call, &token, &binding).await,
+        TokenArg::Given(token) => redeem(call, &token, &binding, None).await,
+        TokenArg::Judged(judged) => {
+            let JudgedReplay { token, args } = *judged;
+            redeem(call, &token, &binding, Some(args)).await
+        }
         TokenArg::Malformed | TokenArg::Redeemed { .. } => refuse(call),
     }
 }
@@ -74,10 +78,15 @@ async fn issue(call: &mut Call<'_>, binding: ConfirmationBinding) -> Flow {
     call.finish(result, AuditOutcome::ConfirmationRequested)
 }
 
-async fn redeem(call: &mut Call<'_>, token: &str, binding: &ConfirmationBinding) -> Flow {
+async fn redeem(
+    call: &mut Call<'_>,
+    token: &str,
+    binding: &ConfirmationBinding,
+    judged: Option<Value>,
+) -> Flow {
     let now = unix_millis(SystemTime::now());
     match call.wiring.confirmations.consume(token, binding, now).await {
-        Ok(Some(pending)) => run_parked(call, pending.args),
+        Ok(Some(pending)) => run_parked(call, pending.args, judged),
         Ok(None) => refuse(call),
         Err(error) => store_failure(call, &error),
     }
@@ -85,7 +94,18 @@ async fn redeem(call: &mut Call<'_>, token: &str, binding: &ConfirmationBinding)
 
 /// Goes on with the parked arguments (the contract: they run). Other arguments sent with
 /// the token are ignored, and the result says so. Shared with the human gate.
-pub(crate) fn run_parked(call: &mut Call<'_>, parked: serde_json::Value) -> Flow {
+///
+/// Under a call policy, the parked arguments run only if they are the ones `authorize`
+/// judged (`judged`); anything else (a token that could not be read there but redeems
+/// here) is refused, so no argument runs that the policy did not see.
+pub(crate) fn run_parked(
+    call: &mut Call<'_>,
+    parked: serde_json::Value,
+    judged: Option<Value>,
+) -> Flow {
+    if call.wiring.gate.call_policy().is_some() && judged.as_ref() != Some(&parked) {
+        return refuse(call);
+    }
     let sent_others = call.args.as_object().is_some_and(|a| !a.is_empty());
     call.confirm_token = TokenArg::Redeemed {
         other_args_ignored: sent_others && call.args != parked,

@@ -226,9 +226,33 @@ pub(crate) enum TokenArg {
     Given(String),
     /// Something that cannot be a token (a number, an object, …).
     Malformed,
+    /// A string token whose parked arguments the call policy judged in `authorize` (read
+    /// without spending the token); `confirm` redeems it and runs them only if what it
+    /// redeems is what was judged.
+    Judged(Box<JudgedReplay>),
     /// Redeemed by `confirm`: the parked arguments replaced the ones sent, which were
     /// ignored when they were other arguments (the result then says so).
     Redeemed { other_args_ignored: bool },
+}
+
+/// A replay's token and the parked arguments the call policy allowed (boxed in
+/// [`TokenArg`]: only replays under a call policy carry one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct JudgedReplay {
+    pub token: String,
+    pub args: Value,
+}
+
+impl TokenArg {
+    /// The token a replay sent, judged or not.
+    #[inline]
+    pub fn token(&self) -> Option<&str> {
+        match self {
+            TokenArg::Given(token) => Some(token),
+            TokenArg::Judged(judged) => Some(&judged.token),
+            _ => None,
+        }
+    }
 }
 
 /// The state of one call as it moves through the stages.

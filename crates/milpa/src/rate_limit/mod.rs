@@ -5,6 +5,7 @@
 //! refills smoothly, instead of the original's fixed window, which let a caller spend twice
 //! its budget across a window boundary.
 
+mod caller;
 mod gcra;
 mod memory;
 
@@ -14,6 +15,7 @@ use std::time::Duration;
 use crate::deferred::Deferred;
 use crate::store_error::StoreError;
 
+pub(crate) use caller::CallerBudget;
 pub use gcra::{Gcra, GcraState};
 pub use memory::InMemoryRateLimiter;
 
