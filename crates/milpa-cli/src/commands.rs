@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use milpa::audit::chain::verify_lines;
 use milpa::audit::trail::AuditQuery;
-use milpa::audit::{AuditRecord, AuditSink, JsonLinesAuditSink, TracingAuditSink};
+use milpa::audit::{
+    AuditRecord, AuditSink, FoldingAuditSink, JsonLinesAuditSink, TracingAuditSink,
+};
 use milpa::escape::EscapeControl;
 use milpa::render::{ChannelRenderer, TerminalRenderer};
 use milpa::{ToolContext, ToolRegistry, ToolResult, channel};
@@ -567,7 +569,10 @@ fn serve(
         })?),
         None => Arc::new(TracingAuditSink),
     };
-    let audit = with_store_trail(log_or_file, stores);
+    // A server meets floods of refusals (unknown names, anonymous callers): repeats of one
+    // caller's refusal are counted into one record instead of one record each.
+    let folding = Arc::new(FoldingAuditSink::new(with_store_trail(log_or_file, stores)));
+    let audit: Arc<dyn AuditSink> = folding.clone();
     let mut registry = registry(manifest, stores, Some(audit), notifier.as_ref(), tools)?;
     let upstreams = start_upstreams(runtime, &mut registry, upstreams)?;
     let registry = Arc::new(registry);
@@ -606,6 +611,8 @@ fn serve(
             () = shutdown_signal() => Ok(()),
         }
     });
+    // The counts still folding are written before the store's trail is flushed.
+    folding.flush();
     served
         .map(|()| EXIT_OK)
         .map_err(|e| CliError::failed(format!("serve: {e}")))

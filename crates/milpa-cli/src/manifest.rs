@@ -98,6 +98,10 @@ pub struct Manifest {
     /// `[rate_limit]`: no limiter when absent.
     #[serde(default)]
     pub rate_limit: Option<RateLimitSection>,
+    /// `[caller_budget]`: a budget per caller spent before a tool is looked up; off when
+    /// absent.
+    #[serde(default)]
+    pub caller_budget: Option<RateLimitSection>,
     /// `[confirmation]`: token lifetime and MCP elicitation.
     #[serde(default)]
     pub confirmation: ConfirmationSection,
@@ -251,7 +255,9 @@ pub const NOTIFY_PLACEHOLDERS: [&str; 7] = [
     "url",
 ];
 
-/// `[rate_limit]`: a GCRA budget per `channel:principal:tool`.
+/// `[rate_limit]`: a GCRA budget per `channel:principal:tool`; the same two keys make
+/// `[caller_budget]`, a budget per caller (principal, or an anonymous caller's address) that
+/// every call spends, one token each, before its tool is looked up.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RateLimitSection {
@@ -905,17 +911,21 @@ impl Manifest {
     /// Semantic checks serde cannot do; each error points at the offending line.
     fn check(&self) -> Result<(), ManifestError> {
         let at = |start: usize, message: String| self.error_at(Some(start), message);
-        if let Some(limit) = &self.rate_limit {
+        for (section, limit) in [
+            ("rate_limit", &self.rate_limit),
+            ("caller_budget", &self.caller_budget),
+        ] {
+            let Some(limit) = limit else { continue };
             if *limit.max_tokens.get_ref() == 0 {
                 return Err(at(
                     limit.max_tokens.span().start,
-                    "rate_limit.max_tokens must be at least 1".into(),
+                    format!("{section}.max_tokens must be at least 1"),
                 ));
             }
             if *limit.window_seconds.get_ref() == 0 {
                 return Err(at(
                     limit.window_seconds.span().start,
-                    "rate_limit.window_seconds must be at least 1".into(),
+                    format!("{section}.window_seconds must be at least 1"),
                 ));
             }
         }

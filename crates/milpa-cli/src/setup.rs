@@ -96,6 +96,14 @@ pub fn build_registry_with(
                 Duration::from_secs(*limit.window_seconds.get_ref()),
             ));
     }
+    if let Some(budget) = &manifest.caller_budget {
+        // Spent in the resolve stage, so unknown names and refused calls cost the caller
+        // too: a flood of them is cut off before it reaches a lookup.
+        builder = builder.caller_budget(Quota::new(
+            *budget.max_tokens.get_ref(),
+            Duration::from_secs(*budget.window_seconds.get_ref()),
+        ));
+    }
     if let Some(ttl) = &manifest.confirmation.ttl_seconds {
         builder = builder.confirmation_ttl(Duration::from_secs(*ttl.get_ref()));
     }
