@@ -30,7 +30,7 @@ pub mod channel {
 /// by milpa itself. If a manifest token or an OAuth `sub` could carry one of these names, a
 /// remote caller would be indistinguishable from the local one in the audit trail, in
 /// self-approval checks and in policy rules that name it; so those names are reserved
-/// ([`is_reserved`]) and refused where a remote identity is read.
+/// ([`is_reserved`](principal::is_reserved)) and refused where a remote identity is read.
 pub mod principal {
     /// A person at a local terminal ([`ToolContext::cli`](super::ToolContext::cli)).
     pub const LOCAL_SHELL: &str = "local-shell";

@@ -20,7 +20,7 @@
 //!
 //! Failed sign-ins are counted per client address: after 5 within 5 minutes the address
 //! gets `429` with `Retry-After` until the 5 minutes are over (each failure is logged
-//! with the address; see [`sign_in_throttle`]).
+//! with the address; see `sign_in_throttle.rs`).
 //!
 //! Sessions live in memory (random 128-bit ids, at most 1000, ended after 30 min idle or
 //! 12 h, and on logout); the browser holds the id in an `HttpOnly`, `SameSite=Strict`
@@ -31,7 +31,7 @@
 //! neither read it (DNS rebinding) nor post to it, and then a stricter one: a browser's
 //! `Origin` must be the page's own scheme, host and port (another port on the same machine
 //! is another site); signing in needs a token carrying `approvals:grant`, and the sign-in
-//! form's CSRF token is signed by the server ([`login_csrf`]); every response carries a strict
+//! form's CSRF token is signed by the server (`login_csrf.rs`); every response carries a strict
 //! `Content-Security-Policy` (nothing loads but the inline stylesheet, forms post only
 //! here, no framing), `X-Frame-Options: DENY`, `Cache-Control: no-store` and
 //! `Referrer-Policy: same-origin`. Forms are capped at 16 KiB, reasons at
