@@ -74,7 +74,7 @@ pub(crate) fn describe(facts: &StageFacts<'_>) -> InvocationStep {
             StepPresence::Active,
             true,
             false,
-            "the tool's input schema (JSON Schema 2020-12, compiled at registration); a replay sending only its token runs the arguments validated when it was issued",
+            "the tool's input schema (JSON Schema 2020-12, compiled at registration); confirm_token is taken off first",
         )
     } else {
         step(
