@@ -150,7 +150,7 @@ async fn redeem_runs_the_parked_arguments_once() {
     assert_eq!(ran.data, json!({"a": 1, "b": 2}));
     assert_eq!(ran.message, None, "nothing was ignored");
     assert_eq!(runs.count(), 1);
-    assert_eq!(sink.take()[0].outcome, AuditOutcome::Success);
+    assert_eq!(sink.take()[0].outcome, AuditOutcome::Executed);
 
     let again = registry
         .redeem("transfer", ticket.token(), &ctx)
@@ -190,7 +190,10 @@ async fn redeem_refuses_unknown_and_foreign_tokens_as_the_legacy_replay_does() {
         .await
         .into_result();
     assert_eq!(plain.code(), Some(&ErrorCode::ValidationError));
-    assert_eq!(plain.error.as_deref(), Some("Missing required field: a"));
+    assert_eq!(
+        plain.error.as_deref(),
+        Some("Missing required field: a; Missing required field: b")
+    );
     assert_eq!(runs.count(), 0);
     // The ticket was not spent by the foreign attempt.
     let ran = registry
