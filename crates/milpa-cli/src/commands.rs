@@ -11,7 +11,9 @@ use milpa::audit::{
 };
 use milpa::escape::EscapeControl;
 use milpa::render::{ChannelRenderer, TerminalRenderer};
-use milpa::{ToolContext, ToolRegistry, ToolResult, channel};
+use milpa::{
+    CallOutcome, SentToken, ToolContext, ToolRegistry, ToolResult, channel, split_confirm_token,
+};
 use serde_json::Value;
 
 use crate::cli::{
@@ -487,32 +489,41 @@ fn exit_code(result: &ToolResult) -> u8 {
 
 async fn call(registry: &ToolRegistry, stores: &Stores, args: CallArgs) -> Result<u8, CliError> {
     let mut arguments = call_arguments(args.args.as_deref())?;
-    if let (Some(token), Value::Object(map)) = (&args.confirm_token, &mut arguments) {
-        map.insert("confirm_token".into(), Value::String(token.clone()));
-    }
+    // The legacy `confirm_token` argument is taken off here, at the edge; --confirm-token
+    // wins over one written into ARGS_JSON.
+    let in_arguments = split_confirm_token(&mut arguments);
+    let sent = match &args.confirm_token {
+        Some(token) => SentToken::Token(token.clone()),
+        None => in_arguments,
+    };
     let ctx = context(&args.caller);
-    let result = registry.call(&args.tool, arguments, &ctx).await;
-    let token = result
-        .requires_confirmation()
-        .then(|| result.confirm_token().map(str::to_owned))
-        .flatten();
-    let Some(token) = token else {
-        show(&result, &ctx, args.json)?;
-        if result.code() == Some(&milpa::ErrorCode::ApprovalPending)
-            && args.confirm_token.is_none()
-            && let Some(id) = result.data["approval_id"].as_str()
-        {
-            eprintln!(
-                "milpa: a person other than {caller} approves it with `milpa approvals grant \
+    let ticket = match registry
+        .invoke_sent(&args.tool, arguments, sent, &ctx)
+        .await
+    {
+        CallOutcome::NeedsConfirmation(ticket) => ticket,
+        CallOutcome::AwaitingApproval(pending) => {
+            let result = pending.to_result();
+            show(&result, &ctx, args.json)?;
+            if args.confirm_token.is_none() {
+                eprintln!(
+                    "milpa: a person other than {caller} approves it with `milpa approvals grant \
                      {id}` (or on the /approvals page of `milpa serve --http`); then repeat the \
                      call with --confirm-token {id}",
-                caller = printable(ctx.principal().unwrap_or("the caller")),
-                id = printable(id),
-            );
+                    caller = printable(ctx.principal().unwrap_or("the caller")),
+                    id = printable(pending.id()),
+                );
+            }
+            return Ok(exit_code(&result));
         }
-        return Ok(exit_code(&result));
+        other => {
+            let result = other.into_result();
+            show(&result, &ctx, args.json)?;
+            return Ok(exit_code(&result));
+        }
     };
     if !std::io::stdin().is_terminal() {
+        let result = ticket.to_result();
         show(&result, &ctx, args.json)?;
         let lifetime = if *stores.url() == StoreUrl::Memory {
             " (with --store memory the token lives only in this process; run interactively to be \
@@ -520,14 +531,16 @@ async fn call(registry: &ToolRegistry, stores: &Stores, args: CallArgs) -> Resul
         } else {
             ""
         };
-        eprintln!("milpa: confirm by repeating the call with --confirm-token {token}{lifetime}");
+        eprintln!(
+            "milpa: confirm by repeating the call with --confirm-token {token}{lifetime}",
+            token = ticket.token()
+        );
         return Ok(exit_code(&result));
     }
     if args.json {
-        let summary = result.data["action_summary"].as_str().unwrap_or("");
-        eprintln!("{}", printable(summary));
+        eprintln!("{}", printable(ticket.summary()));
     } else {
-        show(&result, &ctx, false)?;
+        show(&ticket.to_result(), &ctx, false)?;
     }
     // On a blocking thread, so Ctrl-C at the question still stops the program.
     let confirmed = tokio::task::spawn_blocking(|| ask("Proceed? [y/N] "))
@@ -537,8 +550,10 @@ async fn call(registry: &ToolRegistry, stores: &Stores, args: CallArgs) -> Resul
         eprintln!("Not confirmed: nothing was done.");
         return Ok(EXIT_CALL_FAILED);
     }
-    let replay = serde_json::json!({"confirm_token": token});
-    let done = registry.call(&args.tool, replay, &ctx).await;
+    let done = registry
+        .redeem(&args.tool, ticket.token(), &ctx)
+        .await
+        .into_result();
     show(&done, &ctx, args.json)?;
     Ok(exit_code(&done))
 }

@@ -103,7 +103,8 @@
 //! The input schema is `{"type": "object", "properties": {…}, "required": […],
 //! "additionalProperties": false}`: properties in parameter order, `required` left out when
 //! empty, and unknown arguments refused (an extra argument is usually a model's mistake; the
-//! runtime takes `confirm_token` off before validating).
+//! legacy `confirm_token` argument of a replay is taken off at the edges, before the
+//! pipeline sees the arguments).
 //!
 //! # Return values
 //!

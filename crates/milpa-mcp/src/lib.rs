@@ -15,9 +15,12 @@
 //! - [`content`]: the convention for tools that return image, audio or resource blocks.
 //! - [`mapping`]: how definitions and results appear on the wire (DESIGN §6).
 //!
-//! Confirmation: a call that needs confirmation is confirmed through `elicitation/create`
-//! when the client declared elicitation (and [`ServerOptions::elicitation_confirmation`] is
-//! on); otherwise the result tells the caller to repeat the call with `confirm_token`.
+//! Confirmation: a call whose outcome is a confirmation ticket ([`milpa::CallOutcome`]) is
+//! confirmed through `elicitation/create` when the client declared elicitation (and
+//! [`ServerOptions::elicitation_confirmation`] is on), and the ticket redeemed
+//! ([`milpa::ToolRegistry::redeem`]); otherwise the ticket is rendered as the result that
+//! tells the caller to repeat the call with `confirm_token` (taken off the arguments again
+//! by [`milpa::split_confirm_token`] when the replay arrives).
 //!
 //! Human approvals: a call parked for a person (`confirm = "human"`) answers
 //! `APPROVAL_PENDING`, with `approve_url` when the HTTP server knows its approvals page

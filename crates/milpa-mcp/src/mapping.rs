@@ -16,7 +16,7 @@
 //!   schema, and clients check `structuredContent` against it even when `isError` is set
 //!   (the TypeScript SDK's `callTool` throws). Such data goes to `_meta.milpa_data`.
 
-use milpa::{ErrorCode, ToolDefinition, ToolResult, ToolSummary};
+use milpa::{ConfirmationTicket, ErrorCode, ToolDefinition, ToolResult, ToolSummary};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 use serde_json::{Map, Value, json};
@@ -71,21 +71,15 @@ pub fn render_text(tool: &str, result: &ToolResult) -> String {
     if result.requires_confirmation()
         && let Some(token) = result.confirm_token()
     {
+        // A confirmation result that did not come with its ticket (a caller that renders a
+        // bare result): the same text, from the result's fields.
         let summary = result
             .data
             .get("action_summary")
             .and_then(Value::as_str)
             .unwrap_or(tool);
-        let expires = result
-            .data
-            .get("expires_at")
-            .and_then(Value::as_str)
-            .map(|e| format!(" before {e}"))
-            .unwrap_or_default();
-        return format!(
-            "Confirmation required: {summary}. Nothing was done yet. To proceed, call \
-                 {tool} again with the argument confirm_token = \"{token}\"{expires}."
-        );
+        let expires = result.data.get("expires_at").and_then(Value::as_str);
+        return confirmation_instructions(tool, summary, token, expires);
     }
     let data = match &result.data {
         Value::String(s) => Some(text_copy(s.as_bytes(), s.len())),
@@ -98,6 +92,29 @@ pub fn render_text(tool: &str, result: &ToolResult) -> String {
         (None, Some(data)) => data,
         (None, None) => String::new(),
     }
+}
+
+/// The text of a confirmation request: what to confirm and how to replay the ticket.
+pub fn confirmation_text(ticket: &ConfirmationTicket) -> String {
+    confirmation_instructions(
+        ticket.tool(),
+        ticket.summary(),
+        ticket.token(),
+        Some(&ticket.expires_at_text()),
+    )
+}
+
+fn confirmation_instructions(
+    tool: &str,
+    summary: &str,
+    token: &str,
+    expires: Option<&str>,
+) -> String {
+    let expires = expires.map(|e| format!(" before {e}")).unwrap_or_default();
+    format!(
+        "Confirmation required: {summary}. Nothing was done yet. To proceed, call \
+             {tool} again with the argument confirm_token = \"{token}\"{expires}."
+    )
 }
 
 /// `bytes` (valid UTF-8 up to where it may have been cut), whole when `total` is within
@@ -160,6 +177,7 @@ pub fn call_result(tool: &str, result: &ToolResult) -> Value {
 pub struct CallResult<'a> {
     tool: &'a str,
     result: &'a ToolResult,
+    confirmation: Option<&'a ConfirmationTicket>,
     output_schema: bool,
     result_type: bool,
 }
@@ -170,8 +188,24 @@ impl<'a> CallResult<'a> {
         CallResult {
             tool,
             result,
+            confirmation: None,
             output_schema: false,
             result_type: false,
+        }
+    }
+
+    /// The ticket `result` was rendered from, when it is a confirmation: its text is then
+    /// taken from the ticket ([`confirmation_text`]).
+    pub fn with_confirmation(mut self, ticket: Option<&'a ConfirmationTicket>) -> Self {
+        self.confirmation = ticket;
+        self
+    }
+
+    /// The text block.
+    fn text(&self) -> String {
+        match self.confirmation {
+            Some(ticket) => confirmation_text(ticket),
+            None => render_text(self.tool, self.result),
         }
     }
 
@@ -211,7 +245,7 @@ impl<'a> CallResult<'a> {
             }
         } else {
             out.extend_from_slice(b"\"content\":[{\"type\":\"text\",\"text\":");
-            write_json(out, &render_text(self.tool, result));
+            write_json(out, &self.text());
             out.extend_from_slice(b"}]");
             match &result.data {
                 Value::Null => {}
@@ -278,7 +312,7 @@ impl Serialize for CallResult<'_> {
                 map.serialize_entry("structuredContent", structured)?;
             }
         } else {
-            let text = render_text(self.tool, result);
+            let text = self.text();
             map.serialize_entry(
                 "content",
                 &[TextBlock {

@@ -141,14 +141,12 @@ async fn main() -> Result<(), milpa::RegistryError> {
             .await,
     );
 
-    // Clearing asks for confirmation first; the replay runs it.
-    let asked = registry.call("clear_notes", json!({}), &ctx).await;
-    show("clear_notes", &asked);
-    if let Some(token) = asked.confirm_token() {
-        let done = registry
-            .call("clear_notes", json!({"confirm_token": token}), &ctx)
-            .await;
-        show("clear_notes", &done);
+    // Clearing asks for confirmation first (a ticket); redeeming the ticket runs it.
+    let asked = registry.invoke("clear_notes", json!({}), &ctx).await;
+    if let milpa::CallOutcome::NeedsConfirmation(ticket) = asked {
+        show("clear_notes", &ticket.to_result());
+        let done = registry.redeem("clear_notes", ticket.token(), &ctx).await;
+        show("clear_notes", &done.into_result());
     }
     Ok(())
 }

@@ -3,7 +3,7 @@
 //!
 //! `cargo run --release -p milpa --example quickstart`
 
-use milpa::{ToolContext, ToolDefinition, ToolRegistry, ToolResult};
+use milpa::{CallOutcome, ToolContext, ToolDefinition, ToolRegistry, ToolResult};
 use serde_json::json;
 
 fn show(label: &str, result: &ToolResult) {
@@ -59,14 +59,22 @@ async fn main() -> Result<(), milpa::RegistryError> {
             .await,
     );
 
-    let asked = registry.call("delete_everything", json!({}), &cli).await;
-    show("first call asks for confirmation", &asked);
-    let token = asked.confirm_token().unwrap_or_default().to_owned();
-    show(
-        "the replay with the token runs",
-        &registry
-            .call("delete_everything", json!({"confirm_token": token}), &cli)
-            .await,
-    );
+    // The typed API: the first call hands back a ticket, and redeeming it runs the call.
+    // (`call` renders the same ticket as the JSON `--json` and MCP clients see.)
+    match registry.invoke("delete_everything", json!({}), &cli).await {
+        CallOutcome::NeedsConfirmation(ticket) => {
+            show("first call asks for confirmation", &ticket.to_result());
+            println!(
+                "confirm {} before {}?\n",
+                ticket.summary(),
+                ticket.expires_at_text()
+            );
+            let done = registry
+                .redeem("delete_everything", ticket.token(), &cli)
+                .await;
+            show("redeeming the ticket runs it", &done.into_result());
+        }
+        other => show("unexpected", &other.into_result()),
+    }
     Ok(())
 }

@@ -56,6 +56,7 @@ mod json_size;
 pub(crate) mod json_write;
 mod listing;
 pub mod llm;
+pub mod outcome;
 pub mod pipeline;
 pub mod policy;
 pub mod rate_limit;
@@ -81,6 +82,9 @@ pub use definition::{
 pub use events::{Dispatcher, Event, InterceptionSlot};
 pub use listing::ToolSummary;
 pub use milpa_macros::{tool, tools};
+pub use outcome::{
+    ApprovalTicket, CallOutcome, ConfirmationTicket, SentToken, split_confirm_token,
+};
 pub use pipeline::refusal::ConfirmationRefusal;
 pub use pipeline::{StageTrace, StepKind};
 pub use registry::{RegistryError, ToolRef, ToolRegistry, ToolRegistryBuilder};

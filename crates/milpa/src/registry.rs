@@ -17,10 +17,11 @@ use crate::confirm::{ConfirmationStore, DEFAULT_TTL, InMemoryConfirmationStore};
 use crate::context::ToolContext;
 use crate::definition::{ToolDefinition, ToolProvider};
 use crate::events::Dispatcher;
+use crate::outcome::{CallOutcome, ConfirmationTicket, SentToken, split_confirm_token};
 use crate::pipeline::approval_decision;
 use crate::pipeline::clock::PipelineClock;
 use crate::pipeline::refusal::{self, ConfirmationRefusal};
-use crate::pipeline::{StageTrace, execute_call};
+use crate::pipeline::{StageTrace, TokenArg, execute_call};
 use crate::policy::{ChannelPolicy, PolicyGate, PolicyRuleProvider};
 use crate::rate_limit::{Quota, RateLimiter};
 use crate::result::ToolResult;
@@ -373,17 +374,90 @@ impl ToolRegistry {
         Ok(count)
     }
 
-    /// Runs one call through the whole pipeline. Never panics and never fails: every
-    /// refusal or failure is a [`ToolResult`] with `meta.code`.
+    /// Runs one call through the whole pipeline and hands back its typed outcome: the
+    /// result, or the ticket of a confirmation or approval it waits for. Never panics and
+    /// never fails: every refusal or failure is a [`CallOutcome::Done`] result with
+    /// `meta.code`.
+    ///
+    /// `args` are the tool's arguments only: a `confirm_token` among them is an argument
+    /// like any other (legacy callers that put a replay's token there go through
+    /// [`call`](Self::call) or [`split_confirm_token`] and [`invoke_sent`](Self::invoke_sent)).
+    ///
+    /// ```
+    /// use milpa::{CallOutcome, ToolContext, ToolDefinition, ToolRegistry};
+    /// use serde_json::json;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let mut registry = ToolRegistry::new();
+    /// registry.register(
+    ///     ToolDefinition::builder("delete_note")
+    ///         .requires_confirmation(true)
+    ///         .sync(|args, _| json!(format!("deleted {}", args["id"]))),
+    /// )?;
+    /// let ctx = ToolContext::cli();
+    /// let CallOutcome::NeedsConfirmation(ticket) =
+    ///     registry.invoke("delete_note", json!({"id": 4}), &ctx).await
+    /// else {
+    ///     panic!("a confirmation")
+    /// };
+    /// assert_eq!(ticket.summary(), "delete_note(id=4)");
+    /// let ran = registry.redeem("delete_note", ticket.token(), &ctx).await;
+    /// assert_eq!(ran.into_result().data, json!("deleted 4"));
+    /// # Ok::<(), milpa::RegistryError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn invoke<'a>(
+        &'a self,
+        name: &'a str,
+        args: Value,
+        ctx: &'a ToolContext,
+    ) -> impl Future<Output = CallOutcome> + Send + 'a {
+        execute_call(self, name, args, TokenArg::Absent, ctx, ())
+    }
+
+    /// Redeems a ticket: replays `token` (a confirmation token or an approval id) for
+    /// `name` in `ctx`, running the arguments parked when it was issued. An unknown,
+    /// foreign, expired or spent token is the invalid-token `VALIDATION_ERROR`; an approval
+    /// nobody decided yet is [`CallOutcome::AwaitingApproval`] again, a rejected one
+    /// `FORBIDDEN`. The gates run as for any call (the replay is authorized and charged).
+    pub fn redeem<'a>(
+        &'a self,
+        name: &'a str,
+        token: &str,
+        ctx: &'a ToolContext,
+    ) -> impl Future<Output = CallOutcome> + Send + use<'a> {
+        let token = TokenArg::Given(token.to_owned());
+        execute_call(self, name, Value::Null, token, ctx, ())
+    }
+
+    /// A call as a legacy caller sent it: `args` with the token [`split_confirm_token`]
+    /// took off them. No token is [`invoke`](Self::invoke); a string token is a replay
+    /// (other arguments sent with it are ignored in favour of the parked ones, and the
+    /// result says so); a malformed one is refused by a tool that confirms.
+    pub fn invoke_sent<'a>(
+        &'a self,
+        name: &'a str,
+        args: Value,
+        token: SentToken,
+        ctx: &'a ToolContext,
+    ) -> impl Future<Output = CallOutcome> + Send + 'a {
+        execute_call(self, name, args, token.into(), ctx, ())
+    }
+
+    /// Runs one call through the whole pipeline: the library's legacy edge. A
+    /// `confirm_token` among `args` is split off ([`split_confirm_token`]) and replayed, and
+    /// a ticket comes back rendered as its PHP-compatible result (DESIGN §4). Never panics
+    /// and never fails: every refusal or failure is a [`ToolResult`] with `meta.code`.
     // A plain `fn` returning the executor's future (rather than an `async fn` wrapping
     // it): one state machine per call instead of two.
     pub fn call<'a>(
         &'a self,
         name: &'a str,
-        args: Value,
+        mut args: Value,
         ctx: &'a ToolContext,
     ) -> impl Future<Output = ToolResult> + Send + 'a {
-        execute_call(self, name, args, ctx, ())
+        let token = split_confirm_token(&mut args).into();
+        execute_call(self, name, args, token, ctx, ())
     }
 
     /// [`call`](Self::call) in the default context, [`ToolContext::cli`] (full access, for
@@ -403,19 +477,31 @@ impl ToolRegistry {
     /// ```
     pub async fn call_cli(&self, name: &str, args: Value) -> ToolResult {
         let ctx = ToolContext::cli();
-        execute_call(self, name, args, &ctx, ()).await
+        self.call(name, args, &ctx).await
     }
 
     /// Like [`call`](Self::call), also returning the stages the call went through.
     pub async fn call_traced(
         &self,
         name: &str,
-        args: Value,
+        mut args: Value,
         ctx: &ToolContext,
     ) -> (ToolResult, StageTrace) {
         let mut trace = StageTrace::default();
-        let result = execute_call(self, name, args, ctx, &mut trace).await;
+        let token = split_confirm_token(&mut args).into();
+        let result = execute_call(self, name, args, token, ctx, &mut trace).await;
         (result, trace)
+    }
+
+    /// [`decline_confirmation`](Self::decline_confirmation) of a ticket the person
+    /// declined or cancelled.
+    pub fn decline_ticket<'a>(
+        &'a self,
+        ticket: &'a ConfirmationTicket,
+        refusal: ConfirmationRefusal,
+        ctx: &'a ToolContext,
+    ) -> impl Future<Output = ToolResult> + Send + 'a {
+        refusal::decline_confirmation(self, ticket.tool(), ticket.token(), refusal, ctx)
     }
 
     /// Ends a parked confirmation the person declined or cancelled: revokes `token` (only
@@ -783,6 +869,8 @@ mod tests {
         let ctx = ToolContext::cli();
         let future = registry.call("x", Value::Null, &ctx);
         assert_send(&future);
+        assert_send(&registry.invoke("x", Value::Null, &ctx));
+        assert_send(&registry.redeem("x", "t", &ctx));
     }
 
     #[test]

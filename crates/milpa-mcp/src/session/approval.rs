@@ -11,7 +11,7 @@
 //!   request that carried a `progressToken` gets `notifications/progress` every
 //!   [`WAITING_PROGRESS_EVERY`], so clients whose request timeout resets on progress keep
 //!   waiting. Once decided (or expired) the client gets `notifications/elicitation/complete`
-//!   and the call is replayed through the pipeline with `confirm_token = <approval_id>`: the
+//!   and the ticket is redeemed through the pipeline ([`milpa::ToolRegistry::redeem`]): the
 //!   tool's result after a grant, `FORBIDDEN` after a reject, the invalid-token refusal once
 //!   expired. The decision is the person's, on the page; the client's accept only means
 //!   "keep the call open while I wait".
@@ -22,8 +22,8 @@
 
 use std::time::Duration;
 
-use milpa::{CallPeer, ErrorCode, ToolContext, ToolResult};
-use serde_json::{Value, json};
+use milpa::{ApprovalTicket, CallOutcome, CallPeer, ToolContext};
+use serde_json::json;
 
 use super::Session;
 use crate::peer::Peer;
@@ -33,88 +33,88 @@ use crate::peer::Peer;
 /// news, and reset the clock on progress.
 pub(crate) const WAITING_PROGRESS_EVERY: Duration = Duration::from_secs(15);
 
-/// Whether `result` is a parked call waiting for a person.
-pub(super) fn is_approval_pending(result: &ToolResult) -> bool {
-    result.code() == Some(&ErrorCode::ApprovalPending)
+/// The message of the URL elicitation that sends a client's user to the approvals page;
+/// `then_answer` for a 2026-07-28 round, whose client answers once the page was opened.
+pub(super) fn approval_message(ticket: &ApprovalTicket, then_answer: bool) -> String {
+    let then = if then_answer { ", then answer" } else { "" };
+    format!(
+        "A person other than you must approve {}: open the approvals page{then}.",
+        ticket.summary()
+    )
 }
 
 impl Session {
-    /// Adds `approve_url` to an `APPROVAL_PENDING` result and, for a client that declared
-    /// URL-mode elicitation, sends it there and completes the call once a person decided.
+    /// Links the approvals page to an `APPROVAL_PENDING` ticket and, for a client that
+    /// declared URL-mode elicitation, sends it there and completes the call once a person
+    /// decided.
     pub(super) async fn seek_human_approval(
         &self,
-        tool: &str,
-        mut pending: ToolResult,
+        pending: ApprovalTicket,
         ctx: &ToolContext,
         peer: &Peer,
-    ) -> ToolResult {
-        let Some((id, url)) = self.link_approval(&mut pending) else {
-            return pending;
+    ) -> CallOutcome {
+        let pending = self.link_approval(pending);
+        let Some(url) = pending.url() else {
+            return CallOutcome::AwaitingApproval(pending);
         };
         if !self.client.supports_url_elicitation() {
-            return pending;
+            return CallOutcome::AwaitingApproval(pending);
         }
-        let summary = pending
-            .data
-            .get("action_summary")
-            .and_then(Value::as_str)
-            .unwrap_or(tool)
-            .to_owned();
+        // Owned: the ticket goes back whole on every path that does not redeem it.
+        let (tool, id, summary) = (
+            pending.tool().to_owned(),
+            pending.id().to_owned(),
+            pending.summary().to_owned(),
+        );
+        let (tool, id) = (tool.as_str(), id.as_str());
         let params = json!({
             "mode": "url",
             "elicitationId": id,
             "url": url,
-            "message": format!("A person other than you must approve {summary}: open the approvals page."),
+            "message": approval_message(&pending, false),
         });
         let action = match peer.request_client("elicitation/create", params).await {
             Ok(answer) => answer
                 .get("action")
-                .and_then(Value::as_str)
+                .and_then(serde_json::Value::as_str)
                 .unwrap_or("")
                 .to_owned(),
             Err(error) => {
                 tracing::info!(target: "milpa_mcp", tool, approval_id = %id, %error, "URL elicitation failed; the approval stays pending for a replay");
-                return pending;
+                return CallOutcome::AwaitingApproval(pending);
             }
         };
         if action != "accept" {
             tracing::info!(target: "milpa_mcp", tool, approval_id = %id, action, "the client did not open the approvals page; the approval stays pending for a replay");
-            return pending;
+            return CallOutcome::AwaitingApproval(pending);
         }
         let decided = tokio::select! {
             biased;
             // The call is dropped unanswered; the approval is left as it stands.
-            () = peer.cancelled() => return pending,
-            decided = self.wait_for_person(&id, &summary, peer) => decided,
+            () = peer.cancelled() => return CallOutcome::AwaitingApproval(pending),
+            decided = self.wait_for_person(id, &summary, peer) => decided,
         };
         if let Err(error) = decided {
             tracing::warn!(target: "milpa_mcp", tool, approval_id = %id, %error, "could not wait for the approval; the caller replays");
-            return pending;
+            return CallOutcome::AwaitingApproval(pending);
         }
         peer.notify_client(
             "notifications/elicitation/complete",
             &json!({"elicitationId": id}),
         );
-        self.shared
-            .registry
-            .call(tool, json!({"confirm_token": id}), ctx)
-            .await
+        self.shared.registry.redeem(tool, id, ctx).await
     }
 
-    /// Adds `approve_url` to an `APPROVAL_PENDING` result when the server serves an
-    /// approvals page; the approval id and that URL.
-    pub(super) fn link_approval(&self, pending: &mut ToolResult) -> Option<(String, String)> {
-        let page = self.shared.approval_page.as_deref()?;
-        let id = pending
-            .data
-            .get("approval_id")
-            .and_then(Value::as_str)
-            .map(str::to_owned)?;
-        let url = format!("{}/{id}", page.trim_end_matches('/'));
-        if let Value::Object(data) = &mut pending.data {
-            data.insert("approve_url".into(), Value::String(url.clone()));
+    /// The ticket with the page where a person decides (`approve_url`), when the server
+    /// serves an approvals page.
+    pub(super) fn link_approval(&self, pending: ApprovalTicket) -> ApprovalTicket {
+        match self.shared.approval_page.as_deref() {
+            Some(page) => {
+                let url = format!("{}/{}", page.trim_end_matches('/'), pending.id());
+                pending.with_url(url)
+            }
+            None => pending,
         }
-        Some((id, url))
     }
 
     /// Waits until approval `id` is decided or expired, reporting progress meanwhile.

@@ -8,11 +8,12 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use milpa::call_span::McpAttributes;
-use milpa::{CallHandle, ToolContext, channel, generate_request_id};
+use milpa::{
+    CallHandle, CallOutcome, ToolContext, channel, generate_request_id, split_confirm_token,
+};
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use super::approval;
 use super::call_params::CallParams;
 use super::client::Route;
 use super::mrtr::Outcome;
@@ -199,10 +200,16 @@ impl Session {
                 if let Some(capability) = missing {
                     return jsonrpc::error_response(Some(&id), &missing_capability(capability));
                 }
-                let result = match outcome {
-                    Outcome::Done(result) => result,
+                let outcome = match outcome {
+                    Outcome::Done(outcome) => outcome,
                     Outcome::InputRequired(answer) => return jsonrpc::response(&id, &answer),
                     Outcome::Refused(error) => return jsonrpc::error_response(Some(&id), &error),
+                };
+                // A ticket is rendered here, once, into the result legacy clients read; the
+                // text of a confirmation is taken from the ticket.
+                let (result, confirmation) = match outcome {
+                    CallOutcome::NeedsConfirmation(ticket) => (ticket.to_result(), Some(ticket)),
+                    other => (other.into_result(), None),
                 };
                 if let (Some(slot), Some(needed)) = (&caller.scope_denial, result.required_scopes())
                 {
@@ -217,6 +224,7 @@ impl Session {
                         .get(&name)
                         .is_some_and(|tool| tool.options().output_schema.is_some());
                 let answer = mapping::CallResult::new(&name, &result)
+                    .with_confirmation(confirmation.as_ref())
                     .with_output_schema(output_schema)
                     .with_result_type(modern);
                 jsonrpc::call_response(&id, &answer)
@@ -245,24 +253,27 @@ impl Session {
             let outcome = self.run_modern(&call, &meta, &ctx, &peer).await;
             return (call.name, outcome, peer.missing_capability());
         }
-        let result = self
+        // The legacy `confirm_token` argument is taken off here, at the edge.
+        let mut arguments = call.arguments;
+        let sent = split_confirm_token(&mut arguments);
+        let outcome = self
             .shared
             .registry
-            .call(&call.name, call.arguments, &ctx)
+            .invoke_sent(&call.name, arguments, sent, &ctx)
             .await;
-        let result = if approval::is_approval_pending(&result) {
-            self.seek_human_approval(&call.name, result, &ctx, &peer)
-                .await
-        } else if result.requires_confirmation()
-            && self.shared.options.elicitation_confirmation
-            && self.client.supports_form_elicitation()
-        {
-            self.confirm_by_elicitation(&call.name, result, &ctx, &peer)
-                .await
-        } else {
-            result
+        let outcome = match outcome {
+            CallOutcome::AwaitingApproval(pending) => {
+                self.seek_human_approval(pending, &ctx, &peer).await
+            }
+            CallOutcome::NeedsConfirmation(ticket)
+                if self.shared.options.elicitation_confirmation
+                    && self.client.supports_form_elicitation() =>
+            {
+                self.confirm_by_elicitation(ticket, &ctx, &peer).await
+            }
+            other => other,
         };
-        (call.name, Outcome::Done(result), peer.missing_capability())
+        (call.name, Outcome::Done(outcome), peer.missing_capability())
     }
 
     /// A 2026-07-28 call: a retry carrying a confirmation's or an approval's state settles
@@ -295,16 +306,18 @@ impl Session {
         if let Some(Value::Object(responses)) = &call.input_responses {
             peer.add_answers(responses.clone());
         }
-        let result = self
+        let mut arguments = call.arguments.clone();
+        let sent = split_confirm_token(&mut arguments);
+        let outcome = self
             .shared
             .registry
-            .call(&call.name, call.arguments.clone(), ctx)
+            .invoke_sent(&call.name, arguments, sent, ctx)
             .await;
         let (asked, answers) = peer.take_inputs();
         if !asked.is_empty() && peer.missing_capability().is_none() {
             return self.tool_input_round(&call.name, &call.arguments, ctx, asked, answers);
         }
-        self.first_round(&call.name, &call.arguments, result, ctx, meta)
+        self.first_round(&call.name, &call.arguments, outcome, ctx, meta)
     }
 
     /// The context a call from `caller` runs with, whatever the transport; `id` is the

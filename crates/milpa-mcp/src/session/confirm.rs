@@ -1,47 +1,84 @@
 //! Confirmation through `elicitation/create`: the client asks its user, and the answer
-//! runs the parked call (accept) or ends it in the registry's refusal path (decline,
+//! redeems the ticket (accept) or ends it in the registry's refusal path (decline,
 //! cancel).
 
-use milpa::{ConfirmationRefusal, ToolContext, ToolResult};
-use serde_json::{Value, json};
+use milpa::{CallOutcome, ConfirmationRefusal, ConfirmationTicket, ToolContext};
+use serde_json::{Map, Value, json};
 
 use super::Session;
 use crate::peer::Peer;
 
+/// The form a client shows its user to confirm `ticket`: the `message` and the
+/// `requestedSchema` (one boolean, `confirm`) of an `elicitation/create`, shared by the
+/// request the server sends and the 2026-07-28 `input_required` round.
+pub(super) fn confirmation_form(ticket: &ConfirmationTicket) -> Map<String, Value> {
+    let summary = ticket.summary();
+    let mut form = Map::new();
+    form.insert(
+        "message".into(),
+        Value::String(format!("Confirm this action: {summary}")),
+    );
+    form.insert(
+        "requestedSchema".into(),
+        json!({
+            "type": "object",
+            "properties": {
+                "confirm": {
+                    "type": "boolean",
+                    "title": "Confirm",
+                    "description": format!("Run {summary}?"),
+                    "default": false
+                }
+            },
+            "required": ["confirm"]
+        }),
+    );
+    form
+}
+
+/// What the user answered an elicitation of a confirmation form.
+pub(super) enum FormAnswer {
+    /// Run the parked call.
+    Accept,
+    /// Do not run it: declined (or accepted with `confirm: false`) or cancelled.
+    Refuse(ConfirmationRefusal),
+    /// An action this server does not know.
+    Unknown,
+}
+
+/// Reads an elicitation result (`action`, `content.confirm`) of [`confirmation_form`].
+pub(super) fn read_answer(answer: Option<&Value>) -> FormAnswer {
+    let action = answer
+        .and_then(|a| a.get("action"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let confirmed = answer
+        .and_then(|a| a.get("content"))
+        .and_then(|c| c.get("confirm"))
+        .and_then(Value::as_bool);
+    match (action, confirmed) {
+        ("accept", Some(false)) | ("decline", _) => {
+            FormAnswer::Refuse(ConfirmationRefusal::Declined)
+        }
+        ("accept", _) => FormAnswer::Accept,
+        ("cancel", _) => FormAnswer::Refuse(ConfirmationRefusal::Cancelled),
+        _ => FormAnswer::Unknown,
+    }
+}
+
 impl Session {
-    /// Asks the client to confirm through `elicitation/create`; runs the stored call on
-    /// accept. Falls back to the token round trip when the client cannot be asked.
+    /// Asks the client to confirm `ticket` through `elicitation/create`; redeems it on
+    /// accept. Falls back to the token round trip (the ticket goes back) when the client
+    /// cannot be asked.
     pub(super) async fn confirm_by_elicitation(
         &self,
-        tool: &str,
-        first: ToolResult,
+        ticket: ConfirmationTicket,
         ctx: &ToolContext,
         peer: &Peer,
-    ) -> ToolResult {
-        let Some(token) = first.confirm_token().map(str::to_owned) else {
-            return first;
-        };
-        let summary = first
-            .data
-            .get("action_summary")
-            .and_then(Value::as_str)
-            .unwrap_or(tool)
-            .to_owned();
-        let mut params = json!({
-            "message": format!("Confirm this action: {summary}"),
-            "requestedSchema": {
-                "type": "object",
-                "properties": {
-                    "confirm": {
-                        "type": "boolean",
-                        "title": "Confirm",
-                        "description": format!("Run {summary}?"),
-                        "default": false
-                    }
-                },
-                "required": ["confirm"]
-            }
-        });
+    ) -> CallOutcome {
+        let tool = ticket.tool().to_owned();
+        let tool = tool.as_str();
+        let mut params = Value::Object(confirmation_form(&ticket));
         if self.client.protocol_version() == Some("2025-11-25") {
             params["mode"] = json!("form");
         }
@@ -49,33 +86,26 @@ impl Session {
             Ok(answer) => answer,
             Err(error) => {
                 tracing::warn!(target: "milpa_mcp", tool, %error, "elicitation failed; falling back to confirm_token");
-                return first;
+                return CallOutcome::NeedsConfirmation(ticket);
             }
         };
-        let action = answer.get("action").and_then(Value::as_str).unwrap_or("");
-        let confirmed = answer
-            .get("content")
-            .and_then(|c| c.get("confirm"))
-            .and_then(Value::as_bool);
-        let refusal = match (action, confirmed) {
-            ("accept", Some(false)) | ("decline", _) => ConfirmationRefusal::Declined,
-            ("accept", _) => {
-                return self
-                    .shared
-                    .registry
-                    .call(tool, json!({"confirm_token": token}), ctx)
-                    .await;
+        let refusal = match read_answer(Some(&answer)) {
+            FormAnswer::Accept => {
+                return self.shared.registry.redeem(tool, ticket.token(), ctx).await;
             }
-            ("cancel", _) => ConfirmationRefusal::Cancelled,
-            _ => {
+            FormAnswer::Refuse(refusal) => refusal,
+            FormAnswer::Unknown => {
+                let action = answer.get("action").and_then(Value::as_str).unwrap_or("");
                 tracing::warn!(target: "milpa_mcp", tool, action, "unknown elicitation action; falling back to confirm_token");
-                return first;
+                return CallOutcome::NeedsConfirmation(ticket);
             }
         };
         tracing::info!(target: "milpa_mcp", tool, request_id = ctx.request_id(), outcome = refusal.as_str(), "confirmation refused by the client");
-        self.shared
-            .registry
-            .decline_confirmation(tool, &token, refusal, ctx)
-            .await
+        CallOutcome::Done(
+            self.shared
+                .registry
+                .decline_ticket(&ticket, refusal, ctx)
+                .await,
+        )
     }
 }

@@ -34,11 +34,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, Mac};
-use milpa::{ConfirmationRefusal, ToolContext, ToolResult};
+use milpa::{ApprovalTicket, CallOutcome, ToolContext};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use super::confirm::{FormAnswer, confirmation_form, read_answer};
 use super::modern::RequestMeta;
 use super::{Session, approval};
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
@@ -56,8 +57,8 @@ const STATE_TTL: Duration = Duration::from_secs(15 * 60);
 /// What a call ends with on the 2026-07-28 path.
 #[derive(Debug)]
 pub(crate) enum Outcome {
-    /// A complete result.
-    Done(ToolResult),
+    /// A complete result (or a ticket the client gets as its confirmation result).
+    Done(CallOutcome),
     /// `resultType: "input_required"` (the whole result object).
     InputRequired(Value),
     /// A protocol error (a `requestState` that does not open).
@@ -197,57 +198,42 @@ fn declares_elicitation(meta: &RequestMeta, mode: &str) -> bool {
 impl Session {
     /// The 2026-07-28 ending of a call's first round: an `input_required` result when the
     /// call waits for a confirmation or an approval the client can ask for, else the
-    /// result.
+    /// outcome.
     pub(super) fn first_round(
         &self,
         tool: &str,
         arguments: &Value,
-        mut result: ToolResult,
+        outcome: CallOutcome,
         ctx: &ToolContext,
         meta: &RequestMeta,
     ) -> Outcome {
-        if approval::is_approval_pending(&result) {
-            let Some((id, url)) = self.link_approval(&mut result) else {
-                return Outcome::Done(result);
-            };
-            if !declares_elicitation(meta, "url") {
-                return Outcome::Done(result);
+        match outcome {
+            CallOutcome::AwaitingApproval(pending) => {
+                let pending = self.link_approval(pending);
+                if pending.url().is_none() || !declares_elicitation(meta, "url") {
+                    return Outcome::Done(CallOutcome::AwaitingApproval(pending));
+                }
+                Outcome::InputRequired(self.approval_request(arguments, ctx, &pending))
             }
-            let summary = summary_of(&result, tool);
-            return Outcome::InputRequired(
-                self.approval_request(tool, arguments, ctx, &id, &url, &summary),
-            );
+            CallOutcome::NeedsConfirmation(ticket)
+                if self.shared.options.elicitation_confirmation
+                    && declares_elicitation(meta, "form") =>
+            {
+                let state = self.seal_state(tool, arguments, ctx, ticket.token().to_owned(), false);
+                let mut params = serde_json::Map::new();
+                params.insert("mode".into(), json!("form"));
+                params.extend(confirmation_form(&ticket));
+                Outcome::InputRequired(json!({
+                    "resultType": "input_required",
+                    "inputRequests": {CONFIRM_KEY: {
+                        "method": "elicitation/create",
+                        "params": params,
+                    }},
+                    "requestState": state,
+                }))
+            }
+            other => Outcome::Done(other),
         }
-        if result.requires_confirmation()
-            && self.shared.options.elicitation_confirmation
-            && declares_elicitation(meta, "form")
-            && let Some(token) = result.confirm_token().map(str::to_owned)
-        {
-            let summary = summary_of(&result, tool);
-            let state = self.seal_state(tool, arguments, ctx, token, false);
-            return Outcome::InputRequired(json!({
-                "resultType": "input_required",
-                "inputRequests": {CONFIRM_KEY: {
-                    "method": "elicitation/create",
-                    "params": {
-                        "mode": "form",
-                        "message": format!("Confirm this action: {summary}"),
-                        "requestedSchema": {
-                            "type": "object",
-                            "properties": {"confirm": {
-                                "type": "boolean",
-                                "title": "Confirm",
-                                "description": format!("Run {summary}?"),
-                                "default": false
-                            }},
-                            "required": ["confirm"]
-                        }
-                    }
-                }},
-                "requestState": state,
-            }));
-        }
-        Outcome::Done(result)
     }
 
     /// Opens a retry's `requestState` and checks what it is bound to.
@@ -330,36 +316,30 @@ impl Session {
         };
         let key = if state.h { APPROVAL_KEY } else { CONFIRM_KEY };
         let answer = input_responses.and_then(|r| r.get(key));
-        let action = answer
-            .and_then(|a| a.get("action"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
         let registry = &self.shared.registry;
-        let replay = json!({"confirm_token": state.k});
         if state.h {
+            let action = answer
+                .and_then(|a| a.get("action"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
             // The person decides on the page; the client's answer only says whether it
             // keeps waiting.
-            let mut result = registry.call(tool, replay, ctx).await;
-            if approval::is_approval_pending(&result)
-                && let Some((id, url)) = self.link_approval(&mut result)
-                && action == "accept"
-            {
-                let summary = summary_of(&result, tool);
-                return Outcome::InputRequired(
-                    self.approval_request(tool, arguments, ctx, &id, &url, &summary),
-                );
-            }
-            return Outcome::Done(result);
+            return match registry.redeem(tool, &state.k, ctx).await {
+                CallOutcome::AwaitingApproval(pending) => {
+                    let pending = self.link_approval(pending);
+                    if pending.url().is_some() && action == "accept" {
+                        Outcome::InputRequired(self.approval_request(arguments, ctx, &pending))
+                    } else {
+                        Outcome::Done(CallOutcome::AwaitingApproval(pending))
+                    }
+                }
+                other => Outcome::Done(other),
+            };
         }
-        let confirmed = answer
-            .and_then(|a| a.get("content"))
-            .and_then(|c| c.get("confirm"))
-            .and_then(Value::as_bool);
-        let refusal = match (action, confirmed) {
-            ("accept", Some(false)) | ("decline", _) => ConfirmationRefusal::Declined,
-            ("accept", _) => return Outcome::Done(registry.call(tool, replay, ctx).await),
-            ("cancel", _) => ConfirmationRefusal::Cancelled,
-            _ => {
+        let refusal = match read_answer(answer) {
+            FormAnswer::Accept => return Outcome::Done(registry.redeem(tool, &state.k, ctx).await),
+            FormAnswer::Refuse(refusal) => refusal,
+            FormAnswer::Unknown => {
                 return Outcome::Refused(ErrorObject::new(
                     INVALID_PARAMS,
                     format!(
@@ -368,11 +348,11 @@ impl Session {
                 ));
             }
         };
-        Outcome::Done(
+        Outcome::Done(CallOutcome::Done(
             registry
                 .decline_confirmation(tool, &state.k, refusal, ctx)
                 .await,
-        )
+        ))
     }
 
     fn seal_state(
@@ -394,16 +374,16 @@ impl Session {
         })
     }
 
+    /// The `input_required` round that sends the client's user to the approvals page
+    /// (`pending` has its URL).
     fn approval_request(
         &self,
-        tool: &str,
         arguments: &Value,
         ctx: &ToolContext,
-        id: &str,
-        url: &str,
-        summary: &str,
+        pending: &ApprovalTicket,
     ) -> Value {
-        let state = self.seal_state(tool, arguments, ctx, id.to_owned(), true);
+        let id = pending.id();
+        let state = self.seal_state(pending.tool(), arguments, ctx, id.to_owned(), true);
         json!({
             "resultType": "input_required",
             "inputRequests": {APPROVAL_KEY: {
@@ -411,22 +391,13 @@ impl Session {
                 "params": {
                     "mode": "url",
                     "elicitationId": id,
-                    "url": url,
-                    "message": format!("A person other than you must approve {summary}: open the approvals page, then answer."),
+                    "url": pending.url().unwrap_or_default(),
+                    "message": approval::approval_message(pending, true),
                 }
             }},
             "requestState": state,
         })
     }
-}
-
-fn summary_of(result: &ToolResult, tool: &str) -> String {
-    result
-        .data
-        .get("action_summary")
-        .and_then(Value::as_str)
-        .unwrap_or(tool)
-        .to_owned()
 }
 
 #[cfg(test)]

@@ -6,13 +6,15 @@
 //! instead, and only another principal can release it:
 //!
 //! 1. The first call of a gated tool stores its validated, clamped arguments with the tool,
-//!    principal and channel that sent it, and answers `APPROVAL_PENDING` with
-//!    `data {approval_id, action_summary, expires_at}`. Nothing runs.
+//!    principal and channel that sent it, and its outcome is an
+//!    [`ApprovalTicket`](crate::ApprovalTicket) (id, summary, expiry), which renders as
+//!    `APPROVAL_PENDING` with `data {approval_id, action_summary, expires_at}`. Nothing runs.
 //! 2. A person lists the queue ([`ApprovalQueue::pending`]) and decides
 //!    ([`ApprovalQueue::decide`], or [`ToolRegistry::decide_approval`], which also audits
 //!    the decision). The approver must be another principal than the caller and, except on
 //!    the `cli` channel, hold [`APPROVE_SCOPE`].
-//! 3. The caller replays with `confirm_token = <approval_id>`: still `APPROVAL_PENDING` while
+//! 3. The caller redeems the ticket ([`ToolRegistry::redeem`], or replays with
+//!    `confirm_token = <approval_id>` through the legacy edges): still `APPROVAL_PENDING` while
 //!    nobody decided; after a grant the parked arguments run, once (a compare-and-set claims
 //!    the run); after a reject the call is `FORBIDDEN`, naming who rejected and why; once
 //!    expired, or run already, the token is refused like any invalid confirmation token.
@@ -45,15 +47,16 @@
 //! let alice = ToolContext::web("alice", ["approvals:grant"]);
 //! registry.decide_approval(&id, Verdict::Grant, Some("looks right"), &alice).await.unwrap();
 //!
-//! let ran = registry.call("deploy", json!({"confirm_token": id}), &agent).await;
+//! let ran = registry.redeem("deploy", &id, &agent).await.into_result();
 //! assert_eq!(ran.data, json!("deployed \"prod\""));
-//! // Once.
+//! // Once (a legacy replay with the argument is refused the same way).
 //! let again = registry.call("deploy", json!({"confirm_token": id}), &agent).await;
 //! assert_eq!(again.code(), Some(&ErrorCode::ValidationError));
 //! # });
 //! ```
 //!
 //! [`ToolRegistry::decide_approval`]: crate::ToolRegistry::decide_approval
+//! [`ToolRegistry::redeem`]: crate::ToolRegistry::redeem
 
 mod parked;
 pub mod passkeys;

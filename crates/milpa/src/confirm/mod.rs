@@ -1,8 +1,10 @@
 //! Confirmation: one-time tokens that hold a mutating call until its caller confirms it.
 //!
 //! The first call of a tool that needs confirmation stores its (validated, clamped)
-//! arguments under a fresh token and returns the token instead of running. Replaying the
-//! call with `confirm_token` runs the **stored** arguments. A token is bound to the tool,
+//! arguments under a fresh token and hands back a
+//! [`ConfirmationTicket`](crate::ConfirmationTicket) instead of running. Redeeming it
+//! ([`ToolRegistry::redeem`](crate::ToolRegistry::redeem), or a legacy replay with the
+//! `confirm_token` argument) runs the **stored** arguments. A token is bound to the tool,
 //! the principal and the channel that asked for it, expires (60 s by default) and works once.
 
 mod memory;

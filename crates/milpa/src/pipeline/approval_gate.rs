@@ -9,15 +9,16 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::approval::{APPROVE_SCOPE, Approval, ApprovalError, Claim};
 use crate::audit::AuditOutcome;
 use crate::confirm::ConfirmationBinding;
 use crate::inspect::{InvocationStep, StageFacts, StepPresence, StepRole};
-use crate::pipeline::confirm::{action_summary, iso_seconds, refuse, run_parked};
+use crate::outcome::{ApprovalTicket, Ticket};
+use crate::pipeline::confirm::{action_summary, refuse, run_parked};
 use crate::pipeline::{Call, Flow, JudgedReplay, StepKind, TokenArg, step};
-use crate::result::{ErrorCode, ToolResult};
+use crate::result::ToolResult;
 
 pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
     let binding = ConfirmationBinding::for_call(call.name, call.ctx);
@@ -60,26 +61,20 @@ async fn replay(
     }
 }
 
-/// `APPROVAL_PENDING`: `success: false` (nothing ran), `data {approval_id, action_summary,
-/// expires_at}`.
+/// `APPROVAL_PENDING` (an [`ApprovalTicket`], rendered as `success: false`, `data
+/// {approval_id, action_summary, expires_at}`).
 fn pending(call: &mut Call<'_>, approval: &Approval) -> Flow {
     let expires_at = approval
         .expires_at_ms()
-        .map(|ms| iso_seconds(UNIX_EPOCH + Duration::from_millis(ms)))
-        .unwrap_or_default();
-    let message = format!(
-        "Waiting for a person to approve {summary} (approval {id}, expires at {expires_at}); nothing ran. Replay with confirm_token={id} once it is approved.",
-        summary = approval.summary(),
-        id = approval.id(),
+        .map(|ms| UNIX_EPOCH + Duration::from_millis(ms));
+    let tool = call.tool().definition.name_arc().clone();
+    let ticket = ApprovalTicket::new(
+        approval.id().to_owned(),
+        tool,
+        approval.summary().to_owned(),
+        expires_at,
     );
-    let mut result = ToolResult::error_with_code(ErrorCode::ApprovalPending, message);
-    result.data = json!({
-        "approval_id": approval.id(),
-        "action_summary": approval.summary(),
-        "expires_at": expires_at,
-    });
-    result.meta.insert("type", json!("approval"));
-    call.finish(result, AuditOutcome::ApprovalPending)
+    call.finish_with_ticket(Ticket::Approval(ticket), AuditOutcome::ApprovalPending)
 }
 
 /// `FORBIDDEN`, naming who rejected and why.

@@ -1,5 +1,7 @@
 //! Stage 7, `confirm`: a tool that needs confirmation gets a one-time token on its first
-//! call; the replay with `confirm_token` runs the first call's arguments.
+//! call (a [`ConfirmationTicket`], the call's outcome); the replay of that token (which the
+//! edge split off the arguments, or [`ToolRegistry::redeem`](crate::ToolRegistry::redeem)
+//! was given) runs the first call's arguments.
 //!
 //! Beyond the original, a token is bound to the tool, the principal and the channel that
 //! asked for it, so nobody else can redeem it; any refused token (unknown, expired, reused,
@@ -11,7 +13,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::audit::{AuditOutcome, REDACTED_IN_TEXT, Redactor};
 use crate::confirm::{
@@ -19,6 +21,7 @@ use crate::confirm::{
 };
 use crate::inspect::StageFacts;
 use crate::inspect::{InvocationStep, StepPresence, StepRole};
+use crate::outcome::{ConfirmationTicket, Ticket};
 use crate::pipeline::{Call, Flow, JudgedReplay, TokenArg, approval_gate};
 use crate::pipeline::{StepKind, step, unreachable_in_plan_mode};
 use crate::policy::Confirmation;
@@ -66,16 +69,12 @@ async fn issue(call: &mut Call<'_>, binding: ConfirmationBinding) -> Flow {
     {
         return store_failure(call, &error);
     }
-    let data = json!({
-        "requires_confirmation": true,
-        "confirm_token": token,
-        "action_summary": summary,
-        "expires_at": iso_seconds(expires),
-    });
-    let mut result = ToolResult::success(data).with_message(summary);
-    result.meta.insert("type", json!("confirmation"));
-    result.meta.insert("requires_confirmation", json!(true));
-    call.finish(result, AuditOutcome::ConfirmationRequested)
+    let tool = call.tool().definition.name_arc().clone();
+    let ticket = ConfirmationTicket::new(token, tool, summary, expires);
+    call.finish_with_ticket(
+        Ticket::Confirmation(ticket),
+        AuditOutcome::ConfirmationRequested,
+    )
 }
 
 async fn redeem(
@@ -228,6 +227,7 @@ pub(crate) fn describe(facts: &StageFacts<'_>) -> InvocationStep {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn summary_takes_three_scalars() {

@@ -39,6 +39,7 @@ use crate::context::ToolContext;
 use crate::definition::{ToolError, ToolOutput};
 use crate::inspect::StageFacts;
 use crate::inspect::{InvocationStep, StepPresence, StepRole};
+use crate::outcome::{Conclusion, SentToken, Ticket};
 use crate::policy::{ChannelPolicy, Confirmation};
 use crate::registry::{RegisteredTool, ToolRegistry};
 use crate::result::ToolResult;
@@ -217,7 +218,9 @@ impl RawOutcome {
     }
 }
 
-/// The `confirm_token` argument, taken off the arguments by `validate`.
+/// The replay token a call carries: what the edge split off a legacy caller's arguments
+/// ([`split_confirm_token`](crate::split_confirm_token)) or what
+/// [`ToolRegistry::redeem`](crate::ToolRegistry::redeem) was given.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum TokenArg {
     /// None was sent (or it was `null`).
@@ -243,6 +246,17 @@ pub(crate) struct JudgedReplay {
     pub args: Value,
 }
 
+impl From<SentToken> for TokenArg {
+    #[inline]
+    fn from(sent: SentToken) -> Self {
+        match sent {
+            SentToken::None => TokenArg::Absent,
+            SentToken::Token(token) => TokenArg::Given(token),
+            SentToken::Malformed => TokenArg::Malformed,
+        }
+    }
+}
+
 impl TokenArg {
     /// The token a replay sent, judged or not.
     #[inline]
@@ -264,6 +278,9 @@ pub(crate) struct Call<'r> {
     pub tool: Option<&'r RegisteredTool>,
     pub args: Value,
     pub confirm_token: TokenArg,
+    /// The ticket `confirm` issued (a confirmation token or a parked approval), which the
+    /// executor hands back as a typed outcome. Boxed: only confirmed calls fill it.
+    pub ticket: Option<Box<Ticket>>,
     pub policy: Option<ChannelPolicy>,
     pub raw: Option<RawOutcome>,
     pub terminal: Option<Terminal>,
@@ -272,6 +289,20 @@ pub(crate) struct Call<'r> {
 }
 
 impl<'r> Call<'r> {
+    /// The call is a replay: it carries a token (well formed or not).
+    #[inline]
+    pub fn is_replay(&self) -> bool {
+        !matches!(self.confirm_token, TokenArg::Absent)
+    }
+
+    /// Ends the call with `ticket`, audited as `outcome`: the result audit records is the
+    /// one rendered from the ticket (what a legacy caller gets).
+    pub fn finish_with_ticket(&mut self, ticket: Ticket, outcome: AuditOutcome) -> Flow {
+        let result = ticket.to_result();
+        self.ticket = Some(Box::new(ticket));
+        self.finish(result, outcome)
+    }
+
     /// A confirmation replay sent arguments other than the parked ones (which ran).
     #[inline]
     pub fn replay_args_ignored(&self) -> bool {
@@ -301,6 +332,7 @@ impl<'r> Call<'r> {
             tool: None,
             args,
             confirm_token: TokenArg::Absent,
+            ticket: None,
             policy: None,
             raw: None,
             terminal: None,
@@ -371,17 +403,23 @@ impl<'r> Call<'r> {
 /// future, and any wrapper (even one used only when a subscriber wants the span) measured
 /// 6–20% more instructions a call (moves of the stages' state and of the result). Creating
 /// a span nobody wants is a check of a cached interest.
-pub(crate) async fn execute_call(
+///
+/// `token` is the replay token the edge split off (or `redeem` was given); the outcome is
+/// the legacy [`ToolResult`] or the typed [`CallOutcome`](crate::CallOutcome), whichever
+/// the caller asked for (see [`Conclusion`]).
+pub(crate) async fn execute_call<C: Conclusion>(
     registry: &ToolRegistry,
     name: &str,
     args: Value,
+    token: TokenArg,
     ctx: &ToolContext,
     mut trace: impl StageObserver,
-) -> ToolResult {
+) -> C {
     // Where a tool of a replaceable group is kept while the call runs (see `resolve`).
     let held = std::sync::OnceLock::new();
     let span = call_span::start(name, ctx);
     let mut call = Call::new(registry, name, args, ctx);
+    call.confirm_token = token;
     // Walked through a reference: iterating the array by value would copy it into the
     // call's state first.
     for &step in &StepKind::ORDER {
@@ -421,8 +459,12 @@ pub(crate) async fn execute_call(
     drop(call.args);
     drop(call.confirm_token);
     drop(call.raw);
+    let ticket = call.ticket.take();
     match call.terminal {
-        Some(terminal) => terminal.result,
+        Some(terminal) => match ticket {
+            None => C::done(terminal.result),
+            Some(ticket) => C::ticketed(terminal.result, *ticket),
+        },
         // `audit::run` fills the slot first thing. (A fallback result here would merge with
         // the moved one and park both in a temporary: two more copies of every result.)
         None => unreachable!("audit always leaves a terminal"),

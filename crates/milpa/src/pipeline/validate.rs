@@ -1,32 +1,34 @@
 //! Stage 2, `validate`: the arguments must be an object that satisfies the input schema.
 //!
-//! `confirm_token` is taken off the arguments first, so a schema with
-//! `additionalProperties: false` does not refuse a confirmation replay (the original did). A
-//! replay that sends only the token is not validated again: it runs the arguments stored
-//! when the token was issued, which were validated then.
+//! A replay that sends only its token (split off the arguments at the edge, see
+//! [`split_confirm_token`](crate::split_confirm_token)) is not validated again: it runs the
+//! arguments stored when the token was issued, which were validated then.
 
 use serde_json::{Map, Value};
 
 use crate::audit::AuditOutcome;
 use crate::inspect::StageFacts;
 use crate::inspect::{InvocationStep, StepPresence, StepRole};
-use crate::pipeline::{Call, Flow, TokenArg};
+use crate::pipeline::{Call, Flow};
 use crate::pipeline::{StepKind, step};
 use crate::result::ToolResult;
 use crate::schema::{json_type_name, normalise_args};
 
-/// The reserved argument that carries a confirmation token.
-pub(crate) const CONFIRM_TOKEN: &str = "confirm_token";
-
 // Inlined into the pipeline: the common cases (no arguments, or no schema) end here
-// without a call. The token scan and the schema check are out of line.
+// without a call. The schema check is out of line.
 #[inline]
 pub(crate) fn run(call: &mut Call<'_>) -> Flow {
-    if call.args.is_null() {
+    match &call.args {
         // No arguments read as `{}`.
-        call.args = Value::Object(Map::new());
-    } else if take_token(call) == Flow::Finish {
-        return Flow::Finish;
+        Value::Null => call.args = Value::Object(Map::new()),
+        Value::Object(_) => {}
+        other => {
+            let message = format!(
+                "Arguments must be a JSON object, got {}",
+                json_type_name(other)
+            );
+            return invalid(call, message);
+        }
     }
     // Path arguments take their normal form before the schema and the policies see them.
     if !call.tool().definition.options().paths.is_empty() {
@@ -41,33 +43,8 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
     check_schema(call)
 }
 
-/// Takes `confirm_token` off object arguments; arguments that are not an object are refused.
-fn take_token(call: &mut Call<'_>) -> Flow {
-    match &mut call.args {
-        Value::Object(map) => {
-            // A linear scan of a few keys is cheaper than hashing the key to look it up.
-            if map.keys().any(|k| k == CONFIRM_TOKEN) {
-                call.confirm_token = match map.shift_remove(CONFIRM_TOKEN) {
-                    None | Some(Value::Null) => TokenArg::Absent,
-                    Some(Value::String(token)) => TokenArg::Given(token),
-                    Some(_) => TokenArg::Malformed,
-                };
-            }
-            Flow::Continue
-        }
-        other => {
-            let message = format!(
-                "Arguments must be a JSON object, got {}",
-                json_type_name(other)
-            );
-            invalid(call, message)
-        }
-    }
-}
-
 fn check_schema(call: &mut Call<'_>) -> Flow {
-    let only_token =
-        call.confirm_token != TokenArg::Absent && call.args.as_object().is_some_and(Map::is_empty);
+    let only_token = call.is_replay() && call.args.as_object().is_some_and(Map::is_empty);
     if only_token && call.requires_confirmation() {
         return Flow::Continue;
     }
