@@ -353,12 +353,31 @@ struct RequestOut<'a, P: Serialize> {
 
 /// A success response, serialized.
 pub fn response(id: &RequestId, result: &impl Serialize) -> String {
-    serde_json::to_string(&ResponseOut {
-        jsonrpc: "2.0",
-        id,
-        result,
-    })
-    .unwrap_or_else(|e| error_response(Some(id), &ErrorObject::new(INTERNAL_ERROR, e.to_string())))
+    let mut out = Vec::with_capacity(128);
+    write_response(&mut out, id, result);
+    into_string(out)
+}
+
+/// Appends a success response to `out` (what [`response`] gives); an unserializable
+/// result becomes an `-32603` error response.
+pub fn write_response(out: &mut Vec<u8>, id: &RequestId, result: &impl Serialize) {
+    let start = out.len();
+    let written = serde_json::to_writer(
+        &mut *out,
+        &ResponseOut {
+            jsonrpc: "2.0",
+            id,
+            result,
+        },
+    );
+    if let Err(error) = written {
+        out.truncate(start);
+        write_error_response(
+            out,
+            Some(id),
+            &ErrorObject::new(INTERNAL_ERROR, error.to_string()),
+        );
+    }
 }
 
 /// The success response to a `tools/call`, serialized (the same bytes as [`response`]
@@ -366,26 +385,49 @@ pub fn response(id: &RequestId, result: &impl Serialize) -> String {
 /// for every call).
 pub fn call_response(id: &RequestId, result: &crate::mapping::CallResult<'_>) -> String {
     let mut out = Vec::with_capacity(384);
+    write_call_response(&mut out, id, result);
+    into_string(out)
+}
+
+/// Appends the success response to a `tools/call` to `out` (what [`call_response`] gives).
+pub fn write_call_response(
+    out: &mut Vec<u8>,
+    id: &RequestId,
+    result: &crate::mapping::CallResult<'_>,
+) {
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     match id {
-        RequestId::Number(n) => crate::mapping::write_json(&mut out, n),
-        RequestId::String(s) => crate::mapping::write_json(&mut out, &**s),
+        RequestId::Number(n) => crate::mapping::write_json(out, n),
+        RequestId::String(s) => crate::mapping::write_json(out, &**s),
     }
     out.extend_from_slice(b",\"result\":");
-    result.write_json(&mut out);
+    result.write_json(out);
     out.push(b'}');
-    // Only whole strings and ASCII punctuation were written.
+}
+
+/// Text the writers above produced: only whole strings and ASCII punctuation.
+fn into_string(out: Vec<u8>) -> String {
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// An error response, serialized (`id: null` when none is known).
 pub fn error_response(id: Option<&RequestId>, error: &ErrorObject) -> String {
-    serde_json::to_string(&ErrorOut {
-        jsonrpc: "2.0",
-        id,
-        error,
-    })
-    .unwrap_or_default()
+    let mut out = Vec::with_capacity(128);
+    write_error_response(&mut out, id, error);
+    into_string(out)
+}
+
+/// Appends an error response to `out` (what [`error_response`] gives).
+pub fn write_error_response(out: &mut Vec<u8>, id: Option<&RequestId>, error: &ErrorObject) {
+    // An `ErrorObject` always serializes (its `data` is a JSON value).
+    let _ = serde_json::to_writer(
+        out,
+        &ErrorOut {
+            jsonrpc: "2.0",
+            id,
+            error,
+        },
+    );
 }
 
 /// A notification, serialized.

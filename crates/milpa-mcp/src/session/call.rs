@@ -16,8 +16,9 @@ use super::approval;
 use super::call_params::CallParams;
 use super::client::Route;
 use super::mrtr::Outcome;
+use super::reply::Reply;
 use super::{Caller, Dispatch, Session};
-use crate::jsonrpc::{self, ErrorObject, INVALID_REQUEST, RequestId};
+use crate::jsonrpc::{ErrorObject, INVALID_REQUEST, RequestId};
 use crate::protocol::MISSING_REQUIRED_CLIENT_CAPABILITY;
 
 /// 2026-07-28: the error for a call that needed a capability its request did not declare;
@@ -30,7 +31,6 @@ fn missing_capability(capability: &str) -> ErrorObject {
     error.data = Some(serde_json::json!({"requiredCapabilities": {capability: {}}}));
     error
 }
-use crate::mapping;
 use crate::peer::Peer;
 
 /// A running call's cancellation state.
@@ -159,9 +159,9 @@ impl Session {
         route: Route,
     ) -> Dispatch {
         let Some(control) = self.calls.register(&id) else {
-            return Dispatch::Reply(jsonrpc::error_response(
-                Some(&id),
-                &ErrorObject::new(
+            return Dispatch::Reply(Reply::error(
+                Some(id),
+                ErrorObject::new(
                     INVALID_REQUEST,
                     "Invalid Request: a request with this id is still running",
                 ),
@@ -197,12 +197,12 @@ impl Session {
             let modern = session.is_modern();
             value.map(|(name, outcome, missing)| {
                 if let Some(capability) = missing {
-                    return jsonrpc::error_response(Some(&id), &missing_capability(capability));
+                    return Reply::error(Some(id), missing_capability(capability));
                 }
                 let result = match outcome {
                     Outcome::Done(result) => result,
-                    Outcome::InputRequired(answer) => return jsonrpc::response(&id, &answer),
-                    Outcome::Refused(error) => return jsonrpc::error_response(Some(&id), &error),
+                    Outcome::InputRequired(answer) => return Reply::result(id, answer),
+                    Outcome::Refused(error) => return Reply::error(Some(id), error),
                 };
                 if let (Some(slot), Some(needed)) = (&caller.scope_denial, result.required_scopes())
                 {
@@ -216,10 +216,7 @@ impl Session {
                         .registry
                         .get(&name)
                         .is_some_and(|tool| tool.options().output_schema.is_some());
-                let answer = mapping::CallResult::new(&name, &result)
-                    .with_output_schema(output_schema)
-                    .with_result_type(modern);
-                jsonrpc::call_response(&id, &answer)
+                Reply::call(id, name, result, output_schema, modern)
             })
         });
         Dispatch::Call(call, cancel)
