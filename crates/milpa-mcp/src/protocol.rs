@@ -39,13 +39,14 @@ pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 /// and the tool runs again on the retry, where the same request gets the client's answer.
 pub const INPUT_KEY_META: &str = "milpa/inputKey";
 
-/// 2026-07-28: the HTTP headers (`Mcp-Method`, `Mcp-Name`, `MCP-Protocol-Version`) do not
-/// match the body.
-pub const HEADER_MISMATCH: i64 = -32020;
-/// 2026-07-28: serving the request needs a capability the client did not declare.
-pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
-/// 2026-07-28: the request's protocol version is not one this server speaks.
-pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+/// [`ErrorCode::HEADER_MISMATCH`](crate::jsonrpc::ErrorCode::HEADER_MISMATCH).
+pub const HEADER_MISMATCH: crate::jsonrpc::ErrorCode = crate::jsonrpc::ErrorCode::HEADER_MISMATCH;
+/// [`ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY`](crate::jsonrpc::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY).
+pub const MISSING_REQUIRED_CLIENT_CAPABILITY: crate::jsonrpc::ErrorCode =
+    crate::jsonrpc::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY;
+/// [`ErrorCode::UNSUPPORTED_PROTOCOL_VERSION`](crate::jsonrpc::ErrorCode::UNSUPPORTED_PROTOCOL_VERSION).
+pub const UNSUPPORTED_PROTOCOL_VERSION: crate::jsonrpc::ErrorCode =
+    crate::jsonrpc::ErrorCode::UNSUPPORTED_PROTOCOL_VERSION;
 
 /// The version offered when the client asks for one we do not speak.
 pub const LATEST_VERSION: &str = SUPPORTED_VERSIONS[0];

@@ -361,7 +361,7 @@ fn refusal_of(line: &Line, max: usize) -> Option<String> {
     }
 }
 
-fn refusal(code: i64, message: &str) -> String {
+fn refusal(code: jsonrpc::ErrorCode, message: &str) -> String {
     jsonrpc::error_response(None, &ErrorObject::new(code, message))
 }
 

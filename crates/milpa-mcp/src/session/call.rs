@@ -5,12 +5,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use milpa::call_span::McpAttributes;
 use milpa::{CallHandle, ToolContext, channel, generate_request_id};
 use serde_json::Value;
-use tokio::sync::Notify;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::approval;
 use super::call_params::CallParams;
@@ -33,44 +32,20 @@ fn missing_capability(capability: &str) -> ErrorObject {
 }
 use crate::peer::Peer;
 
-/// A running call's cancellation state.
-#[derive(Debug, Default)]
-pub(crate) struct CallControl {
-    cancelled: AtomicBool,
-    notify: Notify,
-}
-
-impl CallControl {
-    pub fn cancel(&self) {
-        self.cancelled.store(true, Ordering::SeqCst);
-        self.notify.notify_waiters();
-    }
-
-    pub fn is_cancelled(&self) -> bool {
-        self.cancelled.load(Ordering::SeqCst)
-    }
-
-    pub async fn cancelled(&self) {
-        loop {
-            let notified = self.notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.is_cancelled() {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
-
-/// Cancels one call: the one it was made for, even after its request id was reused.
+/// Cancels one call: the one it was made for, even after its request id was reused. The
+/// call's own token (one per call), never looked up by request id.
 #[derive(Debug, Clone)]
-pub(crate) struct CallCancel(Arc<CallControl>);
+pub(crate) struct CallCancel(CancellationToken);
 
 impl CallCancel {
     /// Cancels the call (nothing happens once it has ended).
     pub fn cancel(&self) {
         self.0.cancel();
+    }
+
+    /// A guard that cancels the call when dropped (unless disarmed).
+    pub fn drop_guard(&self) -> DropGuard {
+        self.0.clone().drop_guard()
     }
 }
 
@@ -80,24 +55,24 @@ pub(crate) struct InFlight {
     // foldhash: an insert and a removal on every call, and SipHash showed in profiles.
     // Its seed is random per map; a client that forces collisions only slows its own
     // session.
-    calls: Mutex<HashMap<RequestId, Arc<CallControl>, foldhash::fast::RandomState>>,
+    calls: Mutex<HashMap<RequestId, CancellationToken, foldhash::fast::RandomState>>,
 }
 
 impl InFlight {
     fn lock(
         &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<RequestId, Arc<CallControl>, foldhash::fast::RandomState>>
+    ) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken, foldhash::fast::RandomState>>
     {
         self.calls.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Registers a call; `None` when one with this id still runs.
-    fn register(&self, id: &RequestId) -> Option<Arc<CallControl>> {
+    fn register(&self, id: &RequestId) -> Option<CancellationToken> {
         let mut calls = self.lock();
         if calls.contains_key(id) {
             return None;
         }
-        let control = Arc::new(CallControl::default());
+        let control = CancellationToken::new();
         calls.insert(id.clone(), control.clone());
         Some(control)
     }
@@ -228,7 +203,7 @@ impl Session {
         caller: &Caller,
         id: &RequestId,
         route: Route,
-        control: Arc<CallControl>,
+        control: CancellationToken,
     ) -> (String, Outcome, Option<&'static str>) {
         let peer = Arc::new(Peer::new(
             self.client.clone(),

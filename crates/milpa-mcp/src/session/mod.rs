@@ -43,7 +43,7 @@ use milpa::ToolRegistry;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-pub(crate) use call::{CallCancel, CallControl};
+pub(crate) use call::CallCancel;
 pub(crate) use client::{ClientLink, Out, Route};
 pub(crate) use listen::Subscription;
 pub(crate) use modern::{RequestMeta, header_mismatch, is_modern_version};

@@ -22,8 +22,8 @@ use super::client::ClientInfo;
 use super::{Session, Shared};
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use crate::protocol::{
-    self, ALL_VERSIONS, HEADER_MISMATCH, META_CLIENT_CAPABILITIES, META_LOG_LEVEL,
-    META_PROTOCOL_VERSION, META_SERVER_INFO, MODERN_VERSION, UNSUPPORTED_PROTOCOL_VERSION,
+    self, ALL_VERSIONS, META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION,
+    META_SERVER_INFO, MODERN_VERSION, UNSUPPORTED_PROTOCOL_VERSION,
 };
 
 /// What a 2026-07-28 request declared in its `_meta`.
@@ -88,7 +88,7 @@ impl RequestMeta {
 
 /// The error for a header that does not match the body (HTTP).
 pub(crate) fn header_mismatch(message: impl Into<String>) -> ErrorObject {
-    ErrorObject::new(HEADER_MISMATCH, message)
+    ErrorObject::header_mismatch(message)
 }
 
 fn unsupported_version(requested: &str) -> ErrorObject {

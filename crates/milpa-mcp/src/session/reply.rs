@@ -74,7 +74,7 @@ impl Reply {
     }
 
     /// The JSON-RPC error code, when this answers with an error.
-    pub fn error_code(&self) -> Option<i64> {
+    pub fn error_code(&self) -> Option<crate::jsonrpc::ErrorCode> {
         match &self.body {
             ReplyBody::Error(error) => Some(error.code),
             ReplyBody::Result(_) | ReplyBody::Call(_) => None,
