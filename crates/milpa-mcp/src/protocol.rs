@@ -1,5 +1,5 @@
 //! MCP constants: protocol versions, `_meta` keys, error codes, server options (the
-//! methods are [`crate::method::Method`]).
+//! methods are `method::Method`).
 
 use std::time::Duration;
 
