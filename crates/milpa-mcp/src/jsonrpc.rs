@@ -13,18 +13,79 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-/// Invalid JSON was received.
-pub const PARSE_ERROR: i64 = -32700;
-/// The JSON sent is not a valid request object.
-pub const INVALID_REQUEST: i64 = -32600;
-/// The method does not exist or is not available.
-pub const METHOD_NOT_FOUND: i64 = -32601;
-/// Invalid method parameters.
-pub const INVALID_PARAMS: i64 = -32602;
-/// Internal JSON-RPC error.
-pub const INTERNAL_ERROR: i64 = -32603;
-/// Implementation-defined server error (used for transport-level refusals).
-pub const SERVER_ERROR: i64 = -32000;
+/// A JSON-RPC error code: the ones of JSON-RPC 2.0 and MCP are named
+/// ([`ErrorCode::METHOD_NOT_FOUND`], [`ErrorCode::HEADER_MISMATCH`], …); a peer may send
+/// any other integer, kept as it came ([`ErrorCode::new`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ErrorCode(i64);
+
+impl ErrorCode {
+    /// `-32700`: invalid JSON was received.
+    pub const PARSE_ERROR: ErrorCode = ErrorCode(-32700);
+    /// `-32600`: the JSON sent is not a valid request object.
+    pub const INVALID_REQUEST: ErrorCode = ErrorCode(-32600);
+    /// `-32601`: the method does not exist or is not available.
+    pub const METHOD_NOT_FOUND: ErrorCode = ErrorCode(-32601);
+    /// `-32602`: invalid method parameters.
+    pub const INVALID_PARAMS: ErrorCode = ErrorCode(-32602);
+    /// `-32603`: internal JSON-RPC error.
+    pub const INTERNAL_ERROR: ErrorCode = ErrorCode(-32603);
+    /// `-32000`: implementation-defined server error (transport-level refusals).
+    pub const SERVER_ERROR: ErrorCode = ErrorCode(-32000);
+    /// `-32001`: the HTTP session ended or never existed.
+    pub const SESSION_NOT_FOUND: ErrorCode = ErrorCode(-32001);
+    /// `-32020` (2026-07-28): the HTTP headers (`Mcp-Method`, `Mcp-Name`,
+    /// `MCP-Protocol-Version`) do not match the body.
+    pub const HEADER_MISMATCH: ErrorCode = ErrorCode(-32020);
+    /// `-32021` (2026-07-28): serving the request needs a capability the client did not
+    /// declare.
+    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: ErrorCode = ErrorCode(-32021);
+    /// `-32022` (2026-07-28): the request's protocol version is not one this server speaks.
+    pub const UNSUPPORTED_PROTOCOL_VERSION: ErrorCode = ErrorCode(-32022);
+
+    /// A code by its number (what a peer sent).
+    pub const fn new(code: i64) -> ErrorCode {
+        ErrorCode(code)
+    }
+
+    /// The number on the wire.
+    pub const fn value(self) -> i64 {
+        self.0
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl From<ErrorCode> for i64 {
+    fn from(code: ErrorCode) -> i64 {
+        code.0
+    }
+}
+
+/// A code read from JSON equals the code it holds (`answer["error"]["code"] == code`).
+impl PartialEq<ErrorCode> for Value {
+    fn eq(&self, code: &ErrorCode) -> bool {
+        self.as_i64() == Some(code.0)
+    }
+}
+
+/// [`ErrorCode::PARSE_ERROR`].
+pub const PARSE_ERROR: ErrorCode = ErrorCode::PARSE_ERROR;
+/// [`ErrorCode::INVALID_REQUEST`].
+pub const INVALID_REQUEST: ErrorCode = ErrorCode::INVALID_REQUEST;
+/// [`ErrorCode::METHOD_NOT_FOUND`].
+pub const METHOD_NOT_FOUND: ErrorCode = ErrorCode::METHOD_NOT_FOUND;
+/// [`ErrorCode::INVALID_PARAMS`].
+pub const INVALID_PARAMS: ErrorCode = ErrorCode::INVALID_PARAMS;
+/// [`ErrorCode::INTERNAL_ERROR`].
+pub const INTERNAL_ERROR: ErrorCode = ErrorCode::INTERNAL_ERROR;
+/// [`ErrorCode::SERVER_ERROR`].
+pub const SERVER_ERROR: ErrorCode = ErrorCode::SERVER_ERROR;
 
 /// A JSON-RPC request id: a string or an integer (MCP forbids `null`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -59,7 +120,7 @@ impl Serialize for RequestId {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ErrorObject {
     /// The error code.
-    pub code: i64,
+    pub code: ErrorCode,
     /// A short description.
     pub message: String,
     /// Optional details.
@@ -69,12 +130,37 @@ pub struct ErrorObject {
 
 impl ErrorObject {
     /// An error with a code and a message.
-    pub fn new(code: i64, message: impl Into<String>) -> ErrorObject {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> ErrorObject {
         ErrorObject {
             code,
             message: message.into(),
             data: None,
         }
+    }
+
+    /// `-32602`, with this message.
+    pub fn invalid_params(message: impl Into<String>) -> ErrorObject {
+        ErrorObject::new(ErrorCode::INVALID_PARAMS, message)
+    }
+
+    /// `-32600`, with this message.
+    pub fn invalid_request(message: impl Into<String>) -> ErrorObject {
+        ErrorObject::new(ErrorCode::INVALID_REQUEST, message)
+    }
+
+    /// `-32601`, with this message.
+    pub fn method_not_found(message: impl Into<String>) -> ErrorObject {
+        ErrorObject::new(ErrorCode::METHOD_NOT_FOUND, message)
+    }
+
+    /// `-32603`, with this message.
+    pub fn internal(message: impl Into<String>) -> ErrorObject {
+        ErrorObject::new(ErrorCode::INTERNAL_ERROR, message)
+    }
+
+    /// `-32020` (2026-07-28): a header does not match the body.
+    pub fn header_mismatch(message: impl Into<String>) -> ErrorObject {
+        ErrorObject::new(ErrorCode::HEADER_MISMATCH, message)
     }
 }
 
@@ -116,6 +202,7 @@ pub fn params_value(params: Option<Params>) -> Option<Value> {
 
 /// One incoming message, classified.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Incoming {
     /// A request: it must be answered.
     Request {
@@ -162,6 +249,7 @@ impl Rejected {
 
 /// What one line (or HTTP body) held.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Parsed {
     /// One message (or why it was refused).
     Single(Result<Incoming, Rejected>),
@@ -353,12 +441,31 @@ struct RequestOut<'a, P: Serialize> {
 
 /// A success response, serialized.
 pub fn response(id: &RequestId, result: &impl Serialize) -> String {
-    serde_json::to_string(&ResponseOut {
-        jsonrpc: "2.0",
-        id,
-        result,
-    })
-    .unwrap_or_else(|e| error_response(Some(id), &ErrorObject::new(INTERNAL_ERROR, e.to_string())))
+    let mut out = Vec::with_capacity(128);
+    write_response(&mut out, id, result);
+    into_string(out)
+}
+
+/// Appends a success response to `out` (what [`response`] gives); an unserializable
+/// result becomes an `-32603` error response.
+pub fn write_response(out: &mut Vec<u8>, id: &RequestId, result: &impl Serialize) {
+    let start = out.len();
+    let written = serde_json::to_writer(
+        &mut *out,
+        &ResponseOut {
+            jsonrpc: "2.0",
+            id,
+            result,
+        },
+    );
+    if let Err(error) = written {
+        out.truncate(start);
+        write_error_response(
+            out,
+            Some(id),
+            &ErrorObject::new(INTERNAL_ERROR, error.to_string()),
+        );
+    }
 }
 
 /// The success response to a `tools/call`, serialized (the same bytes as [`response`]
@@ -366,26 +473,49 @@ pub fn response(id: &RequestId, result: &impl Serialize) -> String {
 /// for every call).
 pub fn call_response(id: &RequestId, result: &crate::mapping::CallResult<'_>) -> String {
     let mut out = Vec::with_capacity(384);
+    write_call_response(&mut out, id, result);
+    into_string(out)
+}
+
+/// Appends the success response to a `tools/call` to `out` (what [`call_response`] gives).
+pub fn write_call_response(
+    out: &mut Vec<u8>,
+    id: &RequestId,
+    result: &crate::mapping::CallResult<'_>,
+) {
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
     match id {
-        RequestId::Number(n) => crate::mapping::write_json(&mut out, n),
-        RequestId::String(s) => crate::mapping::write_json(&mut out, &**s),
+        RequestId::Number(n) => crate::mapping::write_json(out, n),
+        RequestId::String(s) => crate::mapping::write_json(out, &**s),
     }
     out.extend_from_slice(b",\"result\":");
-    result.write_json(&mut out);
+    result.write_json(out);
     out.push(b'}');
-    // Only whole strings and ASCII punctuation were written.
+}
+
+/// Text the writers above produced: only whole strings and ASCII punctuation.
+fn into_string(out: Vec<u8>) -> String {
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// An error response, serialized (`id: null` when none is known).
 pub fn error_response(id: Option<&RequestId>, error: &ErrorObject) -> String {
-    serde_json::to_string(&ErrorOut {
-        jsonrpc: "2.0",
-        id,
-        error,
-    })
-    .unwrap_or_default()
+    let mut out = Vec::with_capacity(128);
+    write_error_response(&mut out, id, error);
+    into_string(out)
+}
+
+/// Appends an error response to `out` (what [`error_response`] gives).
+pub fn write_error_response(out: &mut Vec<u8>, id: Option<&RequestId>, error: &ErrorObject) {
+    // An `ErrorObject` always serializes (its `data` is a JSON value).
+    let _ = serde_json::to_writer(
+        out,
+        &ErrorOut {
+            jsonrpc: "2.0",
+            id,
+            error,
+        },
+    );
 }
 
 /// A notification, serialized.
@@ -544,6 +674,28 @@ mod tests {
             parse(batch(limit + 1).as_bytes()),
             Parsed::Single(Err(_))
         ));
+    }
+
+    /// A code travels as its bare number, whether named or a peer's own, and compares
+    /// with the number read back from JSON.
+    #[test]
+    fn error_codes_travel_as_their_numbers() {
+        let peer: ErrorObject =
+            serde_json::from_str(r#"{"code":-31999,"message":"theirs"}"#).unwrap();
+        assert_eq!(peer.code, ErrorCode::new(-31999));
+        assert_eq!(peer.code.value(), -31999);
+        let text = error_response(None, &ErrorObject::header_mismatch("x"));
+        assert_eq!(
+            text,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32020,"message":"x"}}"#
+        );
+        let answer: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(answer["error"]["code"], ErrorCode::HEADER_MISMATCH);
+        assert_ne!(answer["error"]["code"], ErrorCode::INVALID_PARAMS);
+        assert_eq!(ErrorObject::invalid_params("p").code, INVALID_PARAMS);
+        assert_eq!(ErrorObject::method_not_found("m").code.value(), -32601);
+        assert_eq!(ErrorObject::invalid_request("r").code.value(), -32600);
+        assert_eq!(ErrorObject::internal("i").code.value(), -32603);
     }
 
     #[test]

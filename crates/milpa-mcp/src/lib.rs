@@ -55,6 +55,7 @@ pub mod content;
 mod http;
 pub mod jsonrpc;
 pub mod mapping;
+mod method;
 mod peer;
 pub mod protocol;
 mod session;

@@ -8,12 +8,15 @@ use serde_json::{Map, Value, json};
 
 use crate::jsonrpc;
 use crate::protocol::{INPUT_KEY_META, MISSING_REQUIRED_CLIENT_CAPABILITY};
-use crate::session::{CallControl, ClientLink, Out, RequestMeta, Route, capability_for};
+use tokio_util::sync::CancellationToken;
+
+use crate::session::{ClientLink, Out, RequestMeta, Route, capability_for};
 
 /// One call's line back to the client.
 pub(crate) struct Peer {
     client: Arc<ClientLink>,
-    control: Arc<CallControl>,
+    /// The call's own cancellation (see `session::CallCancel`).
+    control: CancellationToken,
     progress_token: Option<Value>,
     route: Route,
     last_progress: Mutex<Option<f64>>,
@@ -43,7 +46,7 @@ pub(crate) struct ToolInputs {
 impl Peer {
     pub fn new(
         client: Arc<ClientLink>,
-        control: Arc<CallControl>,
+        control: CancellationToken,
         progress_token: Option<Value>,
         route: Route,
         request: Option<Arc<RequestMeta>>,
@@ -105,7 +108,7 @@ impl Peer {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner()) = Some(capability);
                 return Err(PeerError {
-                    code: Some(MISSING_REQUIRED_CLIENT_CAPABILITY),
+                    code: Some(MISSING_REQUIRED_CLIENT_CAPABILITY.value()),
                     message: format!("the request did not declare the {capability} capability"),
                 });
             }

@@ -1,4 +1,5 @@
-//! MCP constants: protocol versions, method names, log levels, server options.
+//! MCP constants: protocol versions, `_meta` keys, error codes, server options (the
+//! methods are `method::Method`).
 
 use std::time::Duration;
 
@@ -38,25 +39,14 @@ pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 /// and the tool runs again on the retry, where the same request gets the client's answer.
 pub const INPUT_KEY_META: &str = "milpa/inputKey";
 
-/// 2026-07-28: the HTTP headers (`Mcp-Method`, `Mcp-Name`, `MCP-Protocol-Version`) do not
-/// match the body.
-pub const HEADER_MISMATCH: i64 = -32020;
-/// 2026-07-28: serving the request needs a capability the client did not declare.
-pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
-/// 2026-07-28: the request's protocol version is not one this server speaks.
-pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
-
-/// The request methods of the 2026-07-28 revision this server answers (`ping`,
-/// `initialize` and `logging/setLevel` are gone from it). The prompt and resource lists
-/// are answered empty: this server has none, and says so with caching hints.
-pub(crate) const MODERN_METHODS: [&str; 6] = [
-    "server/discover",
-    "tools/list",
-    "tools/call",
-    "prompts/list",
-    "resources/list",
-    "resources/templates/list",
-];
+/// [`ErrorCode::HEADER_MISMATCH`](crate::jsonrpc::ErrorCode::HEADER_MISMATCH).
+pub const HEADER_MISMATCH: crate::jsonrpc::ErrorCode = crate::jsonrpc::ErrorCode::HEADER_MISMATCH;
+/// [`ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY`](crate::jsonrpc::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY).
+pub const MISSING_REQUIRED_CLIENT_CAPABILITY: crate::jsonrpc::ErrorCode =
+    crate::jsonrpc::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY;
+/// [`ErrorCode::UNSUPPORTED_PROTOCOL_VERSION`](crate::jsonrpc::ErrorCode::UNSUPPORTED_PROTOCOL_VERSION).
+pub const UNSUPPORTED_PROTOCOL_VERSION: crate::jsonrpc::ErrorCode =
+    crate::jsonrpc::ErrorCode::UNSUPPORTED_PROTOCOL_VERSION;
 
 /// The version offered when the client asks for one we do not speak.
 pub const LATEST_VERSION: &str = SUPPORTED_VERSIONS[0];
@@ -74,17 +64,6 @@ pub fn negotiate(requested: &str) -> &'static str {
         .copied()
         .unwrap_or(LATEST_VERSION)
 }
-
-/// The request methods this server answers. The dispatcher routes exactly these (a test
-/// holds it to that), and the HTTP transport consults the same list for requests that
-/// arrive without a session: anything else is "Method not found" everywhere.
-pub(crate) const KNOWN_METHODS: [&str; 5] = [
-    "initialize",
-    "ping",
-    "tools/list",
-    "tools/call",
-    "logging/setLevel",
-];
 
 /// A secret key; its `Debug` shows nothing of it, so options can be logged.
 #[derive(Clone)]

@@ -36,7 +36,8 @@ use crate::jsonrpc::{
 };
 use crate::protocol::ServerOptions;
 use crate::session::{
-    Caller, Dispatch, LISTEN_METHOD, Out, Route, Session, Shared, Subscription, modern_params,
+    CallFuture, Caller, Dispatch, Out, ReadParams, Reply, Route, Session, Shared, Subscription,
+    write_batch,
 };
 
 /// Serves `registry` over this process's stdin and stdout with default options, until end
@@ -360,8 +361,14 @@ fn refusal_of(line: &Line, max: usize) -> Option<String> {
     }
 }
 
-fn refusal(code: i64, message: &str) -> String {
+fn refusal(code: jsonrpc::ErrorCode, message: &str) -> String {
     jsonrpc::error_response(None, &ErrorObject::new(code, message))
+}
+
+/// Writes a reply straight into the output buffer, and a newline.
+fn push_reply(out: &mut Vec<u8>, reply: &Reply) {
+    reply.write_to(out);
+    out.push(b'\n');
 }
 
 fn push_line(out: &mut Vec<u8>, message: &str) {
@@ -390,12 +397,10 @@ async fn write_out<W: AsyncWrite + Unpin>(writer: &mut W, out: &mut Vec<u8>) -> 
     result
 }
 
-type CallFuture = std::pin::Pin<Box<dyn std::future::Future<Output = Option<String>> + Send>>;
-
 /// Work that waits for a free slot (see [`ServerOptions::max_in_flight`]).
 enum Job {
     Single(CallFuture),
-    Batch(Vec<String>, Vec<CallFuture>),
+    Batch(Vec<Reply>, Vec<CallFuture>),
 }
 
 /// One stdio connection's dispatching state.
@@ -431,28 +436,32 @@ impl Conn {
         match parsed {
             Parsed::Single(message) => {
                 let dispatch = match message {
-                    // Parsed once: what tells the revision apart is what the dispatch reads.
+                    // Read once: what tells the revision apart is what the dispatch reads.
                     Ok(Incoming::Request { id, method, params }) => {
-                        match modern_params(params.as_ref()) {
-                            Some(value) if method == LISTEN_METHOD => {
-                                self.listen(id, &value, out);
-                                None
-                            }
-                            Some(value) => Some(self.modern.dispatch_modern(
-                                id,
+                        let params = ReadParams::for_era(&method, params);
+                        let (session, stateless) = if params.is_stateless() {
+                            (&self.modern, true)
+                        } else {
+                            (&self.session, false)
+                        };
+                        let route = self.route.clone();
+                        let dispatch = if stateless {
+                            session.dispatch_stateless(
+                                id.clone(),
                                 &method,
                                 params,
-                                Some(value),
                                 &self.caller,
-                                self.route.clone(),
+                                route,
                                 None,
-                            )),
-                            None => self.session.handle(
-                                Ok(Incoming::Request { id, method, params }),
-                                &self.caller,
-                                &self.route,
-                            ),
+                            )
+                        } else {
+                            session.dispatch(id.clone(), &method, params, &self.caller, route)
+                        };
+                        if let Dispatch::Listen(subscription) = dispatch {
+                            self.listen(id, subscription, out);
+                            return;
                         }
+                        Some(dispatch)
                     }
                     Ok(Incoming::Notification { method, params }) => {
                         if method == "notifications/cancelled" {
@@ -466,8 +475,10 @@ impl Conn {
                     message => self.session.handle(message, &self.caller, &self.route),
                 };
                 match dispatch {
-                    None => {}
-                    Some(Dispatch::Reply(reply)) => push_line(out, &reply),
+                    // The session revisions have no subscriptions: their dispatcher
+                    // never opens one.
+                    None | Some(Dispatch::Listen(_)) => {}
+                    Some(Dispatch::Reply(reply)) => push_reply(out, &reply),
                     Some(Dispatch::Call(call, _)) if !jobs.is_empty() => {
                         jobs.push_back(Job::Single(call))
                     }
@@ -476,7 +487,7 @@ impl Conn {
                         // answer them inline, spawn only those that must wait.
                         if let Some(done) = (&mut call).now_or_never() {
                             if let Some(reply) = done {
-                                push_line(out, &reply);
+                                push_reply(out, &reply);
                             }
                             return;
                         }
@@ -491,12 +502,13 @@ impl Conn {
                     match self.session.handle(item, &self.caller, &self.route) {
                         Some(Dispatch::Reply(reply)) => replies.push(reply),
                         Some(Dispatch::Call(call, _)) => calls.push(call),
-                        None => {}
+                        None | Some(Dispatch::Listen(_)) => {}
                     }
                 }
                 if calls.is_empty() {
                     if !replies.is_empty() {
-                        push_line(out, &jsonrpc::batch(&replies));
+                        write_batch(out, &replies);
+                        out.push(b'\n');
                     }
                     return;
                 }
@@ -505,16 +517,9 @@ impl Conn {
         }
     }
 
-    /// Opens a `subscriptions/listen` subscription: the acknowledgement now, then its
-    /// notifications through the writer until the client cancels the request.
-    fn listen(&self, id: RequestId, params: &serde_json::Value, out: &mut Vec<u8>) {
-        let subscription = match Subscription::open(&id, Some(params), None) {
-            Ok(subscription) => subscription,
-            Err(error) => {
-                push_line(out, &jsonrpc::error_response(Some(&id), &error));
-                return;
-            }
-        };
+    /// Opens an admitted `subscriptions/listen` subscription: the acknowledgement now,
+    /// then its notifications through the writer until the client cancels the request.
+    fn listen(&self, id: RequestId, subscription: Subscription, out: &mut Vec<u8>) {
         push_line(out, &subscription.acknowledgement());
         let (stop, stopped) = oneshot::channel::<()>();
         {
@@ -567,7 +572,7 @@ impl Conn {
             match job {
                 Job::Single(call) => {
                     if let Some(reply) = call.await {
-                        let _ = tx.send(Out::Msg(reply));
+                        let _ = tx.send(Out::Msg(reply.to_json()));
                     }
                 }
                 Job::Batch(mut replies, calls) => {
@@ -578,7 +583,7 @@ impl Conn {
                             .flatten(),
                     );
                     if !replies.is_empty() {
-                        let _ = tx.send(Out::Msg(jsonrpc::batch(&replies)));
+                        let _ = tx.send(Out::Msg(crate::session::batch_json(&replies)));
                     }
                 }
             }

@@ -25,7 +25,6 @@
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
@@ -37,11 +36,12 @@ use crate::jsonrpc::{
     self, ErrorObject, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND, Parsed,
     RequestId,
 };
+use crate::method::Method;
 use crate::protocol::{
     HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
 };
 use crate::session::{
-    CallCancel, CallFuture, Caller, Dispatch, LISTEN_METHOD, Out, Route, Session, Subscription,
+    CallCancel, CallFuture, Caller, Dispatch, Out, ReadParams, Reply, Route, Session, Subscription,
     header_mismatch,
 };
 
@@ -51,23 +51,8 @@ const VERSION_HEADER: &str = "mcp-protocol-version";
 const PARAM_HEADER_PREFIX: &str = "mcp-param-";
 
 /// The status a 2026-07-28 response travels with, from its error code (if any).
-fn status_of(reply: &str) -> StatusCode {
-    // The other members (the result above all) are skipped unread: a `#[serde(flatten)]`
-    // catch-all here buffered the whole result into serde's `Content` first, which `perf`
-    // showed among the largest user-space costs of a 2026-07-28 call.
-    #[derive(Deserialize)]
-    struct Probe {
-        error: Option<Code>,
-    }
-    #[derive(Deserialize)]
-    struct Code {
-        code: i64,
-    }
-    let code = serde_json::from_str::<Probe>(reply)
-        .ok()
-        .and_then(|p| p.error)
-        .map(|e| e.code);
-    match code {
+fn status_of(reply: &Reply) -> StatusCode {
+    match reply.error_code() {
         None => StatusCode::OK,
         Some(METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
         Some(
@@ -81,8 +66,13 @@ fn status_of(reply: &str) -> StatusCode {
     }
 }
 
-fn reply(reply: String) -> Response {
-    json_body(status_of(&reply), reply)
+fn reply(reply: Reply) -> Response {
+    json_body(status_of(&reply), reply.to_json())
+}
+
+/// The error reply to request `id`.
+fn refuse(id: &RequestId, error: ErrorObject) -> Response {
+    reply(Reply::error(Some(id.clone()), error))
 }
 
 fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
@@ -136,7 +126,7 @@ fn named_field(method: &str) -> Option<&'static str> {
 fn check_routing_headers(
     headers: &HeaderMap,
     method: &str,
-    params: Option<&Value>,
+    params: &ReadParams,
 ) -> Result<(), ErrorObject> {
     match header(headers, METHOD_HEADER) {
         Some(value) if value == method => {}
@@ -150,7 +140,7 @@ fn check_routing_headers(
     let Some(field) = named_field(method) else {
         return Ok(());
     };
-    let body = params.and_then(|p| p.get(field)).and_then(Value::as_str);
+    let body = params.member_str(field);
     match (header(headers, NAME_HEADER), body) {
         (Some(value), Some(body)) if value == body => Ok(()),
         (Some(value), Some(body)) => Err(header_mismatch(format!(
@@ -173,14 +163,10 @@ fn check_routing_headers(
 fn check_param_headers(
     state: &HttpState,
     headers: &HeaderMap,
-    params: Option<&Value>,
+    params: &ReadParams,
 ) -> Result<(), ErrorObject> {
-    let Some(params) = params else {
-        return Ok(());
-    };
     let Some(tool) = params
-        .get("name")
-        .and_then(Value::as_str)
+        .name()
         .and_then(|name| state.shared.registry.get(name))
     else {
         return Ok(());
@@ -197,7 +183,7 @@ fn check_param_headers(
             continue;
         };
         let Some(value) = params
-            .get("arguments")
+            .arguments()
             .and_then(|a| a.get(property))
             .filter(|v| !v.is_null())
         else {
@@ -243,12 +229,14 @@ fn check_param_headers(
     Ok(())
 }
 
-/// Answers one 2026-07-28 `POST` body.
+/// Answers one 2026-07-28 `POST` body. `read` is the request's params when telling the
+/// revision apart read them already (see [`is_modern`]).
 pub(super) async fn post(
     state: &HttpState,
     caller: &Caller,
     headers: &HeaderMap,
     parsed: Parsed,
+    read: Option<ReadParams>,
     sse_ok: bool,
 ) -> Result<Response, HttpRejection> {
     let (id, method, params) = match parsed {
@@ -271,40 +259,39 @@ pub(super) async fn post(
         }
     };
     if let Err(error) = check_single_routing_headers(headers) {
-        return Ok(reply(jsonrpc::error_response(Some(&id), &error)));
+        return Ok(refuse(&id, error));
     }
-    // Read once for both header checks.
-    let value = params.as_ref().map(jsonrpc::Params::to_value);
-    if let Err(error) = check_routing_headers(headers, &method, value.as_ref()) {
-        return Ok(reply(jsonrpc::error_response(Some(&id), &error)));
+    // Read once for the header checks and the dispatch.
+    let params = read.unwrap_or_else(|| ReadParams::read(&method, params));
+    if let Err(error) = check_routing_headers(headers, &method, &params) {
+        return Ok(refuse(&id, error));
     }
-    if method == "tools/call"
-        && let Err(error) = check_param_headers(state, headers, value.as_ref())
+    if method == Method::ToolsCall.name()
+        && let Err(error) = check_param_headers(state, headers, &params)
     {
-        return Ok(reply(jsonrpc::error_response(Some(&id), &error)));
+        return Ok(refuse(&id, error));
     }
-    if method == LISTEN_METHOD {
-        return Ok(listen(state, caller, id, value.as_ref(), headers, sse_ok));
-    }
-    // A call answered on a stream takes a place in the caller's stream budget; without
-    // one it is answered with JSON.
-    let ticket = sse_ok
-        .then(|| state.streams.open(caller.principal.as_deref()))
-        .flatten();
     let session = Session::modern(state.shared.clone());
     let (tx, rx) = mpsc::unbounded_channel();
-    let dispatch = session.dispatch_modern(
+    let dispatch = session.dispatch_stateless(
         id.clone(),
         &method,
         params,
-        value,
         caller,
         Route::Channel(tx),
         Some(header(headers, VERSION_HEADER)),
     );
     match dispatch {
         Dispatch::Reply(answer) => Ok(reply(answer)),
-        Dispatch::Call(call, cancel) => Ok(run_call(state, call, cancel, rx, ticket).await),
+        Dispatch::Listen(subscription) => Ok(listen(state, caller, id, subscription, sse_ok)),
+        Dispatch::Call(call, cancel) => {
+            // A call answered on a stream takes a place in the caller's stream budget;
+            // without one it is answered with JSON.
+            let ticket = sse_ok
+                .then(|| state.streams.open(caller.principal.as_deref()))
+                .flatten();
+            Ok(run_call(state, call, cancel, rx, ticket).await)
+        }
     }
 }
 
@@ -314,23 +301,17 @@ fn listen(
     state: &HttpState,
     caller: &Caller,
     id: RequestId,
-    params: Option<&Value>,
-    headers: &HeaderMap,
+    subscription: Subscription,
     sse_ok: bool,
 ) -> Response {
-    let subscription = match Subscription::open(&id, params, Some(header(headers, VERSION_HEADER)))
-    {
-        Ok(subscription) => subscription,
-        Err(error) => return reply(jsonrpc::error_response(Some(&id), &error)),
-    };
     if !sse_ok {
-        return reply(jsonrpc::error_response(
-            Some(&id),
-            &ErrorObject::new(
+        return refuse(
+            &id,
+            ErrorObject::new(
                 INVALID_REQUEST,
                 "Invalid Request: subscriptions/listen answers with a stream; accept text/event-stream",
             ),
-        ));
+        );
     }
     let principal = caller.principal.as_deref();
     let Some(ticket) = state.streams.open(principal) else {
@@ -413,7 +394,7 @@ async fn run_call(
                         let _ = out.send(Out::Msg(message));
                     }
                     if let Ok(Some(answer)) = done {
-                        let _ = out.send(Out::Msg(answer));
+                        let _ = out.send(Out::Msg(answer.to_json()));
                     }
                     let _ = out.send(Out::Close);
                     return;
@@ -421,7 +402,7 @@ async fn run_call(
             }
         }
         if let Ok(Some(answer)) = done_rx.await {
-            let _ = out.send(Out::Msg(answer));
+            let _ = out.send(Out::Msg(answer.to_json()));
         }
         let _ = out.send(Out::Close);
     });
@@ -435,7 +416,7 @@ async fn run_call(
 /// The response of a call that has ended: JSON when no message of it is waiting (or the
 /// client takes no SSE), else an SSE stream of the waiting messages and then its response.
 fn ended(
-    answer: Option<String>,
+    answer: Option<Reply>,
     rx: &mut mpsc::UnboundedReceiver<Out>,
     ticket: Option<StreamTicket>,
 ) -> Response {
@@ -454,7 +435,7 @@ fn ended(
         };
     };
     let (out, stream) = mpsc::unbounded_channel();
-    for message in messages.into_iter().chain(answer) {
+    for message in messages.into_iter().chain(answer.map(|a| a.to_json())) {
         let _ = out.send(Out::Msg(message));
     }
     let _ = out.send(Out::Close);
@@ -463,16 +444,28 @@ fn ended(
 
 /// Whether this `POST` speaks 2026-07-28: its `MCP-Protocol-Version` names that revision
 /// (or one no revision knows, answered with `-32022`), or it came without a session and
-/// its request carries a 2026-07-28 `_meta`.
-pub(super) fn is_modern(headers: &HeaderMap, parsed: &Parsed) -> bool {
+/// its request carries a 2026-07-28 `_meta`. Telling the latter may read the request's
+/// params: they come back with the answer, so the dispatch does not read them again.
+pub(super) fn is_modern(headers: &HeaderMap, parsed: &Parsed) -> (bool, Option<ReadParams>) {
     if let Some(version) = header(headers, VERSION_HEADER)
         && crate::session::is_modern_version(version)
     {
-        return true;
+        return (true, None);
     }
     if super::session_id(headers).is_some() {
-        return false;
+        return (false, None);
     }
-    matches!(parsed, Parsed::Single(Ok(Incoming::Request { params, .. }))
-        if crate::session::is_modern_request(params.as_ref()))
+    let Parsed::Single(Ok(Incoming::Request { method, params, .. })) = parsed else {
+        return (false, None);
+    };
+    if !ReadParams::mentions_stateless_meta(params.as_ref()) {
+        return (false, None);
+    }
+    // A copy of the text, read here once.
+    let read = ReadParams::read(method, params.clone());
+    if read.is_stateless() {
+        (true, Some(read))
+    } else {
+        (false, None)
+    }
 }

@@ -19,8 +19,10 @@ use super::sessions::{HttpSession, Lookup};
 use super::stream::{CancelOnDrop, sse};
 use super::{HttpState, SESSION_HEADER, session_id};
 use crate::jsonrpc::{self, ErrorObject, Incoming, METHOD_NOT_FOUND, Parsed, RequestId};
-use crate::protocol::KNOWN_METHODS;
-use crate::session::{CallCancel, CallFuture, Caller, Dispatch, Out, Route, Session};
+use crate::method::{Era, Method};
+use crate::session::{
+    CallCancel, CallFuture, Caller, Dispatch, Out, ReadParams, Reply, Route, Session, batch_json,
+};
 
 /// Reads a body of at most `limit` bytes within `timeout`. The limit is enforced while
 /// reading (a declared length over it is refused before reading anything), so no more
@@ -85,7 +87,7 @@ fn in_slots(
     session: &HttpSession,
     cancel: CallCancel,
     call: CallFuture,
-) -> impl Future<Output = Option<String>> + Send + 'static {
+) -> impl Future<Output = Option<Reply>> + Send + 'static {
     let session_slots = session.call_slots.clone();
     let server_slots = state.call_slots.clone();
     let mut queued = Queued {
@@ -116,8 +118,8 @@ pub(crate) async fn post(
     let lookup = || state.sessions.lookup(session_id(&headers), &caller);
 
     let parsed = jsonrpc::parse_limited(&bytes, state.shared.options.max_batch_len);
-    if super::modern::is_modern(&headers, &parsed) {
-        return super::modern::post(&state, &caller, &headers, parsed, sse_ok).await;
+    if let (true, read) = super::modern::is_modern(&headers, &parsed) {
+        return super::modern::post(&state, &caller, &headers, parsed, read, sse_ok).await;
     }
     match parsed {
         Parsed::Single(Err(rejected)) => Err(HttpRejection::Malformed(rejected)),
@@ -134,7 +136,7 @@ pub(crate) async fn post(
                         jsonrpc::response(&id, &serde_json::json!({})),
                     ));
                 }
-                Lookup::Missing if KNOWN_METHODS.contains(&method.as_str()) => {
+                Lookup::Missing if Method::served(&method, Era::Session).is_some() => {
                     return Err(HttpRejection::SessionRequired { id: Some(id) });
                 }
                 Lookup::Missing => {
@@ -152,7 +154,7 @@ pub(crate) async fn post(
             };
             // A call answered on its own stream takes a place in the caller's stream
             // budget; without one it is answered with JSON.
-            let ticket = (method == "tools/call" && sse_ok)
+            let ticket = (method == Method::ToolsCall.name() && sse_ok)
                 .then(|| state.streams.open(caller.principal.as_deref()))
                 .flatten();
             if let Some(ticket) = ticket {
@@ -160,18 +162,23 @@ pub(crate) async fn post(
                     &state, &session, id, &method, params, &caller,
                 )))
             } else {
-                let dispatch =
-                    session
-                        .core
-                        .dispatch(id.clone(), &method, params, &caller, Route::Standalone);
+                let dispatch = session.core.dispatch(
+                    id.clone(),
+                    &method,
+                    ReadParams::Unread(params),
+                    &caller,
+                    Route::Standalone,
+                );
                 Ok(match dispatch {
-                    Dispatch::Reply(reply) => json_body(StatusCode::OK, reply),
+                    Dispatch::Reply(reply) => json_body(StatusCode::OK, reply.to_json()),
                     Dispatch::Call(call, cancel) => {
                         match in_slots(&state, &session, cancel, call).await {
-                            Some(reply) => json_body(StatusCode::OK, reply),
+                            Some(reply) => json_body(StatusCode::OK, reply.to_json()),
                             None => StatusCode::ACCEPTED.into_response(),
                         }
                     }
+                    // The session revisions have no subscriptions.
+                    Dispatch::Listen(_) => StatusCode::ACCEPTED.into_response(),
                 })
             }
         }
@@ -210,7 +217,9 @@ pub(crate) async fn post(
                         calls.push(in_slots(&state, &session, cancel, call));
                     }
                     // Only requests start calls.
-                    (Some(Dispatch::Call(..)), None) | (None, _) => {}
+                    (Some(Dispatch::Call(..)), None)
+                    | (Some(Dispatch::Listen(_)), _)
+                    | (None, _) => {}
                 }
             }
             replies.extend(
@@ -222,7 +231,7 @@ pub(crate) async fn post(
             Ok(if replies.is_empty() {
                 StatusCode::ACCEPTED.into_response()
             } else {
-                json_body(StatusCode::OK, jsonrpc::batch(&replies))
+                json_body(StatusCode::OK, batch_json(&replies))
             })
         }
     }
@@ -245,16 +254,22 @@ fn streamed_call(
     } else {
         Route::Channel(tx.clone())
     };
-    let dispatch = session
-        .core
-        .dispatch(id.clone(), method, params, caller, route);
+    let dispatch = session.core.dispatch(
+        id.clone(),
+        method,
+        ReadParams::Unread(params),
+        caller,
+        route,
+    );
     match dispatch {
-        Dispatch::Reply(reply) => json_body(StatusCode::OK, reply),
+        Dispatch::Reply(reply) => json_body(StatusCode::OK, reply.to_json()),
+        // The session revisions have no subscriptions.
+        Dispatch::Listen(_) => StatusCode::ACCEPTED.into_response(),
         Dispatch::Call(call, cancel) => {
             let call = in_slots(state, session, cancel.clone(), call);
             tokio::spawn(async move {
                 if let Some(reply) = call.await {
-                    let _ = tx.send(Out::Msg(reply));
+                    let _ = tx.send(Out::Msg(reply.to_json()));
                 }
                 let _ = tx.send(Out::Close);
             });
@@ -276,9 +291,15 @@ fn initialize(
     state.sessions.sweep();
     let session_id = generate_request_id();
     let core = Session::new(state.shared.clone(), Some(session_id.clone()));
-    let reply = match core.dispatch(id.clone(), "initialize", params, caller, Route::Standalone) {
-        Dispatch::Reply(reply) => reply,
-        Dispatch::Call(..) => jsonrpc::error_response(
+    let reply = match core.dispatch(
+        id.clone(),
+        Method::Initialize.name(),
+        ReadParams::Unread(params),
+        caller,
+        Route::Standalone,
+    ) {
+        Dispatch::Reply(reply) => reply.to_json(),
+        Dispatch::Call(..) | Dispatch::Listen(_) => jsonrpc::error_response(
             Some(&id),
             &ErrorObject::new(jsonrpc::INTERNAL_ERROR, "initialize did not reply"),
         ),

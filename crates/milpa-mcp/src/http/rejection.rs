@@ -13,7 +13,7 @@ use crate::jsonrpc::{self, ErrorObject, INVALID_REQUEST, Rejected, RequestId, SE
 use crate::protocol;
 
 /// The JSON-RPC code for a session that ended or never existed.
-const SESSION_NOT_FOUND: i64 = -32001;
+const SESSION_NOT_FOUND: jsonrpc::ErrorCode = jsonrpc::ErrorCode::SESSION_NOT_FOUND;
 
 /// Why the HTTP transport refused a request.
 #[derive(Debug)]
@@ -132,7 +132,8 @@ impl HttpRejection {
 
     /// The request id to answer with (when known) and the error.
     fn error(self) -> (Option<RequestId>, ErrorObject) {
-        let plain = |code: i64, message: &str| (None, ErrorObject::new(code, message));
+        let plain =
+            |code: jsonrpc::ErrorCode, message: &str| (None, ErrorObject::new(code, message));
         match self {
             HttpRejection::HostNotAllowed => {
                 plain(SERVER_ERROR, "Forbidden: Host header not allowed")

@@ -9,29 +9,24 @@ use axum::http::{HeaderValue, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use tokio::sync::mpsc;
+use tokio_util::sync::DropGuard;
 
 use crate::session::{CallCancel, Out};
 
 /// Cancels a call whose response stream went away before the response. It holds the
 /// call's own cancel handle, not its request id: the stream also ends after the response,
 /// when a new request may already run under the same id (it used to cancel that one).
-pub(crate) struct CancelOnDrop(Option<CallCancel>);
+pub(crate) struct CancelOnDrop(Option<DropGuard>);
 
 impl CancelOnDrop {
     pub(crate) fn new(cancel: CallCancel) -> Self {
-        CancelOnDrop(Some(cancel))
+        CancelOnDrop(Some(cancel.drop_guard()))
     }
 
     /// The stream ends but the call runs on (it released the stream).
     pub(crate) fn disarm(&mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        if let Some(cancel) = self.0.take() {
-            cancel.cancel();
+        if let Some(guard) = self.0.take() {
+            guard.disarm();
         }
     }
 }

@@ -243,7 +243,7 @@ mod tests {
         let complete = next(&mut rx).await;
         assert_eq!(complete["method"], "notifications/elicitation/complete");
         let response: Value =
-            serde_json::from_str(&call.await.unwrap().expect("a response")).unwrap();
+            serde_json::from_str(&call.await.unwrap().expect("a response").to_json()).unwrap();
         assert_eq!(
             response["result"]["structuredContent"]["result"],
             "deployed"

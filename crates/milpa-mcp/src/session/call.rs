@@ -5,20 +5,20 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use milpa::call_span::McpAttributes;
 use milpa::{
     CallHandle, CallOutcome, ToolContext, channel, generate_request_id, split_confirm_token,
 };
 use serde_json::Value;
-use tokio::sync::Notify;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::call_params::CallParams;
 use super::client::Route;
 use super::mrtr::Outcome;
+use super::reply::Reply;
 use super::{Caller, Dispatch, Session};
-use crate::jsonrpc::{self, ErrorObject, INVALID_REQUEST, RequestId};
+use crate::jsonrpc::{ErrorObject, INVALID_REQUEST, RequestId};
 use crate::protocol::MISSING_REQUIRED_CLIENT_CAPABILITY;
 
 /// 2026-07-28: the error for a call that needed a capability its request did not declare;
@@ -31,47 +31,22 @@ fn missing_capability(capability: &str) -> ErrorObject {
     error.data = Some(serde_json::json!({"requiredCapabilities": {capability: {}}}));
     error
 }
-use crate::mapping;
 use crate::peer::Peer;
 
-/// A running call's cancellation state.
-#[derive(Debug, Default)]
-pub(crate) struct CallControl {
-    cancelled: AtomicBool,
-    notify: Notify,
-}
-
-impl CallControl {
-    pub fn cancel(&self) {
-        self.cancelled.store(true, Ordering::SeqCst);
-        self.notify.notify_waiters();
-    }
-
-    pub fn is_cancelled(&self) -> bool {
-        self.cancelled.load(Ordering::SeqCst)
-    }
-
-    pub async fn cancelled(&self) {
-        loop {
-            let notified = self.notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.is_cancelled() {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
-
-/// Cancels one call: the one it was made for, even after its request id was reused.
+/// Cancels one call: the one it was made for, even after its request id was reused. The
+/// call's own token (one per call), never looked up by request id.
 #[derive(Debug, Clone)]
-pub(crate) struct CallCancel(Arc<CallControl>);
+pub(crate) struct CallCancel(CancellationToken);
 
 impl CallCancel {
     /// Cancels the call (nothing happens once it has ended).
     pub fn cancel(&self) {
         self.0.cancel();
+    }
+
+    /// A guard that cancels the call when dropped (unless disarmed).
+    pub fn drop_guard(&self) -> DropGuard {
+        self.0.clone().drop_guard()
     }
 }
 
@@ -81,24 +56,24 @@ pub(crate) struct InFlight {
     // foldhash: an insert and a removal on every call, and SipHash showed in profiles.
     // Its seed is random per map; a client that forces collisions only slows its own
     // session.
-    calls: Mutex<HashMap<RequestId, Arc<CallControl>, foldhash::fast::RandomState>>,
+    calls: Mutex<HashMap<RequestId, CancellationToken, foldhash::fast::RandomState>>,
 }
 
 impl InFlight {
     fn lock(
         &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<RequestId, Arc<CallControl>, foldhash::fast::RandomState>>
+    ) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken, foldhash::fast::RandomState>>
     {
         self.calls.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Registers a call; `None` when one with this id still runs.
-    fn register(&self, id: &RequestId) -> Option<Arc<CallControl>> {
+    fn register(&self, id: &RequestId) -> Option<CancellationToken> {
         let mut calls = self.lock();
         if calls.contains_key(id) {
             return None;
         }
-        let control = Arc::new(CallControl::default());
+        let control = CancellationToken::new();
         calls.insert(id.clone(), control.clone());
         Some(control)
     }
@@ -160,9 +135,9 @@ impl Session {
         route: Route,
     ) -> Dispatch {
         let Some(control) = self.calls.register(&id) else {
-            return Dispatch::Reply(jsonrpc::error_response(
-                Some(&id),
-                &ErrorObject::new(
+            return Dispatch::Reply(Reply::error(
+                Some(id),
+                ErrorObject::new(
                     INVALID_REQUEST,
                     "Invalid Request: a request with this id is still running",
                 ),
@@ -198,12 +173,12 @@ impl Session {
             let modern = session.is_modern();
             value.map(|(name, outcome, missing)| {
                 if let Some(capability) = missing {
-                    return jsonrpc::error_response(Some(&id), &missing_capability(capability));
+                    return Reply::error(Some(id), missing_capability(capability));
                 }
                 let outcome = match outcome {
                     Outcome::Done(outcome) => outcome,
-                    Outcome::InputRequired(answer) => return jsonrpc::response(&id, &answer),
-                    Outcome::Refused(error) => return jsonrpc::error_response(Some(&id), &error),
+                    Outcome::InputRequired(answer) => return Reply::result(id, answer),
+                    Outcome::Refused(error) => return Reply::error(Some(id), error),
                 };
                 // A ticket is rendered here, once, into the result legacy clients read; the
                 // text of a confirmation is taken from the ticket.
@@ -223,11 +198,7 @@ impl Session {
                         .registry
                         .get(&name)
                         .is_some_and(|tool| tool.options().output_schema.is_some());
-                let answer = mapping::CallResult::new(&name, &result)
-                    .with_confirmation(confirmation.as_ref())
-                    .with_output_schema(output_schema)
-                    .with_result_type(modern);
-                jsonrpc::call_response(&id, &answer)
+                Reply::call(id, name, result, confirmation, output_schema, modern)
             })
         });
         Dispatch::Call(call, cancel)
@@ -239,7 +210,7 @@ impl Session {
         caller: &Caller,
         id: &RequestId,
         route: Route,
-        control: Arc<CallControl>,
+        control: CancellationToken,
     ) -> (String, Outcome, Option<&'static str>) {
         let peer = Arc::new(Peer::new(
             self.client.clone(),

@@ -29,9 +29,11 @@ pub(crate) struct RefusedCall {
     pub error: Box<ErrorObject>,
 }
 
-/// `tools/call` parameters as they arrive; checked by [`parse_call`].
-#[derive(serde::Deserialize)]
-struct CallWire {
+/// `tools/call` parameters as they arrive, read in one pass ([`read_call`]); checked by
+/// [`CallWire::into_call`]. The transports read `name` and `arguments` from it (HTTP
+/// routing headers) and the 2026-07-28 dispatcher its `_meta`, so the text is parsed once.
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct CallWire {
     #[serde(default)]
     name: Option<Value>,
     #[serde(default)]
@@ -44,62 +46,114 @@ struct CallWire {
     request_state: Option<Value>,
 }
 
-pub(crate) fn parse_call(params: Option<Params>) -> Result<CallParams, RefusedCall> {
-    let refused = |name: Option<String>, message: String| RefusedCall {
+/// `tools/call` params that could not be read as one ([`read_call`]): the refusal to
+/// answer (once the request got that far), and the params as a JSON value when they are
+/// one (what the HTTP header checks and the 2026-07-28 `_meta` are read from then).
+#[derive(Debug)]
+pub(crate) struct UnreadCall {
+    pub refused: RefusedCall,
+    pub value: Option<Value>,
+}
+
+fn refused(name: Option<String>, message: String) -> RefusedCall {
+    RefusedCall {
         name,
         error: Box::new(ErrorObject::new(INVALID_PARAMS, message)),
-    };
-    let needs_object = || {
-        refused(
-            None,
-            "Invalid params: tools/call needs an object with a name".to_owned(),
-        )
-    };
-    let params = params.ok_or_else(needs_object)?;
-    if !params.get().starts_with('{') {
-        return Err(needs_object());
     }
-    let wire: CallWire = params
-        .parse()
-        .map_err(|error| refused(None, format!("Invalid params: {error}")))?;
-    let name = match wire.name {
-        Some(Value::String(name)) => name,
-        _ => {
-            return Err(refused(
+}
+
+/// Reads `tools/call` params in one pass; an object is required.
+pub(crate) fn read_call(params: Option<Params>) -> Result<CallWire, Box<UnreadCall>> {
+    let needs_object = |value: Option<Value>| {
+        Box::new(UnreadCall {
+            refused: refused(
                 None,
-                "Invalid params: name (a string) is required".to_owned(),
-            ));
-        }
+                "Invalid params: tools/call needs an object with a name".to_owned(),
+            ),
+            value,
+        })
     };
-    let arguments = match wire.arguments {
-        None | Some(Value::Null) => Value::Object(Map::new()),
-        Some(args @ Value::Object(_)) => args,
-        Some(_) => {
-            return Err(refused(
-                Some(name),
-                "Invalid params: arguments must be an object".to_owned(),
-            ));
-        }
+    let Some(params) = params else {
+        return Err(needs_object(None));
     };
-    let progress_token = wire
-        .meta
-        .as_ref()
-        .and_then(|m| m.get("progressToken"))
-        .filter(|t| t.is_string() || t.is_number())
-        .cloned();
-    let trace_parent = TraceParent::from_meta(wire.meta.as_ref());
-    Ok(CallParams {
-        name,
-        arguments,
-        progress_token,
-        request: None,
-        input_responses: wire.input_responses.and_then(answers_only),
-        request_state: match wire.request_state {
-            Some(Value::String(state)) => Some(state),
-            _ => None,
-        },
-        trace_parent,
+    if !params.get().starts_with('{') {
+        return Err(needs_object(Some(params.to_value())));
+    }
+    params.parse().map_err(|error| {
+        Box::new(UnreadCall {
+            refused: refused(None, format!("Invalid params: {error}")),
+            // Only a malformed call pays for a second reading.
+            value: Some(params.to_value()),
+        })
     })
+}
+
+/// Reads and checks `tools/call` params.
+#[cfg(test)]
+pub(crate) fn parse_call(params: Option<Params>) -> Result<CallParams, RefusedCall> {
+    read_call(params)
+        .map_err(|unread| unread.refused)?
+        .into_call()
+}
+
+impl CallWire {
+    /// `params.name`, when it is a string.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_ref().and_then(Value::as_str)
+    }
+
+    /// `params.arguments`, as sent.
+    pub fn arguments(&self) -> Option<&Value> {
+        self.arguments.as_ref()
+    }
+
+    /// `params._meta`, as sent.
+    pub fn meta(&self) -> Option<&Value> {
+        self.meta.as_ref()
+    }
+
+    /// The call these params ask for, or why it cannot run.
+    pub fn into_call(self) -> Result<CallParams, RefusedCall> {
+        let wire = self;
+        let name = match wire.name {
+            Some(Value::String(name)) => name,
+            _ => {
+                return Err(refused(
+                    None,
+                    "Invalid params: name (a string) is required".to_owned(),
+                ));
+            }
+        };
+        let arguments = match wire.arguments {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            Some(args @ Value::Object(_)) => args,
+            Some(_) => {
+                return Err(refused(
+                    Some(name),
+                    "Invalid params: arguments must be an object".to_owned(),
+                ));
+            }
+        };
+        let progress_token = wire
+            .meta
+            .as_ref()
+            .and_then(|m| m.get("progressToken"))
+            .filter(|t| t.is_string() || t.is_number())
+            .cloned();
+        let trace_parent = TraceParent::from_meta(wire.meta.as_ref());
+        Ok(CallParams {
+            name,
+            arguments,
+            progress_token,
+            request: None,
+            input_responses: wire.input_responses.and_then(answers_only),
+            request_state: match wire.request_state {
+                Some(Value::String(state)) => Some(state),
+                _ => None,
+            },
+            trace_parent,
+        })
+    }
 }
 
 /// `inputResponses` keeps only what can be an answer: every answer (an elicitation's, a

@@ -1,72 +1,138 @@
-//! Request routing: `initialize` and `ping` at any time, the other known methods once the
-//! session is initialized (see [`KNOWN_METHODS`]), and `logging/setLevel`.
+//! The dispatcher: a request of either revision is read into a typed [`Request`] once
+//! (see [`super::request`]), then served by [`Session::serve`], one handler per method.
+//!
+//! What each revision checks before reading its params differs, and stays here:
+//! - the session revisions answer `initialize` and `ping` at any time and every other
+//!   method they serve once the session is initialized ("Method not found" before);
+//! - 2026-07-28 admits the request's `_meta` first (see [`super::modern::admit`]), then
+//!   looks at its method.
 
 use std::sync::Arc;
 
-use milpa::{CallHandle, LogLevel};
-use serde::Deserialize;
-use serde::de::{self, value::StrDeserializer};
+use milpa::CallHandle;
 use serde_json::{Map, Value, json};
 
-use super::call_params::{RefusedCall, parse_call};
+use super::call_params::RefusedCall;
 use super::client::{ClientInfo, Route};
+use super::modern::admit;
+use super::reply::Reply;
+use super::request::{InitializeParams, ReadParams, Refusal, Request};
 use super::{Caller, Dispatch, Session};
-use crate::jsonrpc::{
-    self, ErrorObject, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Params, RequestId,
-};
-use crate::protocol::{self, KNOWN_METHODS};
+use crate::jsonrpc::{ErrorObject, INVALID_REQUEST, METHOD_NOT_FOUND, RequestId};
+use crate::method::{Era, Method};
+use crate::protocol;
+
+fn method_not_found(method: &str) -> ErrorObject {
+    ErrorObject::new(METHOD_NOT_FOUND, format!("Method not found: {method}"))
+}
 
 impl Session {
-    /// Handles one request. Calls are registered for cancellation before this returns.
+    /// Handles one request of a session revision (2024-11-05 to 2025-11-25). Calls are
+    /// registered for cancellation before this returns.
     pub fn dispatch(
         self: &Arc<Self>,
         id: RequestId,
         method: &str,
-        params: Option<Params>,
+        params: ReadParams,
         caller: &Caller,
         route: Route,
     ) -> Dispatch {
-        let reply = |result: Result<Value, ErrorObject>| {
-            Dispatch::Reply(match result {
-                Ok(value) => jsonrpc::response(&id, &value),
-                Err(error) => jsonrpc::error_response(Some(&id), &error),
-            })
-        };
-        if !KNOWN_METHODS.contains(&method) {
-            return reply(Err(ErrorObject::new(
-                METHOD_NOT_FOUND,
-                format!("Method not found: {method}"),
-            )));
+        match self.read_request(&id, method, params) {
+            Ok(request) => self.serve(id, request, caller, route),
+            Err(refusal) => self.refuse(id, refusal, caller),
         }
-        match method {
-            "initialize" => reply(self.initialize(jsonrpc::params_value(params))),
-            "ping" => reply(Ok(json!({}))),
-            _ if !self.client.is_initialized() => reply(Err(ErrorObject::new(
+    }
+
+    /// Handles one 2026-07-28 request (see [`Session::modern`]). `version_header` is the
+    /// HTTP `MCP-Protocol-Version` (`Some(None)` when the header is missing), `None` on
+    /// transports without headers: on HTTP it must name the version the `_meta` does.
+    pub fn dispatch_stateless(
+        self: &Arc<Self>,
+        id: RequestId,
+        method: &str,
+        params: ReadParams,
+        caller: &Caller,
+        route: Route,
+        version_header: Option<Option<&str>>,
+    ) -> Dispatch {
+        match read_stateless(&id, method, params, version_header) {
+            Ok(request) => self.serve(id, request, caller, route),
+            Err(refusal) => self.refuse(id, refusal, caller),
+        }
+    }
+
+    /// A session revision's request: served by this revision, and now.
+    fn read_request(
+        &self,
+        id: &RequestId,
+        name: &str,
+        params: ReadParams,
+    ) -> Result<Request, Refusal> {
+        let Some(method) = Method::served(name, Era::Session) else {
+            return Err(method_not_found(name).into());
+        };
+        if method.needs_initialized_session() && !self.client.is_initialized() {
+            return Err(ErrorObject::new(
                 METHOD_NOT_FOUND,
                 format!(
-                    "Method not found: {method} (the session is not initialized; send initialize first)"
+                    "Method not found: {name} (the session is not initialized; send initialize first)"
                 ),
-            ))),
-            "tools/list" => reply(
-                self.shared
-                    .listing()
-                    .list(jsonrpc::params_value(params).as_ref()),
-            ),
-            "tools/call" => match parse_call(params) {
-                Ok(call) => self.start_call(id, call, caller, route),
-                Err(refused) => {
-                    self.audit_refused_call(&refused, caller);
-                    reply(Err(*refused.error))
-                }
-            },
-            "logging/setLevel" => reply(self.set_log_level(jsonrpc::params_value(params))),
-            // A method in KNOWN_METHODS without a route here: a bug the unit test
-            // `every_known_method_is_routed` catches.
-            other => reply(Err(ErrorObject::new(
-                METHOD_NOT_FOUND,
-                format!("Method not found: {other}"),
-            ))),
+            )
+            .into());
         }
+        Request::read(method, params, id)
+    }
+
+    /// Serves a request read by either revision.
+    fn serve(
+        self: &Arc<Self>,
+        id: RequestId,
+        request: Request,
+        caller: &Caller,
+        route: Route,
+    ) -> Dispatch {
+        let shared = &self.shared;
+        let result = match request {
+            Request::ToolsCall(call) => return self.start_call(id, *call, caller, route),
+            Request::SubscriptionsListen(subscription) => return Dispatch::Listen(subscription),
+            Request::Initialize(params) => self.initialize(params),
+            Request::Ping => Ok(json!({})),
+            Request::SetLogLevel(level) => {
+                self.client.set_log_level(level);
+                Ok(json!({}))
+            }
+            Request::ToolsList(cursor) => {
+                let page = shared.listing().page(cursor.as_deref());
+                if self.is_modern() {
+                    page.map(|page| match page {
+                        Value::Object(page) => shared.cacheable(page),
+                        other => other,
+                    })
+                } else {
+                    page
+                }
+            }
+            Request::ServerDiscover => Ok(shared.discover()),
+            Request::PromptsList => Ok(shared.cacheable(empty("prompts"))),
+            Request::ResourcesList => Ok(shared.cacheable(empty("resources"))),
+            Request::ResourceTemplatesList => Ok(shared.cacheable(empty("resourceTemplates"))),
+        };
+        Dispatch::Reply(match result {
+            Ok(value) => Reply::result(id, value),
+            Err(error) => Reply::error(Some(id), error),
+        })
+    }
+
+    /// Answers a request refused before it was served.
+    fn refuse(&self, id: RequestId, refusal: Refusal, caller: &Caller) -> Dispatch {
+        let error = match refusal {
+            Refusal::Error(error) => error,
+            Refusal::Call(refused) => {
+                self.audit_refused_call(&refused, caller);
+                *refused.error
+            }
+        };
+        Dispatch::Reply(Reply::error(Some(id), error))
     }
 
     /// A `tools/call` refused before the registry saw it still leaves an audit record.
@@ -79,60 +145,18 @@ impl Session {
         );
     }
 
-    fn set_log_level(&self, params: Option<Value>) -> Result<Value, ErrorObject> {
-        let level = params
-            .as_ref()
-            .and_then(|p| p.get("level"))
-            // The name only (a derived enum would also take `{"info": null}`).
-            .and_then(Value::as_str)
-            .and_then(|name| {
-                LogLevel::deserialize(StrDeserializer::<de::value::Error>::new(name)).ok()
-            });
-        match level {
-            Some(level) => {
-                self.client.set_log_level(level);
-                Ok(json!({}))
-            }
-            None => Err(ErrorObject::new(
-                INVALID_PARAMS,
-                "Invalid params: level must be one of debug, info, notice, warning, error, critical, alert, emergency",
-            )),
-        }
-    }
-
-    fn initialize(&self, params: Option<Value>) -> Result<Value, ErrorObject> {
-        let params = params.unwrap_or(Value::Null);
-        let Some(requested) = params.get("protocolVersion").and_then(Value::as_str) else {
-            return Err(ErrorObject::new(
-                INVALID_PARAMS,
-                "Invalid params: protocolVersion (a string) is required",
-            ));
-        };
-        let capabilities = match params.get("capabilities") {
-            None | Some(Value::Null) => json!({}),
-            Some(Value::Object(map)) => Value::Object(map.clone()),
-            Some(_) => {
-                return Err(ErrorObject::new(
-                    INVALID_PARAMS,
-                    "Invalid params: capabilities must be an object",
-                ));
-            }
-        };
-        let version = protocol::negotiate(requested);
+    fn initialize(&self, params: InitializeParams) -> Result<Value, ErrorObject> {
+        let version = protocol::negotiate(&params.protocol_version);
         if !self.client.declare(ClientInfo {
             version,
-            capabilities,
+            capabilities: params.capabilities,
         }) {
             return Err(ErrorObject::new(
                 INVALID_REQUEST,
                 "Invalid Request: the session is already initialized",
             ));
         }
-        let client_name = params
-            .get("clientInfo")
-            .and_then(|c| c.get("name"))
-            .and_then(Value::as_str)
-            .unwrap_or("?");
+        let client_name = params.client_name.as_deref().unwrap_or("?");
         tracing::debug!(target: "milpa_mcp", client = client_name, version, "initialized");
         let options = &self.shared.options;
         let mut info = Map::new();
@@ -155,4 +179,30 @@ impl Session {
         }
         Ok(Value::Object(result))
     }
+}
+
+/// A 2026-07-28 request: its `_meta` admitted, then its method served by this revision;
+/// a call carries what its request declared.
+fn read_stateless(
+    id: &RequestId,
+    name: &str,
+    params: ReadParams,
+    version_header: Option<Option<&str>>,
+) -> Result<Request, Refusal> {
+    let params = params.read_now(name);
+    let meta = admit(params.meta(), version_header)?;
+    let Some(method) = Method::served(name, Era::Stateless) else {
+        return Err(method_not_found(name).into());
+    };
+    let mut request = Request::read(method, params, id)?;
+    if let Request::ToolsCall(call) = &mut request {
+        call.request = Some(Arc::new(meta));
+    }
+    Ok(request)
+}
+
+fn empty(key: &str) -> Map<String, Value> {
+    let mut map = Map::new();
+    map.insert(key.into(), json!([]));
+    map
 }

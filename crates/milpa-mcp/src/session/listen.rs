@@ -10,11 +10,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::Out;
-use super::modern::admit;
 use crate::jsonrpc::{self, ErrorObject, INVALID_PARAMS, RequestId};
-
-/// The method.
-pub(crate) const LISTEN_METHOD: &str = "subscriptions/listen";
 
 /// `_meta` key tagging a subscription's notifications with its id.
 const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
@@ -29,15 +25,22 @@ pub(crate) struct Subscription {
 }
 
 impl Subscription {
-    /// Admits the request's `_meta` (see [`admit`]; `version_header` is the HTTP version
+    /// Admits the request's `_meta` (see `admit`; `version_header` is the HTTP version
     /// header, `None` elsewhere) and reads its filter (`params.notifications`, an object;
     /// `-32602` otherwise).
+    #[cfg(test)]
     pub fn open(
         id: &RequestId,
         params: Option<&Value>,
         version_header: Option<Option<&str>>,
     ) -> Result<Subscription, ErrorObject> {
-        admit(params, version_header)?;
+        super::modern::admit(params.and_then(|p| p.get("_meta")), version_header)?;
+        Subscription::new(id, params)
+    }
+
+    /// Reads the filter of an admitted request (`params.notifications`, an object;
+    /// `-32602` otherwise).
+    pub fn new(id: &RequestId, params: Option<&Value>) -> Result<Subscription, ErrorObject> {
         let Some(Value::Object(filter)) = params.and_then(|p| p.get("notifications")) else {
             return Err(ErrorObject::new(
                 INVALID_PARAMS,

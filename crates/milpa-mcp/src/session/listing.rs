@@ -30,18 +30,13 @@ impl ToolListing {
     }
 
     /// Answers `tools/list` with these params (`cursor`: absent, null or one we gave).
+    #[cfg(test)]
     pub fn list(&self, params: Option<&Value>) -> Result<Value, ErrorObject> {
-        let cursor = params
-            .and_then(|p| p.get("cursor"))
-            .filter(|c| !c.is_null());
-        match cursor {
-            None => self.page(None),
-            Some(Value::String(cursor)) => self.page(Some(cursor)),
-            Some(_) => Err(invalid_cursor()),
-        }
+        self.page(read_cursor(params)?.as_deref())
     }
 
-    fn page(&self, cursor: Option<&str>) -> Result<Value, ErrorObject> {
+    /// The page a cursor read by [`read_cursor`] names (`None`: the first).
+    pub fn page(&self, cursor: Option<&str>) -> Result<Value, ErrorObject> {
         let total = self.tools.len();
         let start = match cursor {
             None => 0,
@@ -62,6 +57,16 @@ impl ToolListing {
             );
         }
         Ok(Value::Object(result))
+    }
+}
+
+/// The `cursor` of `tools/list` params: absent or null is the first page, a string one we
+/// gave; anything else is "Invalid cursor".
+pub(crate) fn read_cursor(params: Option<&Value>) -> Result<Option<String>, ErrorObject> {
+    match params.and_then(|p| p.get("cursor")) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(cursor)) => Ok(Some(cursor.clone())),
+        Some(_) => Err(invalid_cursor()),
     }
 }
 

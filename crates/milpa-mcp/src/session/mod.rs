@@ -1,6 +1,8 @@
 //! One MCP connection's protocol state, whatever carries it.
 //!
-//! - [`dispatch`]: request routing, `initialize`, `logging/setLevel`.
+//! - [`request`]: a request's params, read once into the typed request of its method.
+//! - [`dispatch`]: the dispatcher of both revisions, `initialize`.
+//! - [`reply`]: answers, kept as values until a transport writes them.
 //! - [`listing`]: `tools/list` pages and cursors.
 //! - [`call_params`]: `tools/call` parameters, checked before anything runs.
 //! - [`call`]: a call's life — the in-flight table, its context, cancellation.
@@ -28,6 +30,8 @@ mod listing;
 mod modern;
 mod mrtr;
 mod outgoing;
+mod reply;
+mod request;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -39,13 +43,13 @@ use milpa::ToolRegistry;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-pub(crate) use call::{CallCancel, CallControl};
+pub(crate) use call::CallCancel;
 pub(crate) use client::{ClientLink, Out, Route};
-pub(crate) use listen::{LISTEN_METHOD, Subscription};
-pub(crate) use modern::{
-    RequestMeta, header_mismatch, is_modern_request, is_modern_version, modern_params,
-};
+pub(crate) use listen::Subscription;
+pub(crate) use modern::{RequestMeta, header_mismatch, is_modern_version};
 pub(crate) use outgoing::capability_for;
+pub(crate) use reply::{Reply, batch_json, write_batch};
+pub(crate) use request::ReadParams;
 
 use crate::auth::challenge::ScopeDenial;
 use crate::jsonrpc::{self, Incoming, Params, Rejected, RequestId};
@@ -135,16 +139,19 @@ pub(crate) struct Caller {
 /// What the transport should do with a request.
 pub(crate) enum Dispatch {
     /// Send this response now.
-    Reply(String),
+    Reply(Reply),
     /// Run this tool call; it yields the response, or `None` when it was cancelled (no
     /// response is sent for a cancelled request). The [`CallCancel`] cancels this call and
     /// no other: a transport that gives up on the call (its response stream went away)
     /// uses it, never the request id, which a later request may reuse once this one ended.
     Call(CallFuture, CallCancel),
+    /// 2026-07-28 `subscriptions/listen`, admitted: the transport acknowledges it and
+    /// carries its notifications until the client ends it.
+    Listen(Subscription),
 }
 
 /// A tool call's work: the response, or `None` when it was cancelled.
-pub(crate) type CallFuture = Pin<Box<dyn Future<Output = Option<String>> + Send + 'static>>;
+pub(crate) type CallFuture = Pin<Box<dyn Future<Output = Option<Reply>> + Send + 'static>>;
 
 /// One connection's protocol state.
 pub(crate) struct Session {
@@ -189,8 +196,8 @@ impl Session {
         self.client.protocol_version()
     }
 
-    /// Handles one incoming message (or answers why it was rejected): requests are
-    /// dispatched with `route` (cloned only for them), notifications and responses to this
+    /// Handles one incoming message of a session revision (or answers why it was
+    /// rejected): requests are dispatched with `route` (cloned only for them), notifications and responses to this
     /// side's requests are taken in and get nothing to send.
     pub fn handle(
         self: &Arc<Self>,
@@ -199,13 +206,14 @@ impl Session {
         route: &Route,
     ) -> Option<Dispatch> {
         match message {
-            Err(rejected) => Some(Dispatch::Reply(jsonrpc::error_response(
-                rejected.id.as_ref(),
-                &rejected.error,
-            ))),
-            Ok(Incoming::Request { id, method, params }) => {
-                Some(self.dispatch(id, &method, params, caller, route.clone()))
-            }
+            Err(rejected) => Some(Dispatch::Reply(Reply::error(rejected.id, *rejected.error))),
+            Ok(Incoming::Request { id, method, params }) => Some(self.dispatch(
+                id,
+                &method,
+                ReadParams::Unread(params),
+                caller,
+                route.clone(),
+            )),
             Ok(Incoming::Notification { method, params }) => {
                 self.notify(&method, params);
                 None
@@ -307,14 +315,15 @@ mod tests {
 
     use super::*;
     use crate::jsonrpc::{INVALID_PARAMS, METHOD_NOT_FOUND};
-    use crate::protocol::KNOWN_METHODS;
+    use crate::method::{Era, Method};
+    use crate::protocol::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN_VERSION};
 
     fn reply(session: &Arc<Session>, line: &str) -> Value {
         let jsonrpc::Parsed::Single(message) = jsonrpc::parse(line.as_bytes()) else {
             panic!("not a single message: {line}");
         };
         match session.handle(message, &Caller::local_process(), &Route::Standalone) {
-            Some(Dispatch::Reply(reply)) => serde_json::from_str(&reply).unwrap(),
+            Some(Dispatch::Reply(reply)) => serde_json::from_str(&reply.to_json()).unwrap(),
             _ => panic!("no reply to {line}"),
         }
     }
@@ -368,7 +377,8 @@ mod tests {
         assert!(first.await.is_some());
         let (second, _second_cancel) = start(&session, "nap");
         first_cancel.cancel();
-        let answer: Value = serde_json::from_str(&second.await.expect("a response")).unwrap();
+        let answer: Value =
+            serde_json::from_str(&second.await.expect("a response").to_json()).unwrap();
         assert_eq!(answer["result"]["structuredContent"]["result"], "rested");
         // Its own handle still cancels it.
         let (third, third_cancel) = start(&session, "nap");
@@ -382,7 +392,10 @@ mod tests {
     #[test]
     fn every_known_method_is_routed() {
         let session = initialized();
-        for method in KNOWN_METHODS {
+        let known = Method::ALL
+            .into_iter()
+            .filter(|m| m.served_in(Era::Session));
+        for method in known.map(Method::name) {
             let line = format!(r#"{{"jsonrpc":"2.0","id":9,"method":"{method}","params":{{}}}}"#);
             let answer = reply(&session, &line);
             assert_ne!(
@@ -399,6 +412,58 @@ mod tests {
             answer["error"]["message"],
             "Method not found: resources/list"
         );
+    }
+
+    /// The 2026-07-28 dispatcher routes every method of its revision (the transports
+    /// open `subscriptions/listen`), and answers the session revisions' own methods, like
+    /// any unknown one, with "Method not found".
+    #[test]
+    fn every_stateless_method_is_routed() {
+        let shared = Shared::new(Arc::new(ToolRegistry::new()), ServerOptions::default());
+        let session = Session::modern(shared);
+        let dispatch = |method: &str, params: Value| {
+            let params = json!({"_meta": {
+                META_PROTOCOL_VERSION: MODERN_VERSION,
+                META_CLIENT_CAPABILITIES: {},
+            }, "notifications": {}})
+            .as_object()
+            .unwrap()
+            .clone()
+            .into_iter()
+            .chain(params.as_object().unwrap().clone())
+            .collect::<serde_json::Map<_, _>>();
+            session.dispatch_stateless(
+                RequestId::Number(9),
+                method,
+                ReadParams::Value(Some(Value::Object(params))),
+                &Caller::local_process(),
+                Route::Standalone,
+                None,
+            )
+        };
+        for method in Method::ALL
+            .into_iter()
+            .filter(|m| m.served_in(Era::Stateless))
+        {
+            match dispatch(method.name(), json!({"name": "missing"})) {
+                Dispatch::Reply(reply) => {
+                    assert_ne!(reply.error_code(), Some(METHOD_NOT_FOUND), "{method}");
+                }
+                Dispatch::Listen(_) => assert_eq!(method, Method::SubscriptionsListen),
+                Dispatch::Call(..) => assert_eq!(method, Method::ToolsCall),
+            }
+        }
+        for method in ["ping", "initialize", "logging/setLevel", "resources/read"] {
+            let Dispatch::Reply(reply) = dispatch(method, json!({})) else {
+                panic!("{method} got no reply");
+            };
+            assert_eq!(reply.error_code(), Some(METHOD_NOT_FOUND), "{method}");
+            let answer: Value = serde_json::from_str(&reply.to_json()).unwrap();
+            assert_eq!(
+                answer["error"]["message"],
+                format!("Method not found: {method}")
+            );
+        }
     }
 
     /// `tools/list` follows the registry's changes, and a cursor given before a change is

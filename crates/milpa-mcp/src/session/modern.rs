@@ -18,14 +18,12 @@ use serde::Deserialize;
 use serde::de::{self, value::StrDeserializer};
 use serde_json::{Map, Value, json};
 
-use super::call_params::parse_call;
-use super::client::{ClientInfo, Route};
-use super::{Caller, Dispatch, Session, Shared};
-use crate::jsonrpc::{self, ErrorObject, INVALID_PARAMS, METHOD_NOT_FOUND, Params, RequestId};
+use super::client::ClientInfo;
+use super::{Session, Shared};
+use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use crate::protocol::{
-    self, ALL_VERSIONS, HEADER_MISMATCH, META_CLIENT_CAPABILITIES, META_LOG_LEVEL,
-    META_PROTOCOL_VERSION, META_SERVER_INFO, MODERN_METHODS, MODERN_VERSION,
-    UNSUPPORTED_PROTOCOL_VERSION,
+    self, ALL_VERSIONS, META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION,
+    META_SERVER_INFO, MODERN_VERSION, UNSUPPORTED_PROTOCOL_VERSION,
 };
 
 /// What a 2026-07-28 request declared in its `_meta`.
@@ -40,12 +38,12 @@ pub(crate) struct RequestMeta {
 }
 
 impl RequestMeta {
-    /// Reads the `_meta` of a request's params; `-32602` when it, its protocol version or
-    /// its client capabilities are missing or malformed.
-    pub fn read(params: Option<&Value>) -> Result<RequestMeta, ErrorObject> {
+    /// Reads a request's `params._meta`; `-32602` when it, its protocol version or its
+    /// client capabilities are missing or malformed.
+    pub fn read(meta: Option<&Value>) -> Result<RequestMeta, ErrorObject> {
         let invalid =
             |what: &str| ErrorObject::new(INVALID_PARAMS, format!("Invalid params: {what}"));
-        let Some(Value::Object(meta)) = params.and_then(|p| p.get("_meta")) else {
+        let Some(Value::Object(meta)) = meta else {
             return Err(invalid(
                 "_meta (an object with the protocol version and client capabilities) is required",
             ));
@@ -88,30 +86,9 @@ impl RequestMeta {
     }
 }
 
-/// Whether a request's params carry a 2026-07-28 `_meta` (its protocol version key): how
-/// a transport without headers (stdio) tells the revisions apart, request by request.
-pub(crate) fn is_modern_request(params: Option<&Params>) -> bool {
-    modern_params(params).is_some()
-}
-
-/// The params of a 2026-07-28 request as a JSON value (what [`Session::dispatch_modern`]
-/// reads), `None` when they carry no 2026-07-28 `_meta`.
-pub(crate) fn modern_params(params: Option<&Params>) -> Option<Value> {
-    // The substring test keeps the common (legacy) request from being parsed here; a
-    // match is confirmed on the parsed `_meta`, so an argument that merely mentions the
-    // key does not switch eras.
-    let params = params.filter(|p| p.get().contains(META_PROTOCOL_VERSION))?;
-    let value = params.to_value();
-    value
-        .get("_meta")
-        .and_then(|m| m.get(META_PROTOCOL_VERSION))
-        .is_some()
-        .then_some(value)
-}
-
 /// The error for a header that does not match the body (HTTP).
 pub(crate) fn header_mismatch(message: impl Into<String>) -> ErrorObject {
-    ErrorObject::new(HEADER_MISMATCH, message)
+    ErrorObject::header_mismatch(message)
 }
 
 fn unsupported_version(requested: &str) -> ErrorObject {
@@ -138,7 +115,7 @@ impl Shared {
 
     /// Adds what every 2026-07-28 list result carries: `resultType`, the caching hints and
     /// the server's identity.
-    fn cacheable(&self, mut result: Map<String, Value>) -> Value {
+    pub(super) fn cacheable(&self, mut result: Map<String, Value>) -> Value {
         result.insert("resultType".into(), json!("complete"));
         let ttl = u64::try_from(self.options.list_ttl.as_millis()).unwrap_or(u64::MAX);
         result.insert("ttlMs".into(), json!(ttl));
@@ -147,7 +124,7 @@ impl Shared {
         Value::Object(result)
     }
 
-    fn discover(&self) -> Value {
+    pub(super) fn discover(&self) -> Value {
         let mut result = Map::new();
         result.insert("supportedVersions".into(), json!(ALL_VERSIONS));
         result.insert(
@@ -182,80 +159,16 @@ impl Session {
     pub fn is_modern(&self) -> bool {
         self.client.protocol_version() == Some(MODERN_VERSION)
     }
-
-    /// Handles one 2026-07-28 request. `value` is `params` as a JSON value (the caller
-    /// may have read it already: each full parse of a request's parameters showed in
-    /// `perf`). `version_header` is the HTTP `MCP-Protocol-Version` (`Some(None)` when the
-    /// header is missing), `None` on transports without headers: on HTTP it must name the
-    /// version the `_meta` does.
-    #[allow(clippy::too_many_arguments)]
-    pub fn dispatch_modern(
-        self: &Arc<Self>,
-        id: RequestId,
-        method: &str,
-        params: Option<Params>,
-        value: Option<Value>,
-        caller: &Caller,
-        route: Route,
-        version_header: Option<Option<&str>>,
-    ) -> Dispatch {
-        let reply = |result: Result<Value, ErrorObject>| {
-            Dispatch::Reply(match result {
-                Ok(value) => jsonrpc::response(&id, &value),
-                Err(error) => jsonrpc::error_response(Some(&id), &error),
-            })
-        };
-        let meta = match admit(value.as_ref(), version_header) {
-            Ok(meta) => meta,
-            Err(error) => return reply(Err(error)),
-        };
-        if !MODERN_METHODS.contains(&method) {
-            return reply(Err(ErrorObject::new(
-                METHOD_NOT_FOUND,
-                format!("Method not found: {method}"),
-            )));
-        }
-        let shared = &self.shared;
-        match method {
-            "server/discover" => reply(Ok(shared.discover())),
-            "tools/list" => reply(
-                shared
-                    .listing()
-                    .list(value.as_ref())
-                    .map(|page| match page {
-                        Value::Object(page) => shared.cacheable(page),
-                        other => other,
-                    }),
-            ),
-            "prompts/list" => reply(Ok(shared.cacheable(empty("prompts")))),
-            "resources/list" => reply(Ok(shared.cacheable(empty("resources")))),
-            "resources/templates/list" => reply(Ok(shared.cacheable(empty("resourceTemplates")))),
-            "tools/call" => match parse_call(params) {
-                Ok(mut call) => {
-                    call.request = Some(Arc::new(meta));
-                    self.start_call(id, call, caller, route)
-                }
-                Err(refused) => {
-                    self.audit_refused_call(&refused, caller);
-                    reply(Err(*refused.error))
-                }
-            },
-            other => reply(Err(ErrorObject::new(
-                METHOD_NOT_FOUND,
-                format!("Method not found: {other}"),
-            ))),
-        }
-    }
 }
 
-/// Admits a 2026-07-28 request: its `_meta` is well formed (`-32602`), the HTTP
+/// Admits a 2026-07-28 request: its `_meta` (`params._meta`) is well formed (`-32602`), the HTTP
 /// `MCP-Protocol-Version` (`version_header`, `None` off HTTP) names the same version
 /// (`-32020`), and that version is this revision (`-32022`).
 pub(crate) fn admit(
-    params: Option<&Value>,
+    meta: Option<&Value>,
     version_header: Option<Option<&str>>,
 ) -> Result<RequestMeta, ErrorObject> {
-    let meta = RequestMeta::read(params)?;
+    let meta = RequestMeta::read(meta)?;
     if let Some(header) = version_header
         && header.map(str::trim) != Some(meta.version.as_str())
     {
@@ -271,46 +184,8 @@ pub(crate) fn admit(
     Ok(meta)
 }
 
-fn empty(key: &str) -> Map<String, Value> {
-    let mut map = Map::new();
-    map.insert(key.into(), json!([]));
-    map
-}
-
 /// Whether `version` is the 2026-07-28 revision or one no revision knows: a request that
 /// names it is answered the 2026-07-28 way (an unknown one with `-32022`).
 pub(crate) fn is_modern_version(version: &str) -> bool {
     !protocol::is_supported(version)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn params(text: &str) -> Params {
-        let line = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{text}}}"#);
-        let crate::jsonrpc::Parsed::Single(Ok(crate::jsonrpc::Incoming::Request {
-            params: Some(params),
-            ..
-        })) = crate::jsonrpc::parse(line.as_bytes())
-        else {
-            panic!("not a request");
-        };
-        params
-    }
-
-    #[test]
-    fn only_a_meta_protocol_version_makes_a_request_modern() {
-        let modern = params(
-            r#"{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#,
-        );
-        assert!(is_modern_request(Some(&modern)));
-        // What the dispatch then reads: the params themselves.
-        assert_eq!(modern_params(Some(&modern)), Some(modern.to_value()));
-        let mention = params(
-            r#"{"name":"echo","arguments":{"text":"io.modelcontextprotocol/protocolVersion"}}"#,
-        );
-        assert!(!is_modern_request(Some(&mention)));
-        assert!(!is_modern_request(None));
-    }
 }

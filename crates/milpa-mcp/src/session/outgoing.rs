@@ -114,7 +114,7 @@ impl ClientLink {
         };
         if let Some(sender) = self.pending.remove(n) {
             let _ = sender.send(result.map_err(|e| PeerError {
-                code: Some(e.code),
+                code: Some(e.code.value()),
                 message: e.message,
             }));
         }
