@@ -262,7 +262,8 @@ async fn login_sets_a_strict_http_only_session_cookie_and_a_wrong_token_gets_401
     assert!(
         set_cookies(&login)
             .iter()
-            .any(|c| c.starts_with("milpa_approvals_session=") && c.ends_with("; Secure"))
+            .any(|c| c.starts_with("milpa_approvals_session=")
+                && c.split(';').any(|attribute| attribute.trim() == "Secure"))
     );
 }
 

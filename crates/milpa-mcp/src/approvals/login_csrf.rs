@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use milpa::confirm::random_hex_128;
 use sha2::Sha256;
 use subtle::ConstantTimeEq;

@@ -6,9 +6,9 @@
 //! request or [`LoginLimits::max_age`] after login, whichever comes first, and on logout.
 //! The table is bounded: when full, expired sessions are dropped and then the one idle the
 //! longest, so logins never fail for lack of room (only holders of a valid token can log in
-//! at all).
+//! at all). Expiry and eviction are the [`ExpiringTable`]'s, shared with the MCP endpoint's
+//! HTTP sessions.
 
-use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -18,6 +18,7 @@ use subtle::ConstantTimeEq;
 
 use super::render::Notice;
 use crate::auth::Identity;
+use crate::http::expiring_table::{ExpiringTable, Lifetime};
 
 /// How many login sessions may exist and how long they live.
 #[derive(Debug, Clone, Copy)]
@@ -57,23 +58,14 @@ struct Entry {
     principal: String,
     scopes: Vec<String>,
     csrf: String,
-    started: Instant,
-    last_seen: Instant,
     /// What to tell the person on their next page (after a decision's redirect).
     notice: Option<Notice>,
-}
-
-impl Entry {
-    fn expired(&self, limits: &LoginLimits, now: Instant) -> bool {
-        now.saturating_duration_since(self.last_seen) >= limits.idle_timeout
-            || now.saturating_duration_since(self.started) >= limits.max_age
-    }
 }
 
 /// The session table.
 pub(crate) struct LoginSessions {
     limits: LoginLimits,
-    table: Mutex<HashMap<[u8; 32], Entry>>,
+    table: Mutex<ExpiringTable<[u8; 32], Entry>>,
 }
 
 impl LoginSessions {
@@ -81,7 +73,15 @@ impl LoginSessions {
     pub(crate) fn new(limits: LoginLimits) -> LoginSessions {
         LoginSessions {
             limits,
-            table: Mutex::new(HashMap::new()),
+            table: Mutex::new(ExpiringTable::default()),
+        }
+    }
+
+    /// Every session lives the same: idle and absolute limits from [`LoginLimits`].
+    fn lifetime(&self) -> Lifetime {
+        Lifetime {
+            idle: self.limits.idle_timeout,
+            max_age: Some(self.limits.max_age),
         }
     }
 
@@ -97,30 +97,18 @@ impl LoginSessions {
             scopes: identity.scopes,
             csrf: random_hex_128(),
         };
+        let lifetime = self.lifetime();
         let mut table = self.lock();
-        if table.len() >= self.limits.max_sessions {
-            table.retain(|_, entry| !entry.expired(&self.limits, now));
-        }
-        while table.len() >= self.limits.max_sessions.max(1) {
-            let idlest = table
-                .iter()
-                .min_by_key(|(_, entry)| entry.last_seen)
-                .map(|(key, _)| *key);
-            match idlest {
-                Some(key) => table.remove(&key),
-                None => break,
-            };
-        }
+        table.make_room(self.limits.max_sessions, |_| Some(lifetime), now);
         table.insert(
             key(&login.id),
             Entry {
                 principal: login.principal.clone(),
                 scopes: login.scopes.clone(),
                 csrf: login.csrf.clone(),
-                started: now,
-                last_seen: now,
                 notice: None,
             },
+            now,
         );
         login
     }
@@ -132,14 +120,9 @@ impl LoginSessions {
     }
 
     fn find_at(&self, id: &str, now: Instant) -> Option<Login> {
-        let key = key(id);
+        let lifetime = self.lifetime();
         let mut table = self.lock();
-        let entry = table.get_mut(&key)?;
-        if entry.expired(&self.limits, now) {
-            table.remove(&key);
-            return None;
-        }
-        entry.last_seen = now;
+        let entry = table.use_live(&key(id), |_| lifetime, now)?;
         Some(Login {
             id: id.to_owned(),
             principal: entry.principal.clone(),
@@ -155,14 +138,14 @@ impl LoginSessions {
 
     /// Keeps `notice` for the session's next page.
     pub(crate) fn set_notice(&self, id: &str, notice: Notice) {
-        if let Some(entry) = self.lock().get_mut(&key(id)) {
+        if let Some(entry) = self.lock().peek_mut(&key(id)) {
             entry.notice = Some(notice);
         }
     }
 
     /// The notice kept for this page, once.
     pub(crate) fn take_notice(&self, id: &str) -> Option<Notice> {
-        self.lock().get_mut(&key(id))?.notice.take()
+        self.lock().peek_mut(&key(id))?.notice.take()
     }
 
     #[cfg(test)]
@@ -170,7 +153,7 @@ impl LoginSessions {
         self.lock().len()
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<[u8; 32], Entry>> {
+    fn lock(&self) -> MutexGuard<'_, ExpiringTable<[u8; 32], Entry>> {
         self.table.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

@@ -20,7 +20,8 @@
 //!
 //! Failed sign-ins are counted per client address: after 5 within 5 minutes the address
 //! gets `429` with `Retry-After` until the 5 minutes are over (each failure is logged
-//! with the address; see `sign_in_throttle.rs`).
+//! with the address; the counting is the HTTP layer's `FailureThrottle`, the one that
+//! also counts bad bearer tokens, here with [`SIGN_IN_THROTTLE`]).
 //!
 //! Sessions live in memory (random 128-bit ids, at most 1000, ended after 30 min idle or
 //! 12 h, and on logout); the browser holds the id in an `HttpOnly`, `SameSite=Strict`
@@ -53,7 +54,7 @@ mod relative_time;
 mod render;
 mod routes;
 mod security_headers;
-mod sign_in_throttle;
+mod signed_in_form;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -66,19 +67,29 @@ use tower_http::validate_request::ValidateRequestHeaderLayer;
 
 use crate::auth::Authenticator;
 use crate::http::HostOriginCheck;
+use crate::http::throttle::{FailureThrottle, ThrottleLimits};
 use login_csrf::LoginCsrf;
 pub(crate) use logins::LoginLimits;
 use logins::{Login, LoginSessions};
 use own_origin::OwnOrigin;
 use passkeys::Passkeys;
 pub use passkeys::{PasskeyConfigError, PasskeyOptions};
-use sign_in_throttle::SignInThrottle;
 
 /// Where the page is served.
 pub const PAGE_PATH: &str = "/approvals";
 
 /// The longest reason a decision may carry, in characters.
 pub const MAX_REASON_CHARS: usize = 500;
+
+/// How failed sign-ins are counted per client address: after 5 within 5 minutes (from the
+/// address's first), the address is refused until the 5 minutes are over. The delay is the
+/// bearer tokens' only; a refused sign-in is answered at once.
+const SIGN_IN_THROTTLE: ThrottleLimits = ThrottleLimits {
+    max_failures: 5,
+    window: Duration::from_secs(300),
+    delay: Duration::ZERO,
+    max_addresses: 10_000,
+};
 
 /// What the page's handlers share.
 pub(crate) struct PageState {
@@ -88,7 +99,7 @@ pub(crate) struct PageState {
     login_csrf: LoginCsrf,
     origin: OwnOrigin,
     passkeys: Passkeys,
-    sign_in_throttle: SignInThrottle,
+    sign_in_throttle: FailureThrottle,
     body_read_timeout: Duration,
 }
 
@@ -118,7 +129,7 @@ impl PageState {
             login_csrf: LoginCsrf::new(),
             origin,
             passkeys,
-            sign_in_throttle: SignInThrottle::default(),
+            sign_in_throttle: FailureThrottle::new(SIGN_IN_THROTTLE),
             body_read_timeout,
         })
     }

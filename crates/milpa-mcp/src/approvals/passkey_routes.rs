@@ -20,11 +20,12 @@ use axum::response::{Html, IntoResponse, Response};
 use milpa::approval::Verdict;
 use serde_json::json;
 
-use super::logins::{Login, csrf_matches};
+use super::logins::Login;
 use super::render::{self, Notice};
 use super::routes::{login_form, message, now_ms, passkey_host_note, see_other, viewer};
 use super::security_headers::PASSKEY_CONTENT_SECURITY_POLICY;
-use super::{PAGE_PATH, PageState, form};
+use super::signed_in_form::{self, FormRefusal, SignedInForm};
+use super::{PAGE_PATH, PageState};
 
 /// The script, served from the page's own path.
 const SCRIPT: &str = include_str!("passkeys.js");
@@ -101,28 +102,30 @@ pub(crate) async fn enrol(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let Some(login) = page.login(&headers) else {
-        return login_form(
-            &page,
-            &headers,
-            StatusCode::UNAUTHORIZED,
-            PAGE_PATH,
-            Some("You are not signed in (or your session ended); nothing was enrolled."),
-            page.can_log_in(),
-        );
+    let (login, form) = match signed_in_form::read(&page, &headers, body).await {
+        Ok(SignedInForm { login, form }) => (login, form),
+        Err(FormRefusal::NotSignedIn) => {
+            return login_form(
+                &page,
+                &headers,
+                StatusCode::UNAUTHORIZED,
+                PAGE_PATH,
+                Some("You are not signed in (or your session ended); nothing was enrolled."),
+                page.can_log_in(),
+            );
+        }
+        Err(FormRefusal::Unreadable(login, error)) => {
+            return message(&login, error.status(), "Not enrolled", &error.message());
+        }
+        Err(FormRefusal::ForeignForm(login)) => {
+            return message(
+                &login,
+                StatusCode::FORBIDDEN,
+                "Not enrolled",
+                "The form did not come from your current session; nothing was enrolled.",
+            );
+        }
     };
-    let form = match form::read(&headers, body, page.body_read_timeout).await {
-        Ok(form) => form,
-        Err(error) => return message(&login, error.status(), "Not enrolled", &error.message()),
-    };
-    if !csrf_matches(&login.csrf, form.get("csrf").unwrap_or("")) {
-        return message(
-            &login,
-            StatusCode::FORBIDDEN,
-            "Not enrolled",
-            "The form did not come from your current session; nothing was enrolled.",
-        );
-    }
     let actor = match enrolment_for(&page, &login, &token).await {
         Ok(actor) => actor,
         Err(response) => return response,
@@ -196,22 +199,24 @@ pub(crate) async fn challenge(
 ) -> Response {
     let refuse =
         |status: StatusCode, text: &str| (status, Json(json!({"error": text}))).into_response();
-    let Some(login) = page.login(&headers) else {
-        return refuse(
-            StatusCode::UNAUTHORIZED,
-            "You are not signed in (or your session ended); reload the page.",
-        );
+    let (login, form) = match signed_in_form::read(&page, &headers, body).await {
+        Ok(SignedInForm { login, form }) => (login, form),
+        Err(FormRefusal::NotSignedIn) => {
+            return refuse(
+                StatusCode::UNAUTHORIZED,
+                "You are not signed in (or your session ended); reload the page.",
+            );
+        }
+        Err(FormRefusal::Unreadable(_, error)) => {
+            return refuse(error.status(), &error.message());
+        }
+        Err(FormRefusal::ForeignForm(_)) => {
+            return refuse(
+                StatusCode::FORBIDDEN,
+                "This form did not come from your current session; reload the page.",
+            );
+        }
     };
-    let form = match form::read(&headers, body, page.body_read_timeout).await {
-        Ok(form) => form,
-        Err(error) => return refuse(error.status(), &error.message()),
-    };
-    if !csrf_matches(&login.csrf, form.get("csrf").unwrap_or("")) {
-        return refuse(
-            StatusCode::FORBIDDEN,
-            "This form did not come from your current session; reload the page.",
-        );
-    }
     let Some(verdict) = form.get("decision").and_then(Verdict::parse) else {
         return refuse(StatusCode::BAD_REQUEST, "Choose Grant or Reject.");
     };

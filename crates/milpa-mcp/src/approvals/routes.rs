@@ -17,9 +17,11 @@ use milpa::ToolContext;
 use milpa::approval::{APPROVE_SCOPE, Approval, ApprovalError, ApprovalState, Verdict};
 use milpa::confirm::unix_millis;
 
-use super::logins::{Login, csrf_matches};
+use super::logins::Login;
 use super::render::{self, LoginForm, Notice, Viewer};
+use super::signed_in_form::{self, FormRefusal, SignedInForm};
 use super::{MAX_REASON_CHARS, PAGE_PATH, PageState, cookies, form};
+use crate::http::throttle::retry_after_secs;
 
 /// How many pending items the queue shows.
 const PENDING_SHOWN: usize = 100;
@@ -86,7 +88,7 @@ pub(crate) async fn login(
     );
     if let Some(wait) = page.sign_in_throttle.retry_after(client) {
         tracing::warn!(target: "milpa_mcp", client = %client, "approvals page: sign-in refused: too many failed sign-ins from this address");
-        let seconds = wait.as_millis().div_ceil(1000).max(1);
+        let seconds = retry_after_secs(wait);
         let mut response = login_form(
             &page,
             &headers,
@@ -99,7 +101,7 @@ pub(crate) async fn login(
         );
         response
             .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from(seconds as u64));
+            .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         return response;
     }
     let form = match form::read(&headers, body, page.body_read_timeout).await {
@@ -204,21 +206,23 @@ pub(crate) async fn logout(
     body: Body,
 ) -> Response {
     let secure = cookies::over_https(&headers);
-    let Some(login) = page.login(&headers) else {
-        return see_other(PAGE_PATH, Some(cookies::clear(cookies::SESSION, secure)));
+    let login = match signed_in_form::read(&page, &headers, body).await {
+        Ok(SignedInForm { login, .. }) => login,
+        Err(FormRefusal::NotSignedIn) => {
+            return see_other(PAGE_PATH, Some(cookies::clear(cookies::SESSION, secure)));
+        }
+        Err(FormRefusal::Unreadable(login, error)) => {
+            return message(&login, error.status(), "Not signed out", &error.message());
+        }
+        Err(FormRefusal::ForeignForm(login)) => {
+            return message(
+                &login,
+                StatusCode::FORBIDDEN,
+                "Not signed out",
+                "The form did not come from this session; you are still signed in.",
+            );
+        }
     };
-    let form = match form::read(&headers, body, page.body_read_timeout).await {
-        Ok(form) => form,
-        Err(error) => return message(&login, error.status(), "Not signed out", &error.message()),
-    };
-    if !csrf_matches(&login.csrf, form.get("csrf").unwrap_or("")) {
-        return message(
-            &login,
-            StatusCode::FORBIDDEN,
-            "Not signed out",
-            "The form did not come from this session; you are still signed in.",
-        );
-    }
     page.logins.end(&login.id);
     see_other(PAGE_PATH, Some(cookies::clear(cookies::SESSION, secure)))
 }
@@ -230,39 +234,39 @@ pub(crate) async fn decide(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let Some(login) = page.login(&headers) else {
-        return login_form(
-            &page,
-            &headers,
-            StatusCode::UNAUTHORIZED,
-            &item_path(&id),
-            Some("You are not signed in (or your session ended); nothing was decided."),
-            page.can_log_in(),
-        );
-    };
-    let form = match form::read(&headers, body, page.body_read_timeout).await {
-        Ok(form) => form,
-        Err(error) => {
+    let (login, form) = match signed_in_form::read(&page, &headers, body).await {
+        Ok(SignedInForm { login, form }) => (login, form),
+        Err(FormRefusal::NotSignedIn) => {
+            return login_form(
+                &page,
+                &headers,
+                StatusCode::UNAUTHORIZED,
+                &item_path(&id),
+                Some("You are not signed in (or your session ended); nothing was decided."),
+                page.can_log_in(),
+            );
+        }
+        Err(FormRefusal::Unreadable(login, error)) => {
             let notice = Notice::Refused(error.message());
             return item_response(&page, &login, &headers, &id, error.status(), Some(notice)).await;
         }
+        Err(FormRefusal::ForeignForm(login)) => {
+            let notice = Notice::Refused(
+                "This form did not come from your current session (its CSRF token is missing or \
+                 wrong); nothing was decided. Reload the page and try again."
+                    .into(),
+            );
+            return item_response(
+                &page,
+                &login,
+                &headers,
+                &id,
+                StatusCode::FORBIDDEN,
+                Some(notice),
+            )
+            .await;
+        }
     };
-    if !csrf_matches(&login.csrf, form.get("csrf").unwrap_or("")) {
-        let notice = Notice::Refused(
-            "This form did not come from your current session (its CSRF token is missing or \
-             wrong); nothing was decided. Reload the page and try again."
-                .into(),
-        );
-        return item_response(
-            &page,
-            &login,
-            &headers,
-            &id,
-            StatusCode::FORBIDDEN,
-            Some(notice),
-        )
-        .await;
-    }
     let Some(verdict) = form.get("decision").and_then(Verdict::parse) else {
         let notice = Notice::Refused("Choose Grant or Reject; nothing was decided.".into());
         return item_response(

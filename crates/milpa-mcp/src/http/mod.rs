@@ -71,6 +71,7 @@ mod accept;
 mod body_budget;
 mod connection_share;
 mod delete;
+pub(crate) mod expiring_table;
 mod get;
 mod guard;
 mod identity;

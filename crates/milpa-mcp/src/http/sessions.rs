@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Semaphore;
 
+use super::expiring_table::{ExpiringTable, Lifetime};
 use super::rejection::HttpRejection;
 use super::resume::CallStreams;
 use crate::jsonrpc::RequestId;
@@ -33,6 +34,15 @@ pub(crate) struct SessionLimits {
 }
 
 impl SessionLimits {
+    /// How long a session of `principal`'s class lives unused (no absolute limit: a client
+    /// in use keeps its session).
+    fn lifetime(&self, principal: Option<&str>) -> Lifetime {
+        Lifetime::idle(match principal {
+            None => self.anonymous_idle_timeout.min(self.idle_timeout),
+            Some(_) => self.idle_timeout,
+        })
+    }
+
     /// How often expired sessions are looked for.
     pub(crate) fn sweep_every(&self) -> Duration {
         (self.idle_timeout.min(self.anonymous_idle_timeout) / 2).max(Duration::from_secs(1))
@@ -49,20 +59,6 @@ pub(crate) struct HttpSession {
     pub call_slots: Arc<Semaphore>,
     /// Its calls' response streams, for a client resuming one (2025-11-25).
     pub streams: CallStreams,
-    last_seen: Mutex<Instant>,
-}
-
-impl HttpSession {
-    fn touch(&self) {
-        *self.last_seen.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
-    }
-
-    fn idle_for(&self) -> Duration {
-        self.last_seen
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .elapsed()
-    }
 }
 
 /// What a request's `Mcp-Session-Id` led to.
@@ -77,7 +73,7 @@ pub(crate) enum Lookup {
 
 #[derive(Default)]
 struct Table {
-    by_id: HashMap<String, Arc<HttpSession>>,
+    by_id: ExpiringTable<String, Arc<HttpSession>>,
     anonymous: usize,
     authenticated: usize,
     per_principal: HashMap<String, usize>,
@@ -86,6 +82,12 @@ struct Table {
 impl Table {
     fn remove(&mut self, id: &str) -> Option<Arc<HttpSession>> {
         let session = self.by_id.remove(id)?;
+        self.count_out(&session);
+        Some(session)
+    }
+
+    /// Takes a session that left the table out of its class's count.
+    fn count_out(&mut self, session: &HttpSession) {
         match &session.principal {
             None => self.anonymous -= 1,
             Some(principal) => {
@@ -98,7 +100,6 @@ impl Table {
                 }
             }
         }
-        Some(session)
     }
 }
 
@@ -163,15 +164,19 @@ impl Sessions {
                 *table.per_principal.entry(principal.clone()).or_default() += 1;
             }
         }
-        table.by_id.insert(
+        let replaced = table.by_id.insert(
             session_id,
             Arc::new(HttpSession {
                 core,
                 principal: caller.principal.clone(),
                 call_slots: Arc::new(Semaphore::new(self.calls_per_session)),
                 streams: CallStreams::default(),
-                last_seen: Mutex::new(Instant::now()),
             }),
+            Instant::now(),
+        );
+        debug_assert!(
+            replaced.is_none(),
+            "session ids are random and never reused"
         );
         Ok(())
     }
@@ -181,13 +186,19 @@ impl Sessions {
         let Some(id) = id else {
             return Lookup::Missing;
         };
-        let session = self.table().by_id.get(id).cloned();
-        match session {
-            Some(session) if caller.principal == session.principal => {
-                session.touch();
-                Lookup::Found(session)
-            }
-            _ => Lookup::Unknown,
+        let mut table = self.table();
+        // Only the owner's request counts as use: another caller probing an id must not
+        // keep the session alive. Expiry is the sweep's (it also spares running calls).
+        let owned = table
+            .by_id
+            .peek_mut(id)
+            .is_some_and(|session| caller.principal == session.principal);
+        if !owned {
+            return Lookup::Unknown;
+        }
+        match table.by_id.touch(id, Instant::now()) {
+            Some(session) => Lookup::Found(session.clone()),
+            None => Lookup::Unknown,
         }
     }
 
@@ -204,19 +215,17 @@ impl Sessions {
         let limits = &self.limits;
         let expired: Vec<Arc<HttpSession>> = {
             let mut table = self.table();
-            let ids: Vec<String> = table
-                .by_id
-                .iter()
-                .filter(|(_, s)| {
-                    let timeout = match s.principal {
-                        None => limits.anonymous_idle_timeout.min(limits.idle_timeout),
-                        Some(_) => limits.idle_timeout,
-                    };
-                    s.idle_for() > timeout && s.core.calls_in_flight() == 0
-                })
-                .map(|(id, _)| id.clone())
-                .collect();
-            ids.iter().filter_map(|id| table.remove(id)).collect()
+            // A session with a call running is never idle, whatever its last request.
+            let removed = table.by_id.remove_expired(
+                |s| {
+                    (s.core.calls_in_flight() == 0).then(|| limits.lifetime(s.principal.as_deref()))
+                },
+                Instant::now(),
+            );
+            for session in &removed {
+                table.count_out(session);
+            }
+            removed
         };
         for session in expired {
             session.core.shutdown();
@@ -225,10 +234,7 @@ impl Sessions {
 
     /// Ends every session (the server is stopping).
     pub(crate) fn end_all(&self) {
-        let all: Vec<_> = std::mem::take(&mut *self.table())
-            .by_id
-            .into_values()
-            .collect();
+        let all = std::mem::take(&mut *self.table()).by_id.drain();
         for session in all {
             session.core.shutdown();
         }

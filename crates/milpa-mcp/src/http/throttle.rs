@@ -1,5 +1,5 @@
-//! A per-address throttle on failed credentials (bad bearer tokens on `/mcp`; the approvals
-//! page's sign-in form can use it too).
+//! A per-address throttle on failed credentials: bad bearer tokens on `/mcp`, and failed
+//! sign-ins on the approvals page.
 //!
 //! Each client address has a fixed window that starts with its first failure: up to
 //! [`ThrottleLimits::max_failures`] failures in it are refused as usual, and every further
@@ -10,6 +10,12 @@
 //! cannot lock that client out. What the throttle buys is a slower attacker (each
 //! throttled guess holds its connection for the delay, and connections are bounded) and a
 //! client told to back off; tokens long enough not to be guessed remain the defence.
+//!
+//! The approvals page uses it more strictly: its sign-in form asks
+//! [`FailureThrottle::retry_after`] *before* checking anything, so an address over its
+//! budget is refused whatever it posts until the window ends (a person's sign-in is rare
+//! and a browser can wait), and [`FailureThrottle::succeeded`] clears an address that
+//! signed in.
 //!
 //! IPv6 addresses are counted by their /64 prefix, the block one host usually holds, so
 //! one host cannot spread guesses over its 2^64 addresses. The table is bounded: when
@@ -112,6 +118,25 @@ impl FailureThrottle {
 
     fn table(&self) -> MutexGuard<'_, HashMap<IpAddr, Record>> {
         self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// How long `address` must wait, if its failures in the current window have used up
+    /// its budget (the next failure would be throttled). Counts nothing.
+    pub(crate) fn retry_after(&self, address: IpAddr) -> Option<Duration> {
+        self.retry_after_at(address, Instant::now())
+    }
+
+    fn retry_after_at(&self, address: IpAddr, now: Instant) -> Option<Duration> {
+        let limits = &self.limits;
+        let table = self.table();
+        let record = table.get(&bucket(address))?;
+        let ends = record.started + limits.window;
+        (record.failures >= limits.max_failures && now < ends).then(|| ends - now)
+    }
+
+    /// Forgets `address`'s failures (it proved itself, say by signing in).
+    pub(crate) fn succeeded(&self, address: IpAddr) {
+        self.table().remove(&bucket(address));
     }
 
     /// Counts one failure from `address` and says how to refuse it.
@@ -261,6 +286,40 @@ mod tests {
                 .retry_after()
                 .is_some()
         );
+    }
+
+    #[test]
+    fn an_address_over_its_budget_is_refused_until_the_window_ends() {
+        let window = Duration::from_secs(300);
+        let throttle = FailureThrottle::new(ThrottleLimits {
+            window,
+            ..limits(5, 10)
+        });
+        let (here, there) = (ip("127.0.0.1"), ip("10.0.0.2"));
+        let t0 = Instant::now();
+        for n in 0..5u32 {
+            assert_eq!(throttle.retry_after_at(here, t0), None, "after {n}");
+            throttle.failed_at(here, t0 + Duration::from_secs(u64::from(n)));
+        }
+        let wait = throttle.retry_after_at(here, t0 + Duration::from_secs(10));
+        assert_eq!(wait, Some(window - Duration::from_secs(10)));
+        assert_eq!(throttle.retry_after_at(there, t0), None, "per address");
+        assert_eq!(throttle.retry_after_at(here, t0 + window), None);
+        // A new window starts from nothing.
+        throttle.failed_at(here, t0 + window);
+        assert_eq!(throttle.retry_after_at(here, t0 + window), None);
+    }
+
+    #[test]
+    fn a_success_clears_the_address() {
+        let throttle = FailureThrottle::new(limits(5, 10));
+        let here = ip("::1");
+        for _ in 0..5 {
+            throttle.failed(here);
+        }
+        assert!(throttle.retry_after(here).is_some());
+        throttle.succeeded(here);
+        assert!(throttle.retry_after(here).is_none());
     }
 
     #[test]

@@ -33,7 +33,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use milpa::{ApprovalTicket, CallOutcome, ToolContext};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -146,7 +146,7 @@ impl StateSeal {
 
     fn mac(&self) -> Hmac<Sha256> {
         // HMAC takes a key of any length.
-        <Hmac<Sha256> as Mac>::new_from_slice(self.key.bytes())
+        <Hmac<Sha256> as KeyInit>::new_from_slice(self.key.bytes())
             .unwrap_or_else(|_| unreachable!("HMAC accepts any key length"))
     }
 
