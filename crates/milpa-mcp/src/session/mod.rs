@@ -47,7 +47,7 @@ pub(crate) use modern::{
 };
 pub(crate) use outgoing::capability_for;
 
-use crate::auth::challenge::ScopeDenial;
+use crate::auth::scope_denial::ScopeDenial;
 use crate::jsonrpc::{self, Incoming, Params, Rejected, RequestId};
 use crate::mapping;
 use crate::protocol::ServerOptions;
