@@ -29,12 +29,12 @@ use milpa::{
     Deferred, ErrorCode, Invocation, Tool, ToolContext, ToolDefinition, ToolError, ToolOptions,
     ToolOutput, ToolResult,
 };
+use milpa_process::{child_env, process_tree};
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::manifest::{CommandToolSpec, Confirm};
 use crate::template::ArgTemplate;
-use milpa_gateway::{child_env, process_tree};
 
 /// How much of standard error a failure message quotes (its end).
 pub const STDERR_TAIL_BYTES: usize = 2048;
@@ -43,7 +43,7 @@ pub const STDERR_TAIL_BYTES: usize = 2048;
 pub const COMMAND_FAILED: &str = "COMMAND_FAILED";
 
 /// Environment variables every command gets (when milpa has them).
-pub use milpa_gateway::child_env::BASE_ENV;
+pub use milpa_process::child_env::BASE_ENV;
 
 /// A program run as a tool. Build it with [`CommandTool::from_spec`].
 #[derive(Debug, Clone)]

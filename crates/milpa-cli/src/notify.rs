@@ -22,13 +22,13 @@ use std::time::Duration;
 use milpa::approval::{Approval, rfc3339};
 use milpa::events::{Dispatcher, Event};
 use milpa::verification::VERIFICATION_REQUESTED;
+use milpa_process::{child_env, process_tree};
 use serde_json::{Map, Value};
 use tokio_util::task::TaskTracker;
 
 use crate::command_tool::read_tail;
 use crate::manifest::Manifest;
 use crate::template::ArgTemplate;
-use milpa_gateway::{child_env, process_tree};
 
 /// How long a notify command may run before its process group is killed, unless
 /// `notify_timeout_seconds` says otherwise.

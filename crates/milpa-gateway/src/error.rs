@@ -1,19 +1,22 @@
 //! Why an upstream could not be started or its tools registered. Every message names the
-//! upstream.
+//! upstream; every failure that has a cause keeps it as its [`source`](std::error::Error::source).
 
 use milpa::RegistryError;
+
+use crate::connection::CallError;
 
 /// An upstream that could not be brought into service.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum GatewayError {
     /// Its configuration cannot work.
-    #[error("upstream `{upstream}`: {message}")]
+    #[error("upstream `{upstream}`: {problem}")]
     Config {
         /// The upstream's name.
         upstream: String,
         /// What is wrong.
-        message: String,
+        #[source]
+        problem: ConfigProblem,
     },
     /// Its program could not be started.
     #[error("upstream `{upstream}`: could not start `{program}`: {source}")]
@@ -32,7 +35,8 @@ pub enum GatewayError {
         /// The upstream's name.
         upstream: String,
         /// What failed.
-        why: String,
+        #[source]
+        why: HandshakeFailure,
     },
     /// One of its tools would take the name of a tool that exists already.
     #[error(
@@ -58,4 +62,66 @@ pub enum GatewayError {
         #[source]
         source: RegistryError,
     },
+}
+
+/// What is wrong with an upstream's configuration (see [`GatewayError::Config`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigProblem {
+    /// A stdio upstream without a program to run.
+    #[error("the command is empty")]
+    EmptyCommand,
+    /// An HTTP upstream's URL does not parse.
+    #[error("`{url}` is not a URL ({source})")]
+    NotAUrl {
+        /// The URL as configured.
+        url: String,
+        /// Why it does not parse.
+        #[source]
+        source: hyper::http::uri::InvalidUri,
+    },
+    /// An HTTP upstream's URL has a scheme other than `http` and `https`.
+    #[error("`{url}`: only http:// and https:// upstreams are supported")]
+    UnsupportedScheme {
+        /// The URL as configured.
+        url: String,
+    },
+    /// An `https://` upstream on a host without trusted root certificates.
+    #[error(
+        "no trusted root certificates for https:// ({source}); \
+         SSL_CERT_FILE or SSL_CERT_DIR can name them"
+    )]
+    NoTrustedRoots {
+        /// Why none could be loaded.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The variable that should hold the bearer token is not set (or not Unicode).
+    #[error("the variable `{variable}` (bearer_env) is not set")]
+    BearerUnset {
+        /// The variable's name.
+        variable: String,
+        /// What reading it said.
+        #[source]
+        source: std::env::VarError,
+    },
+}
+
+/// Why the MCP handshake or the discovery of an upstream's tools failed (see
+/// [`GatewayError::Handshake`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HandshakeFailure {
+    /// The child's standard input or output could not be taken.
+    #[error("its standard input and output could not be opened")]
+    NoStdio,
+    /// `initialize` (or `notifications/initialized`) failed.
+    #[error("initialize failed: {0}")]
+    Initialize(#[source] CallError),
+    /// `initialize` got no answer in time.
+    #[error("initialize timed out")]
+    InitializeTimedOut,
+    /// `tools/list` failed (or timed out).
+    #[error("tools/list failed: {0}")]
+    ToolList(#[source] CallError),
 }

@@ -132,7 +132,7 @@ async fn post_messages(
                 // Delivered answers are gone from the table already; this fails the rest.
                 let why = match outcome {
                     Ok(()) => "the server ended its answer without a result".to_owned(),
-                    Err(why) => why,
+                    Err(why) => why.to_string(),
                 };
                 shared.fail(id, why);
             } else if let Err(why) = outcome {
@@ -196,7 +196,7 @@ async fn listen(
 }
 
 /// Opens the server's own stream: a `GET` with the session id and the token.
-async fn get_stream(endpoint: &Endpoint) -> Result<Response<Incoming>, String> {
+async fn get_stream(endpoint: &Endpoint) -> Result<Response<Incoming>, ExchangeError> {
     let mut request = Request::builder()
         .method(Method::GET)
         .uri(&endpoint.uri)
@@ -210,12 +210,57 @@ async fn get_stream(endpoint: &Endpoint) -> Result<Response<Incoming>, String> {
     }
     let request = request
         .body(Full::new(Bytes::new()))
-        .map_err(|e| format!("could not build the request: {e}"))?;
+        .map_err(ExchangeError::Build)?;
     endpoint
         .client
         .request(request)
         .await
-        .map_err(|e| format!("could not reach {}: {}", endpoint.uri, chain(&e)))
+        .map_err(|source| ExchangeError::Unreachable {
+            uri: endpoint.uri.clone(),
+            source,
+        })
+}
+
+/// Why one exchange with the server (a `POST`, the `GET` of its own stream, or opening a
+/// new session) failed. Its message is what a waiting call's `UPSTREAM_UNAVAILABLE`
+/// result and the log say; the cause stays reachable as its source.
+#[derive(Debug, thiserror::Error)]
+enum ExchangeError {
+    /// The request could not be put together (a session id or token that is no header value).
+    #[error("could not build the request: {0}")]
+    Build(#[source] hyper::http::Error),
+    /// The server could not be reached (connection, TLS, or the request could not be sent).
+    #[error("could not reach {uri}: {}", chain(.source))]
+    Unreachable {
+        /// The endpoint.
+        uri: Uri,
+        /// What the client said.
+        #[source]
+        source: hyper_util::client::legacy::Error,
+    },
+    /// The server answered with an error status.
+    #[error("{uri} answered HTTP {status}")]
+    Status {
+        /// The endpoint.
+        uri: Uri,
+        /// Its status.
+        status: StatusCode,
+    },
+    /// The server answered `initialize` for a new session without a protocol version.
+    #[error("{uri} refused a new session")]
+    SessionRefused {
+        /// The endpoint.
+        uri: Uri,
+    },
+    /// A JSON answer's body broke off.
+    #[error("could not read the answer: {}", chain(.0))]
+    ReadAnswer(#[source] hyper::Error),
+    /// A JSON answer that is not JSON.
+    #[error("the answer is not JSON ({0})")]
+    NotJson(#[source] serde_json::Error),
+    /// An event stream broke off.
+    #[error("the event stream broke: {}", chain(.0))]
+    StreamBroke(#[source] hyper::Error),
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -245,7 +290,7 @@ async fn exchange(
     request_id: Option<u64>,
     outgoing: &mpsc::UnboundedSender<String>,
     shared: &Shared,
-) -> Result<(), String> {
+) -> Result<(), ExchangeError> {
     let line = Bytes::from(line);
     let (mut response, sent_session) = post(endpoint, line.clone()).await?;
     if response.status() == StatusCode::NOT_FOUND && sent_session.is_some() {
@@ -263,7 +308,7 @@ async fn exchange(
 async fn post(
     endpoint: &Endpoint,
     body: Bytes,
-) -> Result<(Response<Incoming>, Option<String>), String> {
+) -> Result<(Response<Incoming>, Option<String>), ExchangeError> {
     let mut request = Request::builder()
         .method(Method::POST)
         .uri(&endpoint.uri)
@@ -279,12 +324,16 @@ async fn post(
     }
     let request = request
         .body(Full::new(body))
-        .map_err(|e| format!("could not build the request: {e}"))?;
-    let response = endpoint
-        .client
-        .request(request)
-        .await
-        .map_err(|e| format!("could not reach {}: {}", endpoint.uri, chain(&e)))?;
+        .map_err(ExchangeError::Build)?;
+    let response =
+        endpoint
+            .client
+            .request(request)
+            .await
+            .map_err(|source| ExchangeError::Unreachable {
+                uri: endpoint.uri.clone(),
+                source,
+            })?;
     if let Some(new) = response
         .headers()
         .get(SESSION_HEADER)
@@ -297,7 +346,7 @@ async fn post(
 
 /// Opens a new session in place of `stale` (unless another message did so already):
 /// `initialize`, then `notifications/initialized`.
-async fn renew(endpoint: &Endpoint, stale: Option<String>) -> Result<(), String> {
+async fn renew(endpoint: &Endpoint, stale: Option<String>) -> Result<(), ExchangeError> {
     let _renewing = endpoint.renewing.lock().await;
     {
         let mut session = lock(&endpoint.session);
@@ -324,7 +373,9 @@ async fn renew(endpoint: &Endpoint, stale: Option<String>) -> Result<(), String>
     })
     .await?;
     if !answered {
-        return Err(format!("{} refused a new session", endpoint.uri));
+        return Err(ExchangeError::SessionRefused {
+            uri: endpoint.uri.clone(),
+        });
     }
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
     post(endpoint, Bytes::from(initialized.to_string())).await?;
@@ -337,13 +388,16 @@ async fn read_messages(
     endpoint: &Endpoint,
     response: Response<Incoming>,
     mut deliver: impl FnMut(Value),
-) -> Result<(), String> {
+) -> Result<(), ExchangeError> {
     let status = response.status();
     if status == StatusCode::ACCEPTED {
         return Ok(());
     }
     if !status.is_success() {
-        return Err(format!("{} answered HTTP {status}", endpoint.uri));
+        return Err(ExchangeError::Status {
+            uri: endpoint.uri.clone(),
+            status,
+        });
     }
     let event_stream = response
         .headers()
@@ -359,18 +413,17 @@ async fn read_messages(
         let bytes = body
             .collect()
             .await
-            .map_err(|e| format!("could not read the answer: {}", chain(&e)))?
+            .map_err(ExchangeError::ReadAnswer)?
             .to_bytes();
         if !bytes.is_empty() {
-            let message = serde_json::from_slice(&bytes)
-                .map_err(|e| format!("the answer is not JSON ({e})"))?;
+            let message = serde_json::from_slice(&bytes).map_err(ExchangeError::NotJson)?;
             deliver(message);
         }
         return Ok(());
     }
     let mut events = EventBuffer::default();
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| format!("the event stream broke: {}", chain(&e)))?;
+        let frame = frame.map_err(ExchangeError::StreamBroke)?;
         if let Some(data) = frame.data_ref() {
             for data in events.push(data) {
                 match serde_json::from_str(&data) {
@@ -430,5 +483,43 @@ mod tests {
             buffer.push(b":1}\r\n\r\n: keep-alive\n\ndata: 2\n\n"),
             ["{\"a\":1}", "2"]
         );
+    }
+    fn endpoint(uri: Uri) -> Endpoint {
+        Endpoint {
+            upstream: Arc::from("web"),
+            uri,
+            bearer: None,
+            session: Mutex::new(None),
+            renewing: tokio::sync::Mutex::new(()),
+            listening: AtomicBool::new(false),
+            client: client(false).unwrap(),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_server_keeps_the_client_error_as_the_cause() {
+        // A port nobody listens on: bound, then closed.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        let uri: Uri = format!("http://{addr}/mcp").parse().unwrap();
+        let error = post(&endpoint(uri), Bytes::from_static(b"{}"))
+            .await
+            .expect_err("nobody listens");
+        assert!(
+            matches!(error, ExchangeError::Unreachable { .. }),
+            "{error:?}"
+        );
+        // The message names the endpoint and the whole chain, as before.
+        let text = error.to_string();
+        assert!(
+            text.starts_with(&format!(
+                "could not reach http://{addr}/mcp: client error (Connect)"
+            )),
+            "{text}"
+        );
+        let cause = std::error::Error::source(&error)
+            .and_then(|cause| cause.downcast_ref::<hyper_util::client::legacy::Error>());
+        assert!(cause.is_some_and(|cause| cause.is_connect()));
     }
 }

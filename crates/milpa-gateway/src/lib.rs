@@ -24,7 +24,7 @@
 //!   closed); overrides by glob ([`ToolOverride`]) set `mutating`, `confirm`, `scopes`,
 //!   the timeout, or hide it.
 //! - A stdio upstream runs with a cleared environment (`PATH`, `HOME`, `LANG` and its
-//!   configured variables, see [`child_env`]); its standard error goes to the log (target
+//!   configured variables, see [`milpa_process::child_env`]); its standard error goes to the log (target
 //!   `milpa::upstream`) with its name.
 //! - While it is down its calls fail with `UPSTREAM_UNAVAILABLE` and a message naming it; a
 //!   stdio server is restarted with backoff ([`UpstreamState`] says where it is); an HTTP
@@ -49,19 +49,17 @@
 //! `https://` upstreams are checked against the system's trusted roots. Not yet:
 //! `roots/list` (answered "method not found"; the gateway does not declare roots).
 
-pub mod child_env;
 pub mod config;
 mod connection;
 pub mod error;
 mod forward;
 mod http;
-pub mod process_tree;
 mod relay;
 pub mod upstream;
 
 pub use config::{Confirm, ToolOverride, Transport, UpstreamConfig};
 pub use connection::CallError;
-pub use error::GatewayError;
+pub use error::{ConfigProblem, GatewayError, HandshakeFailure};
 pub use forward::{definitions, register};
 pub use upstream::{Upstream, UpstreamState};
 

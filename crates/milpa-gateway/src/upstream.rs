@@ -23,6 +23,8 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use milpa::ToolRegistry;
+use milpa_process::child_env;
+use milpa_process::process_tree::{self, ProcessTree};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Child;
@@ -30,11 +32,10 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::PROTOCOL_VERSION;
 use crate::config::{Transport, UpstreamConfig};
 use crate::connection::{CallError, Connection};
-use crate::error::GatewayError;
-use crate::process_tree::{self, ProcessTree};
-use crate::{PROTOCOL_VERSION, child_env};
+use crate::error::{ConfigProblem, GatewayError, HandshakeFailure};
 
 /// The first restart delay.
 const INITIAL_BACKOFF: Duration = Duration::from_millis(500);
@@ -147,7 +148,7 @@ impl Upstream {
             .unwrap_or_else(|_| Err(CallError::Unavailable("tools/list timed out".into())))
             .map_err(|error| GatewayError::Handshake {
                 upstream: config.name.clone(),
-                why: format!("tools/list failed: {error}"),
+                why: HandshakeFailure::ToolList(error),
             })?;
         let shared = Arc::new(Shared {
             config,
@@ -228,9 +229,9 @@ struct Live {
 /// told when the session says the tool list changed.
 async fn launch(config: &UpstreamConfig, list_changed: &Arc<Notify>) -> Result<Live, GatewayError> {
     let name: Arc<str> = Arc::from(config.name.as_str());
-    let config_error = |message: String| GatewayError::Config {
+    let config_error = |problem: ConfigProblem| GatewayError::Config {
         upstream: config.name.clone(),
-        message,
+        problem,
     };
     let (connection, child) = match &config.transport {
         Transport::Stdio { command, env } => {
@@ -238,23 +239,25 @@ async fn launch(config: &UpstreamConfig, list_changed: &Arc<Notify>) -> Result<L
             (connection, Some((child, tree)))
         }
         Transport::Http { url, bearer_env } => {
-            let uri: hyper::Uri = url
-                .parse()
-                .map_err(|e| config_error(format!("`{url}` is not a URL ({e})")))?;
-            if !matches!(uri.scheme_str(), Some("http" | "https")) {
-                return Err(config_error(format!(
-                    "`{url}`: only http:// and https:// upstreams are supported"
-                )));
-            }
-            let client = crate::http::client(uri.scheme_str() == Some("https")).map_err(|e| {
-                config_error(format!(
-                    "no trusted root certificates for https:// ({e}); \
-                     SSL_CERT_FILE or SSL_CERT_DIR can name them"
-                ))
+            let uri: hyper::Uri = url.parse().map_err(|source| {
+                config_error(ConfigProblem::NotAUrl {
+                    url: url.clone(),
+                    source,
+                })
             })?;
+            if !matches!(uri.scheme_str(), Some("http" | "https")) {
+                return Err(config_error(ConfigProblem::UnsupportedScheme {
+                    url: url.clone(),
+                }));
+            }
+            let client = crate::http::client(uri.scheme_str() == Some("https"))
+                .map_err(|source| config_error(ConfigProblem::NoTrustedRoots { source }))?;
             let bearer = match bearer_env {
-                Some(variable) => Some(std::env::var(variable).map_err(|_| {
-                    config_error(format!("the variable `{variable}` (bearer_env) is not set"))
+                Some(variable) => Some(std::env::var(variable).map_err(|source| {
+                    config_error(ConfigProblem::BearerUnset {
+                        variable: variable.clone(),
+                        source,
+                    })
                 })?),
                 None => None,
             };
@@ -276,7 +279,7 @@ fn spawn_child(
     let Some((program, args)) = command.split_first() else {
         return Err(GatewayError::Config {
             upstream: config.name.clone(),
-            message: "the command is empty".into(),
+            problem: ConfigProblem::EmptyCommand,
         });
     };
     let mut child_command = tokio::process::Command::new(program);
@@ -299,7 +302,7 @@ fn spawn_child(
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
         return Err(GatewayError::Handshake {
             upstream: config.name.clone(),
-            why: "its standard input and output could not be opened".into(),
+            why: HandshakeFailure::NoStdio,
         });
     };
     if let Some(stderr) = child.stderr.take() {
@@ -338,11 +341,11 @@ async fn handshake(config: &UpstreamConfig, connection: &Connection) -> Result<(
         Ok(Ok(())) => Ok(()),
         Ok(Err(error)) => Err(GatewayError::Handshake {
             upstream: config.name.clone(),
-            why: format!("initialize failed: {error}"),
+            why: HandshakeFailure::Initialize(error),
         }),
         Err(_) => Err(GatewayError::Handshake {
             upstream: config.name.clone(),
-            why: "initialize timed out".into(),
+            why: HandshakeFailure::InitializeTimedOut,
         }),
     }
 }

@@ -29,6 +29,23 @@
 //! when a person decides (the tool's result, or `FORBIDDEN`), the approval expires, or the
 //! call is cancelled; the client's accept never approves anything.
 //!
+//! ## Features
+//!
+//! Every feature is on by default; a program that needs less turns the rest off
+//! (`default-features = false`) and links less: a stdio-only build (`features = ["stdio"]`)
+//! has no HTTP server, JWT or TLS crate in it.
+//!
+//! | Feature | What it gives |
+//! |---|---|
+//! | `stdio` | [`serve_stdio`], [`serve_stdio_with`], [`serve_io`] |
+//! | `http` | [`HttpServer`]: the Streamable HTTP transport, bearer tokens through an [`auth::Authenticator`] |
+//! | `oauth` (implies `http`) | [`auth::oauth`] and `HttpServer::oauth`: access tokens from an OAuth 2.1 issuer, its JWKS fetched over https |
+//! | `approvals-page` (implies `http`) | [`approvals`] and `HttpServer::approvals_page`: the page where people grant or reject parked calls, with passkeys |
+//! | `otel` | a `tools/call`'s `_meta.traceparent` becomes the parent of its `execute_tool` span (without it the trace context is read and ignored) |
+//!
+//! The protocol itself (sessions, [`mapping`], [`content`], [`jsonrpc`], confirmation and
+//! approvals through the registry) is in every build.
+//!
 //! ```no_run
 //! use std::sync::Arc;
 //! use milpa::{ToolDefinition, ToolRegistry};
@@ -49,19 +66,35 @@
 //! }
 //! ```
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+#[cfg(feature = "approvals-page")]
+#[cfg_attr(docsrs, doc(cfg(feature = "approvals-page")))]
 pub mod approvals;
 pub mod auth;
 pub mod content;
+#[cfg(feature = "http")]
 mod http;
 pub mod jsonrpc;
 pub mod mapping;
 mod method;
 mod peer;
 pub mod protocol;
+// The session is shared by both transports, and each uses only part of it: its dead code
+// is judged in a build with both (the default, which CI lints), not in one with either alone.
+#[cfg_attr(
+    not(all(feature = "stdio", feature = "http")),
+    allow(dead_code, unused_imports)
+)]
 mod session;
+#[cfg(feature = "stdio")]
 mod stdio;
 mod trace_context;
 
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use http::HttpServer;
 pub use protocol::{LATEST_VERSION, SUPPORTED_VERSIONS, ServerOptions};
+#[cfg(feature = "stdio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "stdio")))]
 pub use stdio::{serve_io, serve_stdio, serve_stdio_with};

@@ -5,7 +5,7 @@
 //! span without a parent span the OpenTelemetry context current when it is created. So the
 //! call runs with the caller's context attached (on every poll), and its span joins the
 //! caller's trace. Without a valid `traceparent` nothing is attached: the span starts a new
-//! trace. Built without the `opentelemetry` feature, the context is read and ignored.
+//! trace. Built without the `otel` feature, the context is read and ignored.
 
 use std::future::Future;
 
@@ -35,7 +35,7 @@ impl TraceParent {
 
     /// Runs `work` inside the caller's trace context, when the request sent a valid one.
     pub async fn run<F: Future>(self, work: F) -> F::Output {
-        #[cfg(feature = "opentelemetry")]
+        #[cfg(feature = "otel")]
         if let Some(parent) = self.context() {
             use opentelemetry::context::FutureExt as _;
             return work.with_context(parent).await;
@@ -44,7 +44,7 @@ impl TraceParent {
     }
 
     /// The remote parent, or `None` when there is no valid `traceparent`.
-    #[cfg(feature = "opentelemetry")]
+    #[cfg(feature = "otel")]
     fn context(&self) -> Option<opentelemetry::Context> {
         use opentelemetry::propagation::TextMapPropagator as _;
         use opentelemetry::trace::TraceContextExt as _;
@@ -55,7 +55,7 @@ impl TraceParent {
     }
 }
 
-#[cfg(feature = "opentelemetry")]
+#[cfg(feature = "otel")]
 impl opentelemetry::propagation::Extractor for TraceParent {
     fn get(&self, key: &str) -> Option<&str> {
         match key {
@@ -73,7 +73,7 @@ impl opentelemetry::propagation::Extractor for TraceParent {
     }
 }
 
-#[cfg(all(test, feature = "opentelemetry"))]
+#[cfg(all(test, feature = "otel"))]
 mod tests {
     use opentelemetry::trace::TraceContextExt as _;
     use serde_json::json;

@@ -1,30 +1,8 @@
-//! The `WWW-Authenticate` challenges of a protected server (RFC 6750 §3, RFC 9728 §5.1),
-//! and the slot through which a call's scope denial reaches the HTTP response.
-
-use std::sync::{Arc, OnceLock};
+//! The `WWW-Authenticate` challenges of a protected server (RFC 6750 §3, RFC 9728 §5.1).
 
 use axum::http::HeaderValue;
 
 use super::oauth::TokenRejection;
-
-/// Where the `authorize` stage's scope denial of a call (the scopes the call needs, from
-/// [`milpa::ToolResult::required_scopes`]) is left for the HTTP layer, which turns the
-/// response into a `403 insufficient_scope` challenge. One per request; the first denial
-/// wins.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct ScopeDenial(Arc<OnceLock<Vec<String>>>);
-
-impl ScopeDenial {
-    /// Records the scopes a denied call needs.
-    pub(crate) fn record(&self, needed: Vec<String>) {
-        let _ = self.0.set(needed);
-    }
-
-    /// The scopes recorded, if a call was denied for lacking one.
-    pub(crate) fn needed(&self) -> Option<&[String]> {
-        self.0.get().map(Vec::as_slice)
-    }
-}
 
 /// `401` for a request without a token: where to learn how to get one, and the scopes the
 /// tools use (what a client should ask for when it has no better idea).

@@ -1,4 +1,5 @@
-//! Bearer tokens → principal and scopes, for the HTTP transport.
+//! Bearer tokens → principal and scopes, for the HTTP transport (the `oauth` feature adds
+//! access tokens).
 //!
 //! A request's `Authorization: Bearer <token>` is handed to an [`Authenticator`] (a table of
 //! [`StaticTokens`] from the manifest). What it returns becomes the call's principal and
@@ -16,10 +17,16 @@ use std::collections::HashMap;
 use milpa::BoxFuture;
 use sha2::{Digest, Sha256};
 
+#[cfg(feature = "oauth")]
 pub(crate) mod challenge;
+#[cfg(all(feature = "oauth", feature = "approvals-page"))]
 pub(crate) mod either;
+#[cfg(feature = "oauth")]
 mod jwks;
+#[cfg(feature = "oauth")]
+#[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
 pub mod oauth;
+pub(crate) mod scope_denial;
 
 /// Who a token belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -27,14 +27,17 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{HeaderMap, Method, Response, StatusCode, header};
+use axum::http::{HeaderMap, Response, header};
 use axum::middleware::Next;
-use http_body_util::BodyExt;
 
 use super::rejection::HttpRejection;
+#[cfg(feature = "oauth")]
+use super::scope_challenge;
 use super::throttle::{Failure, FailureThrottle};
 use crate::auth::Authenticator;
-use crate::auth::challenge::{self, ScopeDenial};
+#[cfg(feature = "oauth")]
+use crate::auth::challenge;
+#[cfg(feature = "oauth")]
 use crate::auth::oauth::OAuthResource;
 use crate::session::Caller;
 
@@ -43,8 +46,10 @@ pub(crate) struct Gate {
     /// Tokens listed in the manifest (or generated at start).
     pub auth: Option<Arc<dyn Authenticator>>,
     /// The OAuth resource server, when configured.
+    #[cfg(feature = "oauth")]
     pub oauth: Option<Arc<OAuthResource>>,
     /// Every scope the tools ask for (advertised in the `401` challenge).
+    #[cfg(feature = "oauth")]
     pub scopes: Arc<[String]>,
     /// Refused tokens per client address.
     pub throttle: FailureThrottle,
@@ -119,141 +124,53 @@ pub(crate) async fn authenticate(
         (Some(auth), Some(token)) => auth.authenticate(token).await,
         _ => None,
     };
-    match (known, token, &gate.oauth) {
-        (Some(identity), _, _) => {
+    // With an OAuth resource server, a request needs a valid token of either kind.
+    #[cfg(feature = "oauth")]
+    let known = match (known, &gate.oauth) {
+        (None, Some(oauth)) => Some(access_token(&gate, oauth, address, token).await?),
+        (known, _) => known,
+    };
+    match (known, token) {
+        (Some(identity), _) => {
             caller.principal = Some(identity.principal);
             caller.scopes = identity.scopes;
         }
-        (None, Some(token), Some(oauth)) => match oauth.verify(token).await {
-            Ok(identity) => {
-                caller.principal = Some(identity.principal);
-                caller.scopes = identity.scopes;
-            }
-            Err(why) => {
-                tracing::warn!(target: "milpa_mcp", reason = %why, "access token refused");
-                let rejection = HttpRejection::InvalidAccessToken {
-                    challenge: challenge::invalid_token(oauth.metadata_url(), &why),
-                    why: why.to_string(),
-                };
-                return Err(gate.refuse(address, rejection).await);
-            }
-        },
-        (None, None, Some(oauth)) => {
-            return Err(HttpRejection::TokenRequired {
-                challenge: challenge::missing_token(oauth.metadata_url(), &gate.scopes),
-            });
-        }
-        (None, Some(_), None) => {
+        (None, Some(_)) => {
             return Err(gate.refuse(address, HttpRejection::InvalidToken).await);
         }
-        (None, None, None) => {}
+        (None, None) => {}
     }
-    let Some(oauth) = &gate.oauth else {
-        request.extensions_mut().insert(caller);
-        return Ok(next.run(request).await);
-    };
-    let denial = ScopeDenial::default();
-    caller.scope_denial = Some(denial.clone());
-    // Only a tool call can be denied for a scope: a 2026-07-28 request names its method in
-    // `Mcp-Method`, so other long-lived streams (`subscriptions/listen`) are not held.
-    let streamed_post = request.method() == Method::POST
-        && request
-            .headers()
-            .get(METHOD_HEADER)
-            .is_none_or(|method| method.as_bytes() == b"tools/call");
+    #[cfg(feature = "oauth")]
+    if let Some(oauth) = &gate.oauth {
+        return Ok(scope_challenge::answer(oauth, caller, request, next).await);
+    }
     request.extensions_mut().insert(caller);
-    let response = next.run(request).await;
-    let response = if streamed_post && is_event_stream(&response) {
-        first_event_sent(response).await
-    } else {
-        response
+    Ok(next.run(request).await)
+}
+
+/// The identity behind an access token `oauth` accepts; `401` with a challenge for a
+/// missing or refused one (a refused one counted against `address`).
+#[cfg(feature = "oauth")]
+async fn access_token(
+    gate: &Gate,
+    oauth: &OAuthResource,
+    address: Option<SocketAddr>,
+    token: Option<&str>,
+) -> Result<crate::auth::Identity, HttpRejection> {
+    let Some(token) = token else {
+        return Err(HttpRejection::TokenRequired {
+            challenge: challenge::missing_token(oauth.metadata_url(), &gate.scopes),
+        });
     };
-    Ok(match denial.needed() {
-        Some(needed) => insufficient_scope(response, oauth.metadata_url(), needed),
-        None => response,
-    })
-}
-
-fn is_event_stream(response: &Response<Body>) -> bool {
-    response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("text/event-stream"))
-}
-
-/// The header naming a 2026-07-28 request's method.
-const METHOD_HEADER: &str = "mcp-method";
-
-/// How many priming events (an event id without data, for resumption) are read past
-/// while waiting for the call's first real event.
-const MAX_PRIMING_EVENTS: usize = 4;
-
-/// Waits for the stream's first event that carries something (a message, or the
-/// keep-alive comment), past any priming events, and hands back the same response with
-/// what was read first. A client that goes away meanwhile drops this future, and with it
-/// the stream (which cancels the call).
-async fn first_event_sent(response: Response<Body>) -> Response<Body> {
-    let (parts, mut body) = response.into_parts();
-    let mut read = Vec::new();
-    while read.len() <= MAX_PRIMING_EVENTS {
-        let Some(Ok(frame)) = body.frame().await else {
-            break;
-        };
-        let Ok(data) = frame.into_data() else {
-            continue;
-        };
-        let priming = is_priming(&data);
-        read.push(Ok::<_, axum::Error>(data));
-        if !priming {
-            break;
+    match oauth.verify(token).await {
+        Ok(identity) => Ok(identity),
+        Err(why) => {
+            tracing::warn!(target: "milpa_mcp", reason = %why, "access token refused");
+            let rejection = HttpRejection::InvalidAccessToken {
+                challenge: challenge::invalid_token(oauth.metadata_url(), &why),
+                why: why.to_string(),
+            };
+            Err(gate.refuse(address, rejection).await)
         }
-    }
-    let rest = body.into_data_stream();
-    let stream = futures_util::stream::StreamExt::chain(futures_util::stream::iter(read), rest);
-    Response::from_parts(parts, Body::from_stream(stream))
-}
-
-/// Whether an SSE chunk only primes the stream: fields such as `id:` and `retry:`, and no
-/// data or comment.
-fn is_priming(chunk: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(chunk);
-    let mut fields = text.lines().filter(|line| !line.is_empty()).peekable();
-    fields.peek().is_some()
-        && fields.all(|line| match line.split_once(':') {
-            Some(("data", value)) => value.trim().is_empty(),
-            Some(("", _)) => false,
-            // Another field, or a bare field name (an empty value).
-            Some(_) | None => true,
-        })
-}
-
-/// The same response as `403` with the `insufficient_scope` challenge.
-fn insufficient_scope(
-    mut response: Response<Body>,
-    metadata_url: &str,
-    needed: &[String],
-) -> Response<Body> {
-    *response.status_mut() = StatusCode::FORBIDDEN;
-    response.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        challenge::insufficient_scope(metadata_url, needed),
-    );
-    response
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_priming;
-
-    #[test]
-    fn priming_events_carry_no_data_and_no_comment() {
-        assert!(is_priming(b"id: 0\ndata:\n\n"));
-        assert!(is_priming(b"id: abc\nretry: 1000\ndata: \n\n"));
-        assert!(is_priming(b"id: 2\ndata\n\n"));
-        assert!(!is_priming(b"data: {\"jsonrpc\":\"2.0\"}\n\n"));
-        assert!(!is_priming(b"id: 1\ndata: {}\n\n"));
-        assert!(!is_priming(b":\n\n"));
-        assert!(!is_priming(b""));
     }
 }

@@ -60,9 +60,12 @@ use tokio::sync::Semaphore;
 use tower::ServiceBuilder;
 use tower_http::validate_request::ValidateRequestHeaderLayer;
 
+#[cfg(feature = "approvals-page")]
 use crate::approvals::{self, LoginLimits, PageState, PasskeyOptions};
 use crate::auth::Authenticator;
+#[cfg(all(feature = "oauth", feature = "approvals-page"))]
 use crate::auth::either::StaticOrAccessToken;
+#[cfg(feature = "oauth")]
 use crate::auth::oauth::OAuthResource;
 use crate::protocol::ServerOptions;
 use crate::session::Shared;
@@ -75,16 +78,20 @@ pub(crate) mod expiring_table;
 mod get;
 mod guard;
 mod identity;
+#[cfg(feature = "oauth")]
 mod metadata;
 mod modern;
 mod post;
 mod rejection;
 mod resume;
+#[cfg(feature = "oauth")]
+mod scope_challenge;
 mod sessions;
 mod stream;
 mod stream_budget;
 pub(crate) mod throttle;
 
+#[cfg(feature = "approvals-page")]
 pub(crate) use guard::HostOriginCheck;
 
 use accept::ConnectionLimits;
@@ -124,9 +131,13 @@ pub struct HttpServer {
     max_calls_in_flight: usize,
     allow_remote: bool,
     path: String,
+    #[cfg(feature = "approvals-page")]
     approvals_page: bool,
+    #[cfg(feature = "approvals-page")]
     approval_page_url: Option<String>,
+    #[cfg(feature = "approvals-page")]
     approval_passkeys: PasskeyOptions,
+    #[cfg(feature = "oauth")]
     oauth: Option<Arc<OAuthResource>>,
     token_throttle: ThrottleLimits,
     anonymous_body_limit: usize,
@@ -136,8 +147,8 @@ pub struct HttpServer {
 
 impl std::fmt::Debug for HttpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpServer")
-            .field("options", &self.options)
+        let mut out = f.debug_struct("HttpServer");
+        out.field("options", &self.options)
             .field("authenticator", &self.auth.is_some())
             .field("hosts", &self.hosts)
             .field("origins", &self.origins)
@@ -147,14 +158,16 @@ impl std::fmt::Debug for HttpServer {
             .field("body_read_timeout", &self.body_read_timeout)
             .field("max_calls_in_flight", &self.max_calls_in_flight)
             .field("path", &self.path)
-            .field("approvals_page", &self.approvals_page)
-            .field("approval_page_url", &self.approval_page_url)
-            .field("oauth", &self.oauth)
             .field("token_throttle", &self.token_throttle)
             .field("anonymous_body_limit", &self.anonymous_body_limit)
             .field("anonymous_body_budget", &self.anonymous_body_budget)
-            .field("streams", &self.streams)
-            .finish_non_exhaustive()
+            .field("streams", &self.streams);
+        #[cfg(feature = "approvals-page")]
+        out.field("approvals_page", &self.approvals_page)
+            .field("approval_page_url", &self.approval_page_url);
+        #[cfg(feature = "oauth")]
+        out.field("oauth", &self.oauth);
+        out.finish_non_exhaustive()
     }
 }
 
@@ -185,9 +198,13 @@ impl HttpServer {
             max_calls_in_flight: 1024,
             allow_remote: false,
             path: "/mcp".into(),
+            #[cfg(feature = "approvals-page")]
             approvals_page: true,
+            #[cfg(feature = "approvals-page")]
             approval_page_url: None,
+            #[cfg(feature = "approvals-page")]
             approval_passkeys: PasskeyOptions::default(),
+            #[cfg(feature = "oauth")]
             oauth: None,
             token_throttle: ThrottleLimits::default(),
             anonymous_body_limit: 64 * 1024,
@@ -220,6 +237,8 @@ impl HttpServer {
     /// metadata, served at `/.well-known/oauth-protected-resource` (and with the
     /// resource's path appended). A tool call denied for a missing scope gets `403
     /// insufficient_scope` naming every scope it needs. See [`crate::auth::oauth`].
+    #[cfg(feature = "oauth")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
     pub fn oauth(mut self, resource: OAuthResource) -> Self {
         self.oauth = Some(Arc::new(resource));
         self
@@ -411,6 +430,8 @@ impl HttpServer {
     /// [`oauth`](Self::oauth), an access token the resource server accepts) and grant or reject
     /// what waits in the registry's approval queue (see [`crate::approvals`]). While it is
     /// on, `APPROVAL_PENDING` results carry `approve_url = <page>/<approval_id>`.
+    #[cfg(feature = "approvals-page")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "approvals-page")))]
     pub fn approvals_page(mut self, on: bool) -> Self {
         self.approvals_page = on;
         self
@@ -420,6 +441,8 @@ impl HttpServer {
     /// `http://<bound address>/approvals` (behind a reverse proxy, or to name the host
     /// people use): e.g. `https://tools.example.com/approvals`, without a trailing slash.
     /// [`router`](Self::router) knows no bound address, so only this links results there.
+    #[cfg(feature = "approvals-page")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "approvals-page")))]
     pub fn approval_page_url(mut self, url: impl Into<String>) -> Self {
         self.approval_page_url = Some(url.into().trim_end_matches('/').to_owned());
         self
@@ -428,6 +451,8 @@ impl HttpServer {
     /// Where the approvals page keeps approvers' passkeys and which WebAuthn relying party
     /// it is (default: RP id `localhost`, passkeys in memory); see
     /// [`crate::approvals::passkeys`].
+    #[cfg(feature = "approvals-page")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "approvals-page")))]
     pub fn approval_passkeys(mut self, options: PasskeyOptions) -> Self {
         self.approval_passkeys = options;
         self
@@ -445,6 +470,7 @@ impl HttpServer {
 
     /// Where `APPROVAL_PENDING` results send people: the configured page URL, else the page
     /// on the bound address (a wildcard address named by its loopback), else nowhere.
+    #[cfg(feature = "approvals-page")]
     fn page_url(&self, bound: Option<SocketAddr>) -> Option<String> {
         if !self.serves_approvals_page() {
             return None;
@@ -462,6 +488,13 @@ impl HttpServer {
         Some(format!("http://{addr}{}", approvals::PAGE_PATH))
     }
 
+    /// Built without the approvals page, results link nowhere.
+    #[cfg(not(feature = "approvals-page"))]
+    fn page_url(&self, _bound: Option<SocketAddr>) -> Option<String> {
+        None
+    }
+
+    #[cfg(feature = "approvals-page")]
     fn serves_approvals_page(&self) -> bool {
         if self.approvals_page && !approvals::fits_beside(&self.path) {
             tracing::warn!(target: "milpa_mcp", path = %self.path, "the MCP endpoint's path takes the approvals page's place; the page is not served");
@@ -471,11 +504,15 @@ impl HttpServer {
     }
 
     /// The endpoint's state and, when the page is served, the page's (and the checks).
-    fn into_state(self, page_url: Option<String>) -> (Endpoint, Option<Arc<PageState>>) {
+    fn into_state(self, page_url: Option<String>) -> (Endpoint, Option<Page>) {
         let check = guard::HostOriginCheck::new(self.hosts.clone(), self.origins.clone());
+        #[cfg(not(feature = "approvals-page"))]
+        let page = None;
+        #[cfg(feature = "approvals-page")]
         let page = self.serves_approvals_page().then(|| {
             // People sign in with the tokens the endpoint accepts: with OAuth, access
             // tokens too.
+            #[cfg(feature = "oauth")]
             let sign_in: Option<Arc<dyn Authenticator>> = match &self.oauth {
                 Some(oauth) => Some(Arc::new(StaticOrAccessToken::new(
                     self.auth.clone(),
@@ -483,6 +520,8 @@ impl HttpServer {
                 ))),
                 None => self.auth.clone(),
             };
+            #[cfg(not(feature = "oauth"))]
+            let sign_in = self.auth.clone();
             PageState::new(
                 self.registry.clone(),
                 sign_in,
@@ -493,7 +532,9 @@ impl HttpServer {
         });
         let gate = Arc::new(identity::Gate {
             auth: self.auth.clone(),
+            #[cfg(feature = "oauth")]
             oauth: self.oauth.clone(),
+            #[cfg(feature = "oauth")]
             scopes: metadata::tool_scopes(&self.registry).into(),
             throttle: FailureThrottle::new(self.token_throttle),
         });
@@ -601,7 +642,7 @@ struct Endpoint {
 /// handlers read bodies only after.
 /// The approvals page, when served, and the OAuth metadata, when OAuth is on, sit beside
 /// it with their own checks.
-fn router_for(endpoint: Endpoint, page: Option<Arc<PageState>>) -> Router {
+fn router_for(endpoint: Endpoint, page: Option<Page>) -> Router {
     let Endpoint {
         path,
         gate,
@@ -609,11 +650,17 @@ fn router_for(endpoint: Endpoint, page: Option<Arc<PageState>>) -> Router {
         check: hosts,
         state,
     } = endpoint;
+    #[cfg(feature = "oauth")]
     let metadata = gate
         .oauth
         .clone()
         .map(|oauth| metadata::router(oauth, &gate.scopes, &path, hosts.clone()));
+    #[cfg(not(feature = "oauth"))]
+    let metadata: Option<Router> = None;
+    #[cfg(feature = "approvals-page")]
     let page = page.map(|page| approvals::router(page, hosts.clone()));
+    #[cfg(not(feature = "approvals-page"))]
+    let page: Option<Router> = page.map(|none| match none {});
     let methods = axum::routing::get(get::get)
         .post(post::post)
         .delete(delete::delete)
@@ -647,6 +694,13 @@ fn router_for(endpoint: Endpoint, page: Option<Arc<PageState>>) -> Router {
     }
 }
 
+/// The approvals page's state, when the page is built in.
+#[cfg(feature = "approvals-page")]
+type Page = Arc<PageState>;
+/// Built without the approvals page there is no page to serve: a type without values.
+#[cfg(not(feature = "approvals-page"))]
+type Page = std::convert::Infallible;
+
 /// What the handlers share.
 struct HttpState {
     shared: Arc<Shared>,
@@ -672,7 +726,7 @@ fn accepts(headers: &HeaderMap, kind: &str) -> bool {
         .any(|v| v.contains(kind) || v.contains("*/*"))
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "approvals-page"))]
 mod tests {
     use super::*;
 

@@ -57,12 +57,14 @@ pub(crate) enum HttpRejection {
         retry_after: Duration,
     },
     /// No token, on a server protected by OAuth.
+    #[cfg(feature = "oauth")]
     TokenRequired {
         /// The `WWW-Authenticate` value (pointing at the resource metadata).
         challenge: HeaderValue,
     },
     /// A token that is neither a static one nor a valid access token, on a server
     /// protected by OAuth.
+    #[cfg(feature = "oauth")]
     InvalidAccessToken {
         /// The `WWW-Authenticate` value (`error="invalid_token"`).
         challenge: HeaderValue,
@@ -113,9 +115,11 @@ impl HttpRejection {
             HttpRejection::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             HttpRejection::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             HttpRejection::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
-            HttpRejection::InvalidToken
-            | HttpRejection::TokenRequired { .. }
-            | HttpRejection::InvalidAccessToken { .. } => StatusCode::UNAUTHORIZED,
+            HttpRejection::InvalidToken => StatusCode::UNAUTHORIZED,
+            #[cfg(feature = "oauth")]
+            HttpRejection::TokenRequired { .. } | HttpRejection::InvalidAccessToken { .. } => {
+                StatusCode::UNAUTHORIZED
+            }
             HttpRejection::TooManyFailedTokens { .. } | HttpRejection::TooManyStreams { .. } => {
                 StatusCode::TOO_MANY_REQUESTS
             }
@@ -193,10 +197,12 @@ impl HttpRejection {
                     retry_after_secs(retry_after)
                 ),
             ),
+            #[cfg(feature = "oauth")]
             HttpRejection::TokenRequired { .. } => plain(
                 SERVER_ERROR,
                 "Unauthorized: this server needs an access token (Authorization: Bearer)",
             ),
+            #[cfg(feature = "oauth")]
             HttpRejection::InvalidAccessToken { why, .. } => {
                 plain(SERVER_ERROR, &format!("Unauthorized: {why}"))
             }
@@ -286,6 +292,7 @@ impl IntoResponse for HttpRejection {
                 headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
                 response
             }
+            #[cfg(feature = "oauth")]
             HttpRejection::TokenRequired { ref challenge }
             | HttpRejection::InvalidAccessToken { ref challenge, .. } => {
                 let challenge = challenge.clone();

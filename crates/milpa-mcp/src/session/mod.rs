@@ -51,7 +51,7 @@ pub(crate) use outgoing::capability_for;
 pub(crate) use reply::{Reply, batch_json, write_batch};
 pub(crate) use request::ReadParams;
 
-use crate::auth::challenge::ScopeDenial;
+use crate::auth::scope_denial::ScopeDenial;
 use crate::jsonrpc::{self, Incoming, Params, Rejected, RequestId};
 use crate::mapping;
 use crate::protocol::ServerOptions;

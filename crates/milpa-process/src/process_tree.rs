@@ -23,7 +23,7 @@
 //! in the same group keeps them. One that starts children in a group of their own and
 //! outlives their parent should know that they will be taken for a command's orphans.
 //!
-//! A stdio upstream (see [`crate::upstream`]) is registered like a running call for as long
+//! A stdio upstream (`milpa_gateway::upstream`) is registered like a running call for as long
 //! as it runs: an orphan that appears while an upstream runs is left to it and killed when
 //! the upstream ends (restart or shutdown), not when an unrelated command tool's call ends.
 //!
