@@ -87,6 +87,8 @@ impl<K: Eq + Hash + Clone, V> ExpiringTable<K, V> {
             .map(|slot| slot.value)
     }
 
+    // Only the approvals page uses this (an `http`-only build leaves it out).
+    #[cfg(any(feature = "approvals-page", test))]
     /// The live entry under `key`, counted as used `now`. An entry that has expired by
     /// `lifetime` is removed and `None` returned, so an expired entry is never used again
     /// even between sweeps.
@@ -156,6 +158,8 @@ impl<K: Eq + Hash + Clone, V> ExpiringTable<K, V> {
         expired.iter().filter_map(|key| self.remove(key)).collect()
     }
 
+    // Only the approvals page uses this (an `http`-only build leaves it out).
+    #[cfg(any(feature = "approvals-page", test))]
     /// Makes room for one more entry when the table holds `capacity` (at least 1) or more:
     /// expired entries go first, then the ones unused the longest. Returns what was removed.
     pub(crate) fn make_room(

@@ -120,12 +120,16 @@ impl FailureThrottle {
         self.table.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    // Only the approvals page uses this (an `http`-only build leaves it out).
+    #[cfg(any(feature = "approvals-page", test))]
     /// How long `address` must wait, if its failures in the current window have used up
     /// its budget (the next failure would be throttled). Counts nothing.
     pub(crate) fn retry_after(&self, address: IpAddr) -> Option<Duration> {
         self.retry_after_at(address, Instant::now())
     }
 
+    // Only the approvals page uses this (an `http`-only build leaves it out).
+    #[cfg(any(feature = "approvals-page", test))]
     fn retry_after_at(&self, address: IpAddr, now: Instant) -> Option<Duration> {
         let limits = &self.limits;
         let table = self.table();
@@ -134,6 +138,8 @@ impl FailureThrottle {
         (record.failures >= limits.max_failures && now < ends).then(|| ends - now)
     }
 
+    // Only the approvals page uses this (an `http`-only build leaves it out).
+    #[cfg(any(feature = "approvals-page", test))]
     /// Forgets `address`'s failures (it proved itself, say by signing in).
     pub(crate) fn succeeded(&self, address: IpAddr) {
         self.table().remove(&bucket(address));
