@@ -60,4 +60,4 @@ mod trace_context;
 
 pub use http::HttpServer;
 pub use protocol::{LATEST_VERSION, SUPPORTED_VERSIONS, ServerOptions};
-pub use stdio::{serve_io, serve_stdio, serve_stdio_with};
+pub use stdio::{STDIO_SPIN_ENV, serve_io, serve_stdio, serve_stdio_with};
