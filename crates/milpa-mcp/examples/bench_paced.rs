@@ -169,7 +169,12 @@ fn median(rows: &[RoundResult], value: impl Fn(&RoundResult) -> f64) -> (f64, f6
 
 fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
-        .map(|text| text.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
         .unwrap_or_else(|_| "?".to_owned())
 }
 
@@ -198,7 +203,9 @@ fn start(spec: &str) -> Server {
     let program = loop {
         let word = words.next().unwrap_or_else(|| usage());
         match word.split_once('=') {
-            Some((key, value)) if !key.contains('/') => env.push((key.to_owned(), value.to_owned())),
+            Some((key, value)) if !key.contains('/') => {
+                env.push((key.to_owned(), value.to_owned()))
+            }
             _ => break word,
         }
     };

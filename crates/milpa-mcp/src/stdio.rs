@@ -87,8 +87,8 @@ const READ_CAPACITY: usize = 64 * 1024;
 
 mod spin;
 
-use spin::Spin;
 pub use spin::STDIO_SPIN_ENV;
+use spin::Spin;
 
 /// Serves `registry` over any byte streams (stdio, a socket, an in-process duplex), one
 /// JSON-RPC message per line, until `reader` ends or `writer` fails.

@@ -60,7 +60,9 @@ impl<T: Urgency> WriteQueue<T> {
     fn lock(&self) -> MutexGuard<'_, State<T>> {
         // A panic while holding the lock leaves the queue itself consistent (pushes and
         // drains are single calls).
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Queues `item`; false (and `item` dropped) when the queue is closed.

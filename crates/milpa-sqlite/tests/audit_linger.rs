@@ -46,7 +46,11 @@ fn write(sink: &dyn AuditSink, n: u64) {
 /// The records another store on the file sees (another process, say).
 fn committed(path: &std::path::Path) -> usize {
     let other = SqliteStore::open(path).unwrap();
-    other.audit_trail().query(&AuditQuery::default()).unwrap().len()
+    other
+        .audit_trail()
+        .query(&AuditQuery::default())
+        .unwrap()
+        .len()
 }
 
 #[test]

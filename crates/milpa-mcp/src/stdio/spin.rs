@@ -219,7 +219,7 @@ mod tests {
     fn a_client_that_speeds_up_again_earns_the_spin_back() {
         let mut spin = Spin::new(true);
         let mut at = Instant::now();
-        for _ in 0..10 {
+        for _ in 0..MAX_CREDIT.div_ceil(MISS_COST) {
             miss(&mut spin, &mut at);
         }
         // Not spun, but the next input came soon after the answer.
