@@ -21,7 +21,7 @@ use std::os::fd::AsFd;
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{ServerCapabilities, ServerInfo};
+use rmcp::model::{ServerCapabilities, ServerConfig};
 use rmcp::{ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
 use serde::Deserialize;
 
@@ -54,12 +54,11 @@ impl Adder {
     }
 }
 
-#[tool_handler]
+// The router built once (in `new`), not per call (the macro's default).
+#[tool_handler(router = self.tool_router)]
 impl ServerHandler for Adder {
-    fn get_info(&self) -> ServerInfo {
-        let mut info = ServerInfo::default();
-        info.capabilities = ServerCapabilities::builder().enable_tools().build();
-        info
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
     }
 }
 
