@@ -64,7 +64,9 @@ impl ServerHandler for Adder {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mode = std::env::args().nth(1).unwrap_or_else(|| "pipes".to_owned());
+    let mode = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "pipes".to_owned());
     let running = match mode.as_str() {
         "stdio" => Adder::new().serve(rmcp::transport::stdio()).await?,
         "pipes" => {
