@@ -145,11 +145,11 @@ where
             answered = true;
         }
         running_seen = running;
-        if !out.is_empty() {
-            if let Err(error) = write_out(&mut writer, &mut out).await {
-                write_error = Some(error);
-                break;
-            }
+        if !out.is_empty()
+            && let Err(error) = write_out(&mut writer, &mut out).await
+        {
+            write_error = Some(error);
+            break;
         }
         if std::mem::take(&mut answered) {
             spin.answered(Instant::now());
