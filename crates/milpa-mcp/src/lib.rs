@@ -97,4 +97,4 @@ pub use http::HttpServer;
 pub use protocol::{LATEST_VERSION, SUPPORTED_VERSIONS, ServerOptions};
 #[cfg(feature = "stdio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "stdio")))]
-pub use stdio::{serve_io, serve_stdio, serve_stdio_with};
+pub use stdio::{STDIO_SPIN_ENV, serve_io, serve_stdio, serve_stdio_with};

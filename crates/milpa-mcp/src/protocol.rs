@@ -149,6 +149,13 @@ pub struct ServerOptions {
     /// 2026-07-28: how long a client may cache `server/discover` and the lists
     /// (`ttlMs`, default 5 minutes). The tool list is fixed for the server's life.
     pub list_ttl: Duration,
+    /// stdio (and [`serve_io`](crate::serve_io)): after answering, poll the input for a
+    /// few microseconds before parking the thread, while that pays (default `true`). It
+    /// saves a thread wake-up per call for a client that sends its next message at once,
+    /// and backs off by itself when the client is slower (an agent's pace): see the
+    /// stdio module's `spin`. Turn it off on a machine whose cores are all busy; the
+    /// environment variable [`STDIO_SPIN_ENV`](crate::STDIO_SPIN_ENV) set to `0` does too.
+    pub spin_before_park: bool,
 }
 
 impl Default for ServerOptions {
@@ -168,6 +175,7 @@ impl Default for ServerOptions {
             max_batch_len: DEFAULT_MAX_BATCH_LEN,
             state_secret: None,
             list_ttl: Duration::from_secs(300),
+            spin_before_park: true,
         }
     }
 }

@@ -83,33 +83,13 @@ const LINES_PER_WAKE: usize = 64 * ANSWER_ROUND;
 /// After end of input, how long running calls may finish before they are cancelled.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// After the last input or output, how long the connection keeps polling its input
-/// through the reactor (yielding to other tasks in between) before it parks.
-///
-/// A client waiting for an answer usually sends its next message within microseconds,
-/// and waking a parked thread costs tens of microseconds on virtual machines, which
-/// dominates one-at-a-time calls. Measured with `bench_stdio` on an idle two-core VM,
-/// one call in flight: about 48 000 calls/s with this poll (and the eager reader, `unix::EagerReader`),
-/// 10 500 without; 32 in flight is the same either way (about 205 000-220 000). The cost
-/// is at most this much CPU time after each burst of messages. Not a public setting: it
-/// tunes this transport, not the protocol.
-const IDLE_POLL: Duration = Duration::from_micros(50);
-
-/// While a call of this connection runs in its own task (an async tool waiting on I/O: a
-/// gateway's upstream, say), the loop keeps polling this long after the last activity
-/// instead of `IDLE_POLL`, so an answer that comes back within it is picked up without a
-/// thread wake-up.
-///
-/// Measured with `bench_stdio --tool get-sum --proxy milpa -- node …/server-everything…`
-/// (the npm reference server behind `milpa proxy`, one call in flight, both builds in one
-/// run): the proxy added 12.5 µs per call with this poll, 63.1 µs without, because the
-/// Node server answers after about 80 µs, when an `IDLE_POLL` alone has already parked the
-/// thread. The cost is at most this much CPU time per call that waits, bounded by the
-/// call's own duration.
-const CALL_POLL: Duration = Duration::from_micros(300);
-
 /// Read buffer: a client that sends many messages at once gets them read in one go.
 const READ_CAPACITY: usize = 64 * 1024;
+
+mod spin;
+
+pub use spin::STDIO_SPIN_ENV;
+use spin::Spin;
 
 /// Serves `registry` over any byte streams (stdio, a socket, an in-process duplex), one
 /// JSON-RPC message per line, until `reader` ends or `writer` fails.
@@ -129,7 +109,11 @@ where
     W: AsyncWrite + Unpin + Send,
 {
     let max_in_flight = options.max_in_flight.max(1);
-    let mut last_activity = Instant::now();
+    let mut spin = Spin::new(options.spin_before_park && !spin::disabled_by_env());
+    // Calls running in their own tasks at the last look: fewer now means one finished
+    // (its answer is on its way), which counts as activity for the spin.
+    let mut running_seen = 0;
+    let mut answered = false;
     let max_message_bytes = options.max_message_bytes;
     let mut lines =
         FramedRead::with_capacity(reader, MessageLines::new(max_message_bytes), READ_CAPACITY);
@@ -156,16 +140,22 @@ where
     let queue_limit = max_in_flight.saturating_mul(4);
     loop {
         conn.start_jobs(&mut jobs);
-        if !out.is_empty() {
-            if let Err(error) = write_out(&mut writer, &mut out).await {
-                write_error = Some(error);
-                break;
-            }
-            last_activity = Instant::now();
+        let running = max_in_flight - conn.permits.available_permits();
+        if running < running_seen {
+            spin.event(Instant::now());
+            answered = true;
         }
-        let quiet = last_activity.elapsed();
-        let polling = quiet < IDLE_POLL
-            || (quiet < CALL_POLL && conn.permits.available_permits() < max_in_flight);
+        running_seen = running;
+        if !out.is_empty()
+            && let Err(error) = write_out(&mut writer, &mut out).await
+        {
+            write_error = Some(error);
+            break;
+        }
+        if std::mem::take(&mut answered) {
+            spin.answered(Instant::now());
+        }
+        let polling = spin.polling(Instant::now(), running > 0);
         tokio::select! {
             biased;
             _ = rx.recv_many(&mut batch, 256) => append(&mut out, &mut batch),
@@ -174,7 +164,8 @@ where
             // calls wait for (sampling, elicitation) arrive there. Only a long queue stops
             // reading.
             first = lines.next(), if jobs.len() < queue_limit => {
-                last_activity = Instant::now();
+                spin.event(Instant::now());
+                answered = true;
                 // Lines already there are answered too, in rounds of `ANSWER_ROUND`, each
                 // round written at once: the client reads (and sends more) while the next
                 // round is worked on.
@@ -223,9 +214,9 @@ where
                     None => {}
                 }
             },
-            // Nothing ready yet, shortly after activity: yield instead of parking. Tokio
-            // then polls the reactor without sleeping and runs us again, so input that
-            // arrives now is read without a thread wake-up.
+            // Nothing ready yet, shortly after an answer, while spinning pays (`spin`):
+            // yield instead of parking. Tokio then polls the reactor without sleeping and
+            // runs us again, so input that arrives now is read without a thread wake-up.
             () = tokio::task::yield_now(), if polling => {}
         }
     }

@@ -18,10 +18,11 @@ use crate::writer::AuditEntry;
 /// Appends every record, sealed onto the file's hash chain, through the store's writer.
 ///
 /// `record` only serializes the record and queues it (it runs inline at the end of every
-/// call); the writer seals and inserts it in its next group commit. [`flush`] returns once
+/// call); the writer seals and inserts it in its next group commit, after the store's
+/// [`audit_linger`](crate::SqliteOptions::audit_linger) at most. [`flush`] returns once
 /// everything queued is committed, and dropping the store's last handle does the same, so
 /// a clean shutdown loses nothing. A crash of the process loses the records still queued
-/// (those of the last few microseconds); see the crate's durability notes.
+/// (those of the last linger at most); see the crate's durability notes.
 ///
 /// [`flush`]: AuditSink::flush
 #[derive(Clone)]

@@ -7,7 +7,9 @@
 //!
 //! Durability: WAL mode, `synchronous = NORMAL`. Every write is committed before the store
 //! answers it, so a crash of the process loses no committed state, and only the audit
-//! records still queued for the writer (microseconds' worth); a clean shutdown (dropping
+//! records still queued for the writer: those of the last
+//! [`audit_linger`](SqliteOptions::audit_linger) at most (25 ms by default), each batch
+//! being one transaction, so never a torn or unchained record. A clean shutdown (dropping
 //! the store, or [`AuditSink::flush`](milpa::audit::AuditSink::flush)) loses nothing. A
 //! power loss may roll back the transactions committed since the last WAL checkpoint (the
 //! file stays consistent).
@@ -23,6 +25,7 @@ mod rate_limit;
 mod secrets;
 mod store;
 mod verifications;
+mod write_queue;
 mod writer;
 
 pub use audit::{SqliteAuditSink, SqliteAuditTrail};
@@ -30,5 +33,5 @@ pub use confirmations::SqliteConfirmationStore;
 pub use passkeys::SqlitePasskeyStore;
 pub use rate_limit::{MAX_WINDOW, SqliteRateLimiter};
 pub use rusqlite;
-pub use store::SqliteStore;
+pub use store::{DEFAULT_AUDIT_LINGER, SqliteOptions, SqliteStore};
 pub use verifications::SqliteVerificationStore;

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use milpa::StoreError;
 use milpa::approval::passkeys::PasskeyStore;
@@ -21,6 +22,45 @@ use crate::private_files;
 use crate::rate_limit::SqliteRateLimiter;
 use crate::verifications::SqliteVerificationStore;
 use crate::writer::Writer;
+
+/// How long audit records wait for company before their commit by default: at a call
+/// every 2 ms (an agent's pace) a dozen records share one wake-up of the writer and one
+/// commit, and a `kill -9` loses at most this much of the trail.
+pub const DEFAULT_AUDIT_LINGER: Duration = Duration::from_millis(25);
+
+/// How a [`SqliteStore`] is opened.
+///
+/// ```
+/// use std::time::Duration;
+/// use milpa_sqlite::{SqliteOptions, SqliteStore};
+///
+/// # let dir = tempfile::tempdir().unwrap();
+/// let mut options = SqliteOptions::default();
+/// options.audit_linger = Duration::ZERO; // commit every record as soon as it comes
+/// let store = SqliteStore::open_with(dir.path().join("state.db"), options)?;
+/// # Ok::<(), milpa::StoreError>(())
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct SqliteOptions {
+    /// How long an audit record waits for others before the writer commits it (default
+    /// [`DEFAULT_AUDIT_LINGER`]; zero commits at once). Nobody waits for an audit record
+    /// (the call is answered already), so waiting costs no call anything; it spares a
+    /// thread wake-up and a commit per call at a slow pace. Any other write (a token, a
+    /// budget, an approval), [`AuditSink::flush`] and dropping the store end the wait at
+    /// once: those are committed before they are answered, and a clean shutdown loses
+    /// nothing. A crash of the process loses at most the records of the last linger,
+    /// each batch being one transaction (never a torn or unchained record).
+    pub audit_linger: Duration,
+}
+
+impl Default for SqliteOptions {
+    fn default() -> Self {
+        SqliteOptions {
+            audit_linger: DEFAULT_AUDIT_LINGER,
+        }
+    }
+}
 
 /// What every handle of one open store shares. Dropped with the last handle: the writer
 /// commits what is queued and its thread is joined.
@@ -97,6 +137,15 @@ impl SqliteStore {
     /// refused with an `Unavailable` error whose source is a
     /// [`PrivateFileError`](crate::private_files::PrivateFileError).
     pub fn open(path: impl AsRef<Path>) -> Result<SqliteStore, StoreError> {
+        SqliteStore::open_with(path, SqliteOptions::default())
+    }
+
+    /// [`open`](SqliteStore::open) with `options` (how long audit records linger before
+    /// their commit).
+    pub fn open_with(
+        path: impl AsRef<Path>,
+        options: SqliteOptions,
+    ) -> Result<SqliteStore, StoreError> {
         let path = path.as_ref().to_path_buf();
         private_files::prepare(&path).map_err(StoreError::unavailable)?;
         let mut writer = connection::open(&path)?;
@@ -105,7 +154,7 @@ impl SqliteStore {
         Ok(SqliteStore {
             shared: Arc::new(Shared {
                 path,
-                writer: Writer::start(writer)?,
+                writer: Writer::start(writer, options.audit_linger)?,
                 reader: Mutex::new(reader),
             }),
         })

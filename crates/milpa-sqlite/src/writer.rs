@@ -1,11 +1,13 @@
-//! The writer thread: the one connection that writes, fed by a channel, committing in
+//! The writer thread: the one connection that writes, fed by a queue, committing in
 //! groups.
 //!
-//! Every write of every store (and every audit record) is a job sent here. The thread
-//! takes the first job, drains whatever else is queued (up to [`MAX_BATCH`]) and runs all
-//! of it in one `BEGIN IMMEDIATE` transaction, then answers each caller after `COMMIT`. One
-//! commit (one WAL append) is shared by every call in flight, which is what keeps a call at
-//! a few microseconds when many are in flight; and the async runtime never blocks on SQLite.
+//! Every write of every store (and every audit record) is sent here. The thread takes
+//! what is queued (up to [`MAX_BATCH`]) and runs all of it in one `BEGIN IMMEDIATE`
+//! transaction, then answers each caller after `COMMIT`. One commit (one WAL append) is
+//! shared by every call in flight, which is what keeps a call at a few microseconds when
+//! many are in flight; and the async runtime never blocks on SQLite. Audit records alone
+//! linger a little before their commit, so that at a slow pace several share one wake-up
+//! and one commit (see [`write_queue`](crate::write_queue)).
 //!
 //! Audit records are sealed here, inside the transaction, from the chain head read from
 //! the table's last row: two processes appending to one file keep one chain, because
@@ -14,6 +16,7 @@
 use std::sync::Arc;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use milpa::StoreError;
 use milpa::audit::chain::{ChainHead, seal};
@@ -21,6 +24,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::oneshot;
 
 use crate::error::{shared_store_error, sqlite_failure, store_error, writer_stopped};
+use crate::write_queue::{Urgency, WriteQueue};
 
 /// The most jobs one transaction runs, so one commit never holds the file's write lock
 /// for long while others queue.
@@ -37,42 +41,46 @@ enum Message {
     Flush(mpsc::Sender<()>),
 }
 
+impl Urgency for Message {
+    fn is_urgent(&self) -> bool {
+        !matches!(self, Message::Audit(_))
+    }
+}
+
 /// The sending side, shared by every handle of one store. Dropping it (with the last
-/// handle) closes the channel: the thread commits what is queued and exits, and the drop
+/// handle) closes the queue: the thread commits what is queued and exits, and the drop
 /// waits for it.
 pub(crate) struct Writer {
-    sender: Option<mpsc::Sender<Message>>,
+    queue: Arc<WriteQueue<Message>>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Writer {
-    /// Starts the thread, which owns `conn` from now on.
-    pub(crate) fn start(conn: Connection) -> Result<Writer, StoreError> {
-        let (sender, receiver) = mpsc::channel();
-        let thread = std::thread::Builder::new()
-            .name("milpa-sqlite-writer".to_owned())
-            .spawn(move || run(conn, receiver))
-            .map_err(StoreError::unavailable)?;
+    /// Starts the thread, which owns `conn` from now on; audit records alone wait up to
+    /// `audit_linger` for company before their commit.
+    pub(crate) fn start(conn: Connection, audit_linger: Duration) -> Result<Writer, StoreError> {
+        let queue = Arc::new(WriteQueue::new(audit_linger));
+        let thread = {
+            let queue = Arc::clone(&queue);
+            std::thread::Builder::new()
+                .name("milpa-sqlite-writer".to_owned())
+                .spawn(move || run(conn, &queue))
+                .map_err(StoreError::unavailable)?
+        };
         Ok(Writer {
-            sender: Some(sender),
+            queue,
             thread: Some(thread),
         })
     }
 
     /// Queues `job`; false when the thread is gone.
     fn enqueue(&self, job: Job) -> bool {
-        self.send(Message::Job(job))
+        self.queue.push(Message::Job(job))
     }
 
     /// Queues an audit record for sealing; false when the thread is gone.
     pub(crate) fn append_audit(&self, entry: AuditEntry) -> bool {
-        self.send(Message::Audit(entry))
-    }
-
-    fn send(&self, message: Message) -> bool {
-        self.sender
-            .as_ref()
-            .is_some_and(|sender| sender.send(message).is_ok())
+        self.queue.push(Message::Audit(entry))
     }
 
     /// Runs `op` in the writer's transaction and answers with its result once committed.
@@ -98,11 +106,7 @@ impl Writer {
     /// Blocks until everything queued before this call is committed (or failed).
     pub(crate) fn flush(&self) {
         let (done, wait) = mpsc::channel();
-        let sent = self
-            .sender
-            .as_ref()
-            .is_some_and(|sender| sender.send(Message::Flush(done)).is_ok());
-        if sent {
+        if self.queue.push(Message::Flush(done)) {
             // An error means the thread exited, which it only does after its last commit.
             let _ = wait.recv();
         }
@@ -111,7 +115,7 @@ impl Writer {
 
 impl Drop for Writer {
     fn drop(&mut self) {
-        drop(self.sender.take());
+        self.queue.close();
         if let Some(thread) = self.thread.take()
             && thread.join().is_err()
         {
@@ -120,18 +124,24 @@ impl Drop for Writer {
     }
 }
 
-/// The thread's loop: one batch per wake-up, until every sender is gone.
-fn run(conn: Connection, receiver: mpsc::Receiver<Message>) {
+/// Abandons the queue when the writer thread ends, however it ends (a panic included),
+/// so that senders learn it is gone instead of waiting forever. After a normal end the
+/// queue is closed and empty already.
+struct AbandonOnExit<'q>(&'q WriteQueue<Message>);
+
+impl Drop for AbandonOnExit<'_> {
+    fn drop(&mut self) {
+        self.0.abandon();
+    }
+}
+
+/// The thread's loop: one batch per wake-up, until the queue is closed and empty.
+fn run(conn: Connection, queue: &WriteQueue<Message>) {
+    let _abandon = AbandonOnExit(queue);
     let mut line = Vec::with_capacity(1024);
-    while let Ok(first) = receiver.recv() {
-        let mut messages = vec![first];
-        while messages.len() < MAX_BATCH {
-            match receiver.try_recv() {
-                Ok(message) => messages.push(message),
-                Err(_) => break,
-            }
-        }
-        run_batch(&conn, messages, &mut line);
+    let mut messages = Vec::new();
+    while queue.take(&mut messages, MAX_BATCH).is_ok() {
+        run_batch(&conn, messages.drain(..), &mut line);
     }
 }
 
@@ -308,7 +318,11 @@ impl AuditEntry {
     }
 }
 
-fn run_batch(conn: &Connection, messages: Vec<Message>, line: &mut Vec<u8>) {
+fn run_batch(
+    conn: &Connection,
+    messages: impl ExactSizeIterator<Item = Message>,
+    line: &mut Vec<u8>,
+) {
     let mut batch = Batch {
         conn,
         failure: None,

@@ -1,0 +1,247 @@
+//! The hand-off between the store's handles and its writer thread, with a linger for
+//! audit records.
+//!
+//! A job (a token, a budget, an approval) has a caller waiting for its commit: the writer
+//! is woken at once. An audit record has nobody waiting (the call is already answered
+//! and never reads it back), so a record that finds the writer idle wakes it, and the
+//! writer then waits up to the linger for more before it commits them all in one
+//! transaction; records queued meanwhile do not wake it again. At a real agent's pace
+//! (a call every few milliseconds) that turns one thread wake-up and one commit per call
+//! into one per linger. A job, a flush or the store's drop ends the linger at once, so
+//! nothing a caller waits for is delayed, and a clean shutdown still loses nothing; a
+//! `kill -9` loses the records of the last linger at most (each batch is one
+//! transaction: never a torn or unchained record).
+
+use std::collections::VecDeque;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// What the writer is sent; only whether an item is an audit record matters here.
+pub(crate) trait Urgency {
+    /// True when someone waits for this item's commit (anything but an audit record).
+    fn is_urgent(&self) -> bool;
+}
+
+/// The queue, shared by every sender and the writer thread.
+pub(crate) struct WriteQueue<T> {
+    state: Mutex<State<T>>,
+    wake: Condvar,
+    linger: Duration,
+}
+
+struct State<T> {
+    items: VecDeque<T>,
+    /// An urgent item is queued: the writer takes everything without lingering.
+    urgent: bool,
+    /// The writer waits without a deadline: the next item must wake it.
+    idle: bool,
+    /// No more items: senders are gone (the store was dropped) or the writer stopped.
+    closed: bool,
+}
+
+/// Why [`WriteQueue::take`] returned nothing: the queue is closed and empty.
+pub(crate) struct Closed;
+
+impl<T: Urgency> WriteQueue<T> {
+    /// An empty queue whose audit records wait up to `linger` (zero: never) for company.
+    pub(crate) fn new(linger: Duration) -> WriteQueue<T> {
+        WriteQueue {
+            state: Mutex::new(State {
+                items: VecDeque::new(),
+                urgent: false,
+                idle: false,
+                closed: false,
+            }),
+            wake: Condvar::new(),
+            linger,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
+        // A panic while holding the lock leaves the queue itself consistent (pushes and
+        // drains are single calls).
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Queues `item`; false (and `item` dropped) when the queue is closed.
+    pub(crate) fn push(&self, item: T) -> bool {
+        let urgent = item.is_urgent();
+        let mut state = self.lock();
+        if state.closed {
+            return false;
+        }
+        state.items.push_back(item);
+        // Wake the writer when it sleeps without a deadline, or when it lingers and this
+        // item must not wait (once: later urgent items find the flag set).
+        let wake = state.idle || (urgent && !state.urgent) || self.linger.is_zero();
+        state.urgent |= urgent;
+        state.idle = false;
+        drop(state);
+        if wake {
+            self.wake.notify_one();
+        }
+        true
+    }
+
+    /// Closes the queue: later pushes fail, and the writer takes what is queued without
+    /// lingering, then [`Closed`].
+    pub(crate) fn close(&self) {
+        self.lock().closed = true;
+        self.wake.notify_one();
+    }
+
+    /// Closes the queue and drops what is in it: the writer is gone (it panicked), so
+    /// the callers waiting on those items hear that at once instead of never.
+    pub(crate) fn abandon(&self) {
+        let items = {
+            let mut state = self.lock();
+            state.closed = true;
+            std::mem::take(&mut state.items)
+        };
+        drop(items);
+    }
+
+    /// The writer's side: blocks until there is something to commit, and moves up to
+    /// `max` items into `into` (in the order they were pushed). Audit records alone are
+    /// held until the linger that started with the first of them has passed.
+    pub(crate) fn take(&self, into: &mut Vec<T>, max: usize) -> Result<(), Closed> {
+        let mut state = self.lock();
+        let mut deadline: Option<Instant> = None;
+        loop {
+            if !state.items.is_empty() {
+                if state.urgent || state.closed || self.linger.is_zero() || state.items.len() >= max
+                {
+                    break;
+                }
+                let now = Instant::now();
+                let until = *deadline.get_or_insert(now + self.linger);
+                if now >= until {
+                    break;
+                }
+                state.idle = false;
+                state = self
+                    .wake
+                    .wait_timeout(state, until - now)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .0;
+            } else if state.closed {
+                return Err(Closed);
+            } else {
+                state.idle = true;
+                state = self
+                    .wake
+                    .wait(state)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+            }
+        }
+        let count = state.items.len().min(max);
+        into.extend(state.items.drain(..count));
+        state.urgent = state.items.iter().any(Urgency::is_urgent);
+        state.idle = false;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    #[derive(Debug, PartialEq)]
+    enum Item {
+        Audit(u32),
+        Job(u32),
+    }
+
+    impl Urgency for Item {
+        fn is_urgent(&self) -> bool {
+            matches!(self, Item::Job(_))
+        }
+    }
+
+    #[test]
+    fn a_job_is_taken_at_once_with_the_records_before_it() {
+        let queue = WriteQueue::new(Duration::from_secs(3600));
+        assert!(queue.push(Item::Audit(1)));
+        assert!(queue.push(Item::Job(2)));
+        let mut taken = Vec::new();
+        assert!(queue.take(&mut taken, 100).is_ok());
+        assert_eq!(taken, [Item::Audit(1), Item::Job(2)]);
+    }
+
+    #[test]
+    fn a_job_pushed_while_records_linger_ends_the_linger() {
+        let queue = Arc::new(WriteQueue::new(Duration::from_secs(3600)));
+        assert!(queue.push(Item::Audit(1)));
+        let writer = {
+            let queue = Arc::clone(&queue);
+            std::thread::spawn(move || {
+                let mut taken = Vec::new();
+                queue.take(&mut taken, 100).map(|()| taken).ok()
+            })
+        };
+        // Whether the writer is already lingering or not yet waiting, the job gets the
+        // batch taken; an hour-long linger would hang this test otherwise.
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(queue.push(Item::Job(2)));
+        let taken = writer.join().unwrap().expect("taken");
+        assert_eq!(taken, [Item::Audit(1), Item::Job(2)]);
+    }
+
+    #[test]
+    fn records_alone_wait_for_the_linger() {
+        let linger = Duration::from_millis(30);
+        let queue = WriteQueue::new(linger);
+        let pushed = Instant::now();
+        assert!(queue.push(Item::Audit(1)));
+        assert!(queue.push(Item::Audit(2)));
+        let mut taken = Vec::new();
+        assert!(queue.take(&mut taken, 100).is_ok());
+        assert!(pushed.elapsed() >= linger);
+        assert_eq!(taken, [Item::Audit(1), Item::Audit(2)]);
+    }
+
+    #[test]
+    fn closing_hands_over_what_is_queued_then_ends() {
+        let queue = WriteQueue::new(Duration::from_secs(3600));
+        assert!(queue.push(Item::Audit(1)));
+        queue.close();
+        assert!(!queue.push(Item::Audit(2)), "closed: refused");
+        let mut taken = Vec::new();
+        assert!(queue.take(&mut taken, 100).is_ok());
+        assert_eq!(taken, [Item::Audit(1)]);
+        assert!(queue.take(&mut taken, 100).is_err());
+    }
+
+    #[test]
+    fn an_abandoned_queue_drops_its_items_and_refuses_more() {
+        let queue = WriteQueue::new(Duration::ZERO);
+        let item = Arc::new(());
+        struct Held(#[allow(dead_code)] Arc<()>);
+        impl Urgency for Held {
+            fn is_urgent(&self) -> bool {
+                true
+            }
+        }
+        assert!(queue.push(Held(Arc::clone(&item))));
+        queue.abandon();
+        assert_eq!(Arc::strong_count(&item), 1, "the queued item was dropped");
+        assert!(!queue.push(Held(Arc::clone(&item))));
+        let mut taken = Vec::new();
+        assert!(queue.take(&mut taken, 10).is_err());
+    }
+
+    #[test]
+    fn a_full_batch_is_taken_without_lingering() {
+        let queue = WriteQueue::new(Duration::from_secs(3600));
+        for n in 0..5 {
+            assert!(queue.push(Item::Audit(n)));
+        }
+        let mut taken = Vec::new();
+        assert!(queue.take(&mut taken, 3).is_ok());
+        assert_eq!(taken, [Item::Audit(0), Item::Audit(1), Item::Audit(2)]);
+    }
+}
