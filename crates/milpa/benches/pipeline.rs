@@ -5,9 +5,10 @@
 //! an executor. Arguments are built outside the timed section (`iter_batched`), since a call
 //! consumes them. Audit is on (the default tracing sink, with no subscriber installed).
 //!
-//! `trivial_cli_otel` (run last, see the end of `pipeline`) is the same call with tracing on: a subscriber with the OpenTelemetry
-//! layer, whose tracer builds every `execute_tool` span and hands it to an exporter that
-//! discards it (what a call costs to trace, without the network).
+//! `trivial_cli_otel` (run last, see the end of `pipeline`) is the same call with tracing
+//! on: a subscriber with the OpenTelemetry layer, whose tracer builds every `execute_tool`
+//! span and hands it to an exporter that discards it (what a call costs to trace, without
+//! the network).
 
 // criterion's macros generate functions without doc comments.
 #![allow(missing_docs)]
