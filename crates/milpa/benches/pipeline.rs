@@ -5,9 +5,10 @@
 //! an executor. Arguments are built outside the timed section (`iter_batched`), since a call
 //! consumes them. Audit is on (the default tracing sink, with no subscriber installed).
 //!
-//! `trivial_cli_otel` is the same call with tracing on: a subscriber with the OpenTelemetry
-//! layer, whose tracer builds every `execute_tool` span and hands it to an exporter that
-//! discards it (what a call costs to trace, without the network).
+//! `trivial_cli_otel` (run last, see the end of `pipeline`) is the same call with tracing
+//! on: a subscriber with the OpenTelemetry layer, whose tracer builds every `execute_tool`
+//! span and hands it to an exporter that discards it (what a call costs to trace, without
+//! the network).
 
 // criterion's macros generate functions without doc comments.
 #![allow(missing_docs)]
@@ -100,7 +101,6 @@ fn pipeline(c: &mut Criterion) {
         json!({"a": 2, "b": 3}),
         &cli,
     );
-    traced(c, &registry, &cli);
     let mcp = ToolContext::mcp("req-1", Some("agent".into()), ["notes:*"]);
     bench_call(c, "scoped_mcp", &registry, "read_notes", Value::Null, &mcp);
 
@@ -147,6 +147,13 @@ fn pipeline(c: &mut Criterion) {
         json!({"user": "ann", "password": "hunter2", "note": "see https://example.com/a?page=2", "count": 3}),
         &cli,
     );
+
+    // Last: installing a subscriber that wants the call span leaves the span's callsite
+    // interest cached as "sometimes", so every call benchmarked after it in this process
+    // would build its span (the `otel.name` string, a dispatch) though no subscriber is
+    // installed any more. Run earlier, it made `scoped_mcp` and the cases after it
+    // measure a traced call.
+    traced(c, &registry, &cli);
 }
 
 /// Exports nothing: the traced case measures building and ending spans, not a network.

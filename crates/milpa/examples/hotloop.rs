@@ -1,6 +1,10 @@
 //! Runs one trivial call in a loop, for profilers (`valgrind --tool=callgrind`, `perf`).
 //!
-//! `cargo run --release -p milpa --example hotloop -- 1000000 [ping|add]`
+//! `cargo run --release -p milpa --example hotloop -- 1000000 [ping|add|read_notes]`
+//!
+//! `ping` and `add` are called from the CLI; `read_notes` declares a scope and is called as
+//! an authenticated MCP caller holding `notes:*` (the `scoped_mcp` case of the `pipeline`
+//! bench).
 //!
 //! Instructions per call, without the setup (schema compilation, clock calibration):
 //! `valgrind --tool=callgrind --collect-atstart=no --toggle-collect=hotloop::calls
@@ -31,13 +35,24 @@ fn main() {
                 }),
         )
         .expect("a valid tool");
+    registry
+        .register(
+            ToolDefinition::builder("read_notes")
+                .scopes(["notes:read"])
+                .sync(|_, _| Value::Null),
+        )
+        .expect("a valid tool");
     let tool = std::env::args().nth(2).unwrap_or_else(|| "ping".to_owned());
     let args = if tool == "add" {
         json!({"a": 2, "b": 3})
     } else {
         Value::Null
     };
-    let ctx = ToolContext::cli();
+    let ctx = if tool == "read_notes" {
+        ToolContext::mcp("req-1", Some("agent".into()), ["notes:*"])
+    } else {
+        ToolContext::cli()
+    };
     let n: u32 = std::env::args()
         .nth(1)
         .and_then(|s| s.parse().ok())

@@ -55,6 +55,7 @@ pub mod principal {
     Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize,
 )]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Mode {
     /// Run the tool.
     #[default]

@@ -16,6 +16,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What a tool handed back: plain data (wrapped into a success) or a result it built.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ToolOutput {
     /// Data the runtime wraps in [`ToolResult::success`].
     Data(Value),
@@ -39,11 +40,34 @@ impl From<ToolResult> for ToolOutput {
 /// A tool's failure: the runtime turns it into an error result (`INTERNAL_ERROR` unless the
 /// tool chose a code) and emits `tool.failed`.
 ///
-/// Any `std::error::Error` converts into it, so `?` works inside a tool.
-#[derive(Debug, Clone, PartialEq)]
+/// Any `std::error::Error` converts into it, so `?` works inside a tool, and the error
+/// converted is kept as the [`cause`](ToolError::cause): a tool that calls another tool, or a
+/// test, can walk the chain down to the `io::Error` or `serde_json::Error` that started it.
+/// The result the caller sees carries only the message (the cause's `Display`), so what
+/// users read is the same whether or not a cause is kept.
+///
+/// `ToolError` is not itself a `std::error::Error`: were it one, the blanket conversion that
+/// makes `?` work would conflict with the standard `From<T> for T`.
+///
+/// ```
+/// use std::error::Error as _;
+/// use milpa::ToolError;
+///
+/// fn read() -> Result<String, ToolError> {
+///     Ok(std::fs::read_to_string("/no/such/file")?)
+/// }
+/// let error = read().unwrap_err();
+/// let cause = error.cause().expect("the io error is kept");
+/// assert!(cause.downcast_ref::<std::io::Error>().is_some());
+/// assert_eq!(error.message(), cause.to_string());
+/// assert!(cause.source().is_none());
+/// ```
+#[derive(Debug, Clone)]
 pub struct ToolError {
     code: ErrorCode,
     message: String,
+    /// The error this one was converted from, if any. Shared, so a `ToolError` stays `Clone`.
+    cause: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
 impl ToolError {
@@ -52,6 +76,7 @@ impl ToolError {
         ToolError {
             code: ErrorCode::InternalError,
             message: message.into(),
+            cause: None,
         }
     }
 
@@ -60,7 +85,15 @@ impl ToolError {
         ToolError {
             code,
             message: message.into(),
+            cause: None,
         }
+    }
+
+    /// The same error, caused by `cause` (its message unchanged): for a tool that words its
+    /// own message yet keeps what went wrong underneath.
+    pub fn with_cause(mut self, cause: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.cause = Some(Arc::new(cause));
+        self
     }
 
     /// The code the result will carry.
@@ -72,6 +105,20 @@ impl ToolError {
     pub fn message(&self) -> &str {
         &self.message
     }
+
+    /// The error this one came from (what a `?` converted, or [`with_cause`](Self::with_cause)
+    /// set); its own [`source`](std::error::Error::source) continues the chain.
+    pub fn cause(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
+        self.cause.as_deref()
+    }
+}
+
+/// Two errors are equal when the caller would see the same result: same code, same message
+/// (a cause has no equality of its own).
+impl PartialEq for ToolError {
+    fn eq(&self, other: &Self) -> bool {
+        self.code == other.code && self.message == other.message
+    }
 }
 
 impl fmt::Display for ToolError {
@@ -82,7 +129,7 @@ impl fmt::Display for ToolError {
 
 impl<E: std::error::Error + Send + Sync + 'static> From<E> for ToolError {
     fn from(error: E) -> Self {
-        ToolError::new(error.to_string())
+        ToolError::new(error.to_string()).with_cause(error)
     }
 }
 
@@ -563,5 +610,49 @@ mod tests {
         assert_eq!(keyed.max_length, Some(3));
         assert!(Clamp::from_json(&json!([1])).is_err());
         assert!(Clamp::from_json(&json!({"lo": 1})).is_err());
+    }
+
+    /// An error whose own `source` is another error, to check the chain is walked whole.
+    #[derive(Debug, thiserror::Error)]
+    #[error("could not load the notes")]
+    struct LoadFailed(#[source] std::io::Error);
+
+    #[test]
+    fn a_converted_error_keeps_its_chain_and_its_message() {
+        fn parse() -> Result<Value, ToolError> {
+            Ok(serde_json::from_str("{not json")?)
+        }
+        let error = parse().unwrap_err();
+        let expected = serde_json::from_str::<Value>("{not json")
+            .unwrap_err()
+            .to_string();
+        // What the caller sees is what it was before a cause was kept.
+        assert_eq!(error.message(), expected);
+        assert_eq!(error.to_string(), expected);
+        assert_eq!(error.code(), &ErrorCode::InternalError);
+        let cause = error.cause().expect("the serde error is kept");
+        assert!(cause.downcast_ref::<serde_json::Error>().is_some());
+
+        let nested = ToolError::from(LoadFailed(std::io::Error::other("disk gone")));
+        assert_eq!(nested.message(), "could not load the notes");
+        let cause = nested.cause().expect("kept");
+        let root = std::error::Error::source(cause).expect("the io error under it");
+        assert_eq!(root.to_string(), "disk gone");
+        assert!(root.downcast_ref::<std::io::Error>().is_some());
+    }
+
+    #[test]
+    fn a_worded_error_may_name_its_cause_and_equality_ignores_it() {
+        let plain = ToolError::with_code(ErrorCode::NotFound, "no such note");
+        assert!(plain.cause().is_none());
+        let caused = plain
+            .clone()
+            .with_cause(std::io::Error::from(std::io::ErrorKind::NotFound));
+        assert_eq!(caused.message(), "no such note");
+        assert_eq!(caused.code(), &ErrorCode::NotFound);
+        assert!(caused.cause().is_some());
+        assert!(caused.clone().cause().is_some(), "a clone shares the cause");
+        assert_eq!(caused, plain);
+        assert_ne!(caused, ToolError::new("no such note"));
     }
 }

@@ -45,6 +45,7 @@ pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 /// Why a model gave no response.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum LlmError {
     /// The provider could not be reached (network, DNS, no service configured).
     #[error("LLM service unavailable: {0}")]

@@ -30,6 +30,7 @@ use crate::wiring::{DEFAULT_MAX_RESULT_BYTES, Wiring};
 
 /// Why a tool could not be registered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RegistryError {
     /// A tool with that name exists already.
     #[error("Tool already registered: {0}")]

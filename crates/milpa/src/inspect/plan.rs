@@ -15,6 +15,7 @@ pub const SCHEMA_VERSION: &str = "1.0";
 /// What a stage is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum StepRole {
     /// May refuse the call.
     Guard,
@@ -35,6 +36,7 @@ pub enum StepRole {
 /// Whether a stage does anything for this tool and caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum StepPresence {
     /// Runs.
     Active,

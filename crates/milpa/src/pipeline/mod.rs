@@ -49,6 +49,7 @@ use clock::Tick;
 /// One stage of the pipeline, in execution order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum StepKind {
     /// Look the tool up by name.
     Resolve,

@@ -74,6 +74,7 @@ pub const VERIFICATION_REJECTED: &str = "verification.rejected";
 /// The verifier counts *distinct* granting principals, never counting the requester.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ApprovalPolicy {
     /// One grant.
     #[default]
@@ -132,6 +133,7 @@ impl fmt::Display for ApprovalPolicy {
 /// Where a request stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum VerificationStatus {
     /// Waiting for (more) grants or a reject.
     #[default]
