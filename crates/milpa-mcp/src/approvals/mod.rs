@@ -21,7 +21,7 @@
 //! Failed sign-ins are counted per client address: after 5 within 5 minutes the address
 //! gets `429` with `Retry-After` until the 5 minutes are over (each failure is logged
 //! with the address; the counting is the HTTP layer's `FailureThrottle`, the one that
-//! also counts bad bearer tokens, here with [`SIGN_IN_THROTTLE`]).
+//! also counts bad bearer tokens, here with the limits `SIGN_IN_THROTTLE`).
 //!
 //! Sessions live in memory (random 128-bit ids, at most 1000, ended after 30 min idle or
 //! 12 h, and on logout); the browser holds the id in an `HttpOnly`, `SameSite=Strict`
