@@ -34,8 +34,8 @@
 //! Linux only (it reads `/proc`).
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -167,8 +167,21 @@ fn median(rows: &[RoundResult], value: impl Fn(&RoundResult) -> f64) -> (f64, f6
     )
 }
 
+/// The longest `/proc` file this bench reads (`stat` is a few hundred bytes; a command
+/// name is capped at 16), so a read is bounded whatever the file says.
+const PROC_FILE_CAP: u64 = 4096;
+
+/// Reads a small `/proc` file, at most [`PROC_FILE_CAP`] bytes of it.
+fn read_proc(path: impl AsRef<Path>) -> std::io::Result<String> {
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(PROC_FILE_CAP)
+        .read_to_string(&mut text)?;
+    Ok(text)
+}
+
 fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
+    read_proc("/proc/loadavg")
         .map(|text| {
             text.split_whitespace()
                 .take(3)
@@ -286,7 +299,7 @@ impl Server {
         let mut sched_ns = 0;
         if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
             for task in tasks.flatten() {
-                if let Ok(text) = std::fs::read_to_string(task.path().join("schedstat")) {
+                if let Ok(text) = read_proc(task.path().join("schedstat")) {
                     sched_ns += text
                         .split_whitespace()
                         .next()
@@ -295,7 +308,7 @@ impl Server {
                 }
             }
         }
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let stat = read_proc(format!("/proc/{pid}/stat")).unwrap_or_default();
         // Fields after the command name (which is in parentheses and may hold spaces):
         // utime and stime are the 14th and 15th fields of the line, the 12th and 13th
         // after the closing parenthesis.

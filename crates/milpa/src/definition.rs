@@ -53,12 +53,12 @@ impl From<ToolResult> for ToolOutput {
 /// use std::error::Error as _;
 /// use milpa::ToolError;
 ///
-/// fn read() -> Result<String, ToolError> {
-///     Ok(std::fs::read_to_string("/no/such/file")?)
+/// fn count(text: &str) -> Result<u32, ToolError> {
+///     Ok(text.parse::<u32>()?)
 /// }
-/// let error = read().unwrap_err();
-/// let cause = error.cause().expect("the io error is kept");
-/// assert!(cause.downcast_ref::<std::io::Error>().is_some());
+/// let error = count("forty-two").unwrap_err();
+/// let cause = error.cause().expect("the parse error is kept");
+/// assert!(cause.downcast_ref::<std::num::ParseIntError>().is_some());
 /// assert_eq!(error.message(), cause.to_string());
 /// assert!(cause.source().is_none());
 /// ```
