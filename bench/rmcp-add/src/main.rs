@@ -3,8 +3,13 @@
 //!
 //! ```text
 //! cargo build --release --manifest-path bench/rmcp-add/Cargo.toml
-//! bench/rmcp-add/target/release/rmcp-add [pipes|stdio]
+//! bench/rmcp-add/target/release/rmcp-add [pipes|stdio|http [ADDR]]
 //! ```
+//!
+//! `http` serves rmcp's Streamable HTTP transport (`StreamableHttpService` on axum, SSE
+//! answers, stateful sessions: rmcp's defaults) at `http://ADDR/mcp` (default
+//! `127.0.0.1:8766`), with `TCP_NODELAY` on accepted sockets as milpa sets it, for
+//! `bench_http --url`.
 //!
 //! Two transports, because rmcp's own stdio helper and a pipe-backed one cost very
 //! differently:
@@ -76,8 +81,36 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             let writer = tokio::net::unix::pipe::Sender::from_owned_fd(output)?;
             Adder::new().serve((reader, writer)).await?
         }
-        other => return Err(format!("unknown transport {other}: expected pipes or stdio").into()),
+        "http" => return serve_http().await,
+        other => {
+            return Err(format!("unknown transport {other}: expected pipes, stdio or http").into());
+        }
     };
     running.waiting().await?;
+    Ok(())
+}
+
+/// rmcp's Streamable HTTP server with its default configuration, until the process is killed.
+async fn serve_http() -> Result<(), Box<dyn std::error::Error>> {
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
+    };
+    let addr = std::env::args()
+        .nth(2)
+        .unwrap_or_else(|| "127.0.0.1:8766".to_owned());
+    let service = StreamableHttpService::new(
+        || Ok(Adder::new()),
+        LocalSessionManager::default().into(),
+        StreamableHttpServerConfig::default(),
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    use axum::serve::ListenerExt;
+    let listener = tokio::net::TcpListener::bind(&addr)
+        .await?
+        .tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+    eprintln!("rmcp-add: serving http://{addr}/mcp");
+    axum::serve(listener, router).await?;
     Ok(())
 }

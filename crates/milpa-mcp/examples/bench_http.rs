@@ -7,14 +7,15 @@
 //! cargo build --release -p milpa-mcp --examples
 //! target/release/examples/bench_http [--seconds 2] [--rounds 5] [--connections 16]
 //!     [--audit FILE] [--url http://127.0.0.1:8000/mcp]
-//!     [--revisions 2025-06-18,2025-11-25,2026-07-28]
+//!     [--revisions 2025-06-18,2025-11-25,2026-07-28] [--token TOKEN]
 //! ```
 //!
 //! Without `--url` it serves in process on `127.0.0.1:0` (its own Tokio runtime;
 //! `MILPA_MCP_WORKERS` sets its worker threads), once answering calls over SSE and once
 //! with JSON ([`HttpServer::json_response`]). With `--url` it measures that server instead
 //! (any MCP server with an `add(a, b)` tool; the answer is read as SSE or JSON by its
-//! content type).
+//! content type). `--token` (or the environment variable `MILPA_BENCH_TOKEN`) is sent as
+//! `Authorization: Bearer …`: the agent token `milpa serve --http` prints at start.
 //!
 //! The client keeps HTTP/1.1 connections alive (`hyper`) and speaks each of `--revisions`
 //! in turn: for a legacy revision it initializes one session (which all connections share),
@@ -111,6 +112,8 @@ struct Target {
     addr: SocketAddr,
     host: String,
     path: String,
+    /// `Authorization: Bearer` value, when the server wants one.
+    token: Option<String>,
 }
 
 impl Target {
@@ -130,6 +133,7 @@ impl Target {
             addr,
             host: authority.to_owned(),
             path: path.to_owned(),
+            token: None,
         }
     }
 }
@@ -139,6 +143,8 @@ struct Conn {
     send: SendRequest<Full<Bytes>>,
     host: String,
     path: String,
+    /// The `authorization` header, when the target has a token.
+    authorization: Option<String>,
     session: Option<String>,
     version: String,
     /// The next request id (connections sharing a session use disjoint ranges).
@@ -159,6 +165,7 @@ impl Conn {
             send,
             host: target.host.clone(),
             path: target.path.clone(),
+            authorization: target.token.as_ref().map(|t| format!("Bearer {t}")),
             session: None,
             version: "2025-06-18".into(),
             next_id: 1,
@@ -185,6 +192,9 @@ impl Conn {
             .header("mcp-protocol-version", self.version.as_str());
         if let Some(session) = &self.session {
             request = request.header("mcp-session-id", session.as_str());
+        }
+        if let Some(authorization) = &self.authorization {
+            request = request.header("authorization", authorization.as_str());
         }
         for (name, value) in headers {
             request = request.header(*name, *value);
@@ -373,6 +383,7 @@ async fn main() {
     let mut audit = "/dev/null".to_owned();
     let mut url = None;
     let mut revisions = "2025-06-18,2025-11-25,2026-07-28".to_owned();
+    let mut token = std::env::var("MILPA_BENCH_TOKEN").ok();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| panic!("{arg} needs a value"));
@@ -383,6 +394,7 @@ async fn main() {
             "--audit" => audit = value(),
             "--url" => url = Some(value()),
             "--revisions" => revisions = value(),
+            "--token" => token = Some(value()),
             other => panic!("unknown argument {other}"),
         }
     }
@@ -390,7 +402,11 @@ async fn main() {
         "median of {rounds} rounds of {seconds} s (range); latency per call, one call in flight per connection"
     );
     let targets: Vec<(String, Target)> = match url {
-        Some(url) => vec![(url.clone(), Target::parse(&url))],
+        Some(url) => {
+            let mut target = Target::parse(&url);
+            target.token = token;
+            vec![(url.clone(), target)]
+        }
         None => [("SSE", false), ("JSON", true)]
             .into_iter()
             .map(|(label, json)| {
