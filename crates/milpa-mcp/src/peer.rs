@@ -1,7 +1,9 @@
 //! [`Peer`]: the MCP side of a tool's [`milpa::CallHandle`] — progress, log messages,
 //! requests to the client and cancellation, for one `tools/call`.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use milpa::{BoxFuture, CallPeer, LogLevel, PeerError};
 use serde_json::{Map, Value, json};
@@ -10,7 +12,7 @@ use crate::jsonrpc;
 use crate::protocol::{INPUT_KEY_META, MISSING_REQUIRED_CLIENT_CAPABILITY};
 use tokio_util::sync::CancellationToken;
 
-use crate::session::{ClientLink, Out, RequestMeta, Route, capability_for};
+use crate::client_link::{ClientLink, Out, RequestMeta, Route, capability_for};
 
 /// One call's line back to the client.
 pub(crate) struct Peer {
@@ -63,8 +65,8 @@ impl Peer {
         }
     }
 
-    fn inputs(&self) -> std::sync::MutexGuard<'_, ToolInputs> {
-        self.inputs.lock().unwrap_or_else(|e| e.into_inner())
+    fn inputs(&self) -> parking_lot::MutexGuard<'_, ToolInputs> {
+        self.inputs.lock()
     }
 
     /// 2026-07-28: the answers gathered before this round.
@@ -83,10 +85,7 @@ impl Peer {
 
     /// 2026-07-28: the capability the call needed and its request did not declare.
     pub fn missing_capability(&self) -> Option<&'static str> {
-        *self
-            .missing_capability
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        *self.missing_capability.lock()
     }
 
     pub async fn request_client(
@@ -103,10 +102,7 @@ impl Peer {
             if let Some(capability) = capability_for(method)
                 && !request.declares(capability)
             {
-                *self
-                    .missing_capability
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner()) = Some(capability);
+                *self.missing_capability.lock() = Some(capability);
                 return Err(PeerError {
                     code: Some(MISSING_REQUIRED_CLIENT_CAPABILITY.value()),
                     message: format!("the request did not declare the {capability} capability"),
@@ -164,7 +160,7 @@ impl CallPeer for Peer {
         }
         {
             // MCP: progress MUST increase with each notification.
-            let mut last = self.last_progress.lock().unwrap_or_else(|e| e.into_inner());
+            let mut last = self.last_progress.lock();
             if last.is_some_and(|l| progress <= l) {
                 return;
             }

@@ -21,7 +21,9 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 use futures_util::{FutureExt, StreamExt};
@@ -514,7 +516,7 @@ impl Conn {
         push_line(out, &subscription.acknowledgement());
         let (stop, stopped) = oneshot::channel::<()>();
         {
-            let mut listens = self.listens.lock().unwrap_or_else(|p| p.into_inner());
+            let mut listens = self.listens.lock();
             // Ended ones (their receiver gone) are dropped as new ones come.
             listens.retain(|_, stop| !stop.is_closed());
             listens.insert(id, stop);
@@ -538,7 +540,7 @@ impl Conn {
         else {
             return;
         };
-        let mut listens = self.listens.lock().unwrap_or_else(|p| p.into_inner());
+        let mut listens = self.listens.lock();
         if let Some(stop) = listens.remove(&id) {
             let _ = stop.send(());
         }

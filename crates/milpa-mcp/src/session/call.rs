@@ -2,9 +2,9 @@
 //! finds it), run through the registry with a context built from its caller, answered —
 //! or dropped unanswered once cancelled.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::Mutex;
 
 use milpa::call_span::McpAttributes;
 use milpa::{
@@ -14,10 +14,10 @@ use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::call_params::CallParams;
-use super::client::Route;
 use super::mrtr::Outcome;
 use super::reply::Reply;
 use super::{Caller, Dispatch, Session};
+use crate::client_link::Route;
 use crate::jsonrpc::{ErrorObject, INVALID_REQUEST, RequestId};
 use crate::protocol::MISSING_REQUIRED_CLIENT_CAPABILITY;
 
@@ -62,9 +62,11 @@ pub(crate) struct InFlight {
 impl InFlight {
     fn lock(
         &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken, foldhash::fast::RandomState>>
-    {
-        self.calls.lock().unwrap_or_else(|e| e.into_inner())
+    ) -> parking_lot::MutexGuard<
+        '_,
+        HashMap<RequestId, CancellationToken, foldhash::fast::RandomState>,
+    > {
+        self.calls.lock()
     }
 
     /// Registers a call; `None` when one with this id still runs.

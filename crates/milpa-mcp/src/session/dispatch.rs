@@ -13,11 +13,11 @@ use milpa::CallHandle;
 use serde_json::{Map, Value, json};
 
 use super::call_params::RefusedCall;
-use super::client::{ClientInfo, Route};
 use super::modern::admit;
 use super::reply::Reply;
 use super::request::{InitializeParams, ReadParams, Refusal, Request};
 use super::{Caller, Dispatch, Session};
+use crate::client_link::{ClientInfo, Route};
 use crate::jsonrpc::{ErrorObject, INVALID_REQUEST, METHOD_NOT_FOUND, RequestId};
 use crate::method::{Era, Method};
 use crate::protocol;

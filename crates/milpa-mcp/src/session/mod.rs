@@ -9,8 +9,6 @@
 //! - [`confirm`]: confirmation through `elicitation/create`.
 //! - [`approval`]: human approvals — `approve_url`, URL-mode elicitation, waiting for the
 //!   person's decision.
-//! - [`client`]: the client end — what it declared, its log level, the streams to it.
-//! - [`outgoing`]: requests to the client (sampling, elicitation) awaiting answers.
 //! - [`mrtr`]: 2026-07-28 confirmation and approval through `input_required` results.
 //! - [`modern`]: the 2026-07-28 revision — `server/discover`, per-request `_meta`, no
 //!   session state.
@@ -22,14 +20,12 @@
 mod approval;
 mod call;
 mod call_params;
-mod client;
 mod confirm;
 mod dispatch;
 mod listen;
 mod listing;
 mod modern;
 mod mrtr;
-mod outgoing;
 mod reply;
 mod request;
 
@@ -43,11 +39,10 @@ use milpa::ToolRegistry;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+pub(crate) use crate::client_link::{ClientLink, Out, RequestMeta, Route};
 pub(crate) use call::CallCancel;
-pub(crate) use client::{ClientLink, Out, Route};
 pub(crate) use listen::Subscription;
-pub(crate) use modern::{RequestMeta, header_mismatch, is_modern_version};
-pub(crate) use outgoing::capability_for;
+pub(crate) use modern::{header_mismatch, is_modern_version};
 pub(crate) use reply::{Reply, batch_json, write_batch};
 pub(crate) use request::ReadParams;
 

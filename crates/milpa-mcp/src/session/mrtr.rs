@@ -40,8 +40,8 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::confirm::{FormAnswer, confirmation_form, read_answer};
-use super::modern::RequestMeta;
 use super::{Session, approval};
+use crate::client_link::RequestMeta;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 use crate::protocol::StateSecret;
 

@@ -1,15 +1,15 @@
 //! Requests this side sends to the client (sampling, elicitation, roots) and the table of
 //! those awaiting an answer.
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use milpa::PeerError;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use super::client::{ClientLink, Route};
+use super::{ClientLink, Route};
 use crate::jsonrpc::{self, ErrorObject, RequestId};
 
 type Answer = Result<Value, PeerError>;
@@ -33,8 +33,8 @@ impl PendingRequests {
         self.lock().remove(&id)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<Answer>>> {
-        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, HashMap<u64, oneshot::Sender<Answer>>> {
+        self.waiting.lock()
     }
 }
 
@@ -158,7 +158,7 @@ mod tests {
     use tokio::sync::mpsc;
 
     use super::*;
-    use crate::session::client::{ClientInfo, Out};
+    use crate::client_link::{ClientInfo, Out};
 
     /// Whether `elicitation/create` with `params` reaches a client that declared
     /// `capabilities` (which answers at once when it does).
