@@ -13,11 +13,12 @@ use milpa::{
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::argument_digest::ArgumentDigest;
 use super::call_params::CallParams;
 use super::mrtr::Outcome;
 use super::reply::Reply;
 use super::{Caller, Dispatch, Session};
-use crate::client_link::Route;
+use crate::client_link::{RequestMeta, Route};
 use crate::jsonrpc::{ErrorObject, INVALID_REQUEST, RequestId};
 use crate::protocol::MISSING_REQUIRED_CLIENT_CAPABILITY;
 
@@ -208,7 +209,7 @@ impl Session {
 
     async fn run_call(
         self: &Arc<Self>,
-        call: CallParams,
+        mut call: CallParams,
         caller: &Caller,
         id: &RequestId,
         route: Route,
@@ -222,9 +223,9 @@ impl Session {
             call.request.clone(),
         ));
         let ctx = self.context(caller, CallHandle::new(peer.clone()), Some(id));
-        if let Some(meta) = call.request.clone() {
-            let outcome = self.run_modern(&call, &meta, &ctx, &peer).await;
-            return (call.name, outcome, peer.missing_capability());
+        if let Some(meta) = call.request.take() {
+            let (name, outcome) = self.run_modern(call, &meta, &ctx, &peer).await;
+            return (name, outcome, peer.missing_capability());
         }
         // The legacy `confirm_token` argument is taken off here, at the edge.
         let mut arguments = call.arguments;
@@ -251,46 +252,51 @@ impl Session {
 
     /// A 2026-07-28 call: a retry carrying a confirmation's or an approval's state settles
     /// it; otherwise the tool runs (again, with the answers of earlier rounds), and what it
-    /// asked the client without an answer yet makes an `input_required` round.
+    /// asked the client without an answer yet makes an `input_required` round. The
+    /// arguments are digested once, from a borrow, and then move into the tool.
     async fn run_modern(
         &self,
-        call: &CallParams,
-        meta: &super::RequestMeta,
+        call: CallParams,
+        meta: &RequestMeta,
         ctx: &ToolContext,
         peer: &Peer,
-    ) -> Outcome {
-        if let Some(state) = call.request_state.as_deref() {
-            match self.tool_answers(&call.name, &call.arguments, state, ctx) {
-                Err(error) => return Outcome::Refused(error),
+    ) -> (String, Outcome) {
+        let CallParams {
+            name,
+            mut arguments,
+            input_responses,
+            request_state,
+            ..
+        } = call;
+        let digest = ArgumentDigest::of(&arguments);
+        if let Some(state) = request_state.as_deref() {
+            match self.tool_answers(&name, &digest, state, ctx) {
+                Err(error) => return (name, Outcome::Refused(error)),
                 Ok(None) => {
-                    return self
-                        .next_round(
-                            &call.name,
-                            &call.arguments,
-                            state,
-                            call.input_responses.as_ref(),
-                            ctx,
-                        )
+                    let outcome = self
+                        .next_round(&name, &digest, state, input_responses.as_ref(), ctx)
                         .await;
+                    return (name, outcome);
                 }
                 Ok(Some(answers)) => peer.add_answers(answers),
             }
         }
-        if let Some(Value::Object(responses)) = &call.input_responses {
-            peer.add_answers(responses.clone());
+        if let Some(Value::Object(responses)) = input_responses {
+            peer.add_answers(responses);
         }
-        let mut arguments = call.arguments.clone();
         let sent = split_confirm_token(&mut arguments);
         let outcome = self
             .shared
             .registry
-            .invoke_sent(&call.name, arguments, sent, ctx)
+            .invoke_sent(&name, arguments, sent, ctx)
             .await;
         let (asked, answers) = peer.take_inputs();
-        if !asked.is_empty() && peer.missing_capability().is_none() {
-            return self.tool_input_round(&call.name, &call.arguments, ctx, asked, answers);
-        }
-        self.first_round(&call.name, &call.arguments, outcome, ctx, meta)
+        let outcome = if !asked.is_empty() && peer.missing_capability().is_none() {
+            self.tool_input_round(&name, &digest, ctx, asked, answers)
+        } else {
+            self.first_round(&name, &digest, outcome, ctx, meta)
+        };
+        (name, outcome)
     }
 
     /// The context a call from `caller` runs with, whatever the transport; `id` is the

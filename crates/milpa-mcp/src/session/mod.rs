@@ -9,6 +9,7 @@
 //! - [`confirm`]: confirmation through `elicitation/create`.
 //! - [`approval`]: human approvals — `approve_url`, URL-mode elicitation, waiting for the
 //!   person's decision.
+//! - [`argument_digest`]: the digest of a call's arguments a `requestState` is bound to.
 //! - [`mrtr`]: 2026-07-28 confirmation and approval through `input_required` results.
 //! - [`modern`]: the 2026-07-28 revision — `server/discover`, per-request `_meta`, no
 //!   session state.
@@ -18,6 +19,7 @@
 //! request) and says where outgoing messages go with a [`Route`].
 
 mod approval;
+mod argument_digest;
 mod call;
 mod call_params;
 mod confirm;
