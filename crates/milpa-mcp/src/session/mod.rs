@@ -1,7 +1,8 @@
 //! One MCP connection's protocol state, whatever carries it.
 //!
 //! - [`request`]: a request's params, read once into the typed request of its method.
-//! - [`dispatch`]: the dispatcher of both revisions, `initialize`.
+//! - [`dispatch`]: the dispatcher of both revisions.
+//! - [`initialize`]: the session revisions' handshake.
 //! - [`reply`]: answers, kept as values until a transport writes them.
 //! - [`listing`]: `tools/list` pages and cursors.
 //! - [`call_params`]: `tools/call` parameters, checked before anything runs.
@@ -11,6 +12,7 @@
 //!   person's decision.
 //! - [`argument_digest`]: the digest of a call's arguments a `requestState` is bound to.
 //! - [`mrtr`]: 2026-07-28 confirmation and approval through `input_required` results.
+//! - [`tool_list_watch`]: telling the client when the tool list changes.
 //! - [`modern`]: the 2026-07-28 revision — `server/discover`, per-request `_meta`, no
 //!   session state.
 //!
@@ -24,17 +26,18 @@ mod call;
 mod call_params;
 mod confirm;
 mod dispatch;
+mod initialize;
 mod listen;
 mod listing;
 mod modern;
 mod mrtr;
 mod reply;
 mod request;
+mod tool_list_watch;
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use arc_swap::ArcSwap;
 use milpa::ToolRegistry;
@@ -49,11 +52,14 @@ pub(crate) use reply::{Reply, batch_json, write_batch};
 pub(crate) use request::ReadParams;
 
 use crate::auth::scope_denial::ScopeDenial;
+use crate::client_link::ClientInfo;
 use crate::jsonrpc::{self, Incoming, Params, Rejected, RequestId};
 use crate::mapping;
+use crate::protocol::MODERN_VERSION;
 use crate::protocol::ServerOptions;
-use call::InFlight;
+use call::{CallEnv, InFlight};
 use listing::ToolListing;
+use tool_list_watch::ToolListWatch;
 
 /// The server's shared, precomputed state.
 pub(crate) struct Shared {
@@ -107,6 +113,23 @@ impl Shared {
         ToolListing::new(tools, page_size, generation)
     }
 
+    /// The approval path of a call: the registry and the approvals page.
+    fn human_approval(&self) -> approval::HumanApproval<'_> {
+        approval::HumanApproval {
+            registry: &self.registry,
+            page: self.approval_page.as_deref(),
+        }
+    }
+
+    /// What a 2026-07-28 call's input rounds work with.
+    fn input_rounds(&self) -> mrtr::InputRounds<'_> {
+        mrtr::InputRounds {
+            seal: &self.seal,
+            approvals: self.human_approval(),
+            elicitation_confirmation: self.options.elicitation_confirmation,
+        }
+    }
+
     /// The `tools/list` entries, listed again when the registry's tool list changed since.
     pub(crate) fn listing(&self) -> Arc<ToolListing> {
         let listing = self.listing.load_full();
@@ -150,15 +173,19 @@ pub(crate) enum Dispatch {
 /// A tool call's work: the response, or `None` when it was cancelled.
 pub(crate) type CallFuture = Pin<Box<dyn Future<Output = Option<Reply>> + Send + 'static>>;
 
-/// One connection's protocol state.
+/// One connection's protocol state: the façade the transports use, holding its owned
+/// parts. Each handler lives with the part it touches and is handed the others it needs.
 pub(crate) struct Session {
+    /// The server's state, shared by every session.
     pub shared: Arc<Shared>,
+    /// The client end: what it declared, its log level, its streams, requests to it.
     client: Arc<ClientLink>,
-    calls: InFlight,
+    /// The calls running, by request id.
+    calls: Arc<InFlight>,
     /// HTTP: the session id, for tool contexts.
-    pub session_id: Option<String>,
-    /// Whether a task tells the client about tool list changes already.
-    watching_tool_list: AtomicBool,
+    session_id: Option<Arc<str>>,
+    /// The task telling the client about tool list changes, once started.
+    tool_list: ToolListWatch,
 }
 
 impl std::fmt::Debug for Session {
@@ -178,10 +205,35 @@ impl Session {
         Arc::new(Session {
             shared,
             client,
-            calls: InFlight::default(),
-            session_id,
-            watching_tool_list: AtomicBool::new(false),
+            calls: Arc::default(),
+            session_id: session_id.map(Arc::from),
+            tool_list: ToolListWatch::default(),
         })
+    }
+
+    /// A session that serves 2026-07-28 requests: what the client declared comes with each
+    /// request, so it starts declared, with no capabilities of its own.
+    pub fn modern(shared: Arc<Shared>) -> Arc<Session> {
+        let session = Session::new(shared, None);
+        session.client.declare(ClientInfo {
+            version: MODERN_VERSION,
+            capabilities: json!({}),
+        });
+        session
+    }
+
+    /// Whether this session serves the 2026-07-28 revision.
+    pub fn is_modern(&self) -> bool {
+        self.client.protocol_version() == Some(MODERN_VERSION)
+    }
+
+    /// The parts of this session a call it starts runs with.
+    fn call_env(&self) -> CallEnv {
+        CallEnv {
+            shared: Arc::clone(&self.shared),
+            client: Arc::clone(&self.client),
+            session_id: self.session_id.clone(),
+        }
     }
 
     pub fn is_initialized(&self) -> bool {
@@ -279,28 +331,8 @@ impl Session {
     /// list changes (once the session is initialized), until the session ends. Started once
     /// per session; later calls do nothing.
     pub fn forward_tool_list_changes(&self, route: Route) {
-        if self.watching_tool_list.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let mut changes = self.shared.registry.tool_list_changes();
-        changes.borrow_and_update();
-        let client = Arc::clone(&self.client);
-        let notification = jsonrpc::notification("notifications/tools/list_changed", &json!({}));
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    () = client.closing() => return,
-                    changed = changes.changed() => {
-                        if changed.is_err() {
-                            return;
-                        }
-                    }
-                }
-                if client.is_initialized() && !client.is_closed() {
-                    client.send(&route, notification.clone());
-                }
-            }
-        });
+        self.tool_list
+            .start(&self.shared.registry, &self.client, route);
     }
 }
 

@@ -11,12 +11,10 @@
 //! filtered by principal or scopes), so it and `server/discover` are `cacheScope:
 //! "public"`; a list filtered per caller would have to say `"private"`.
 
-use std::sync::Arc;
-
 use serde_json::{Map, Value, json};
 
-use super::{Session, Shared};
-use crate::client_link::{ClientInfo, RequestMeta};
+use super::Shared;
+use crate::client_link::RequestMeta;
 use crate::jsonrpc::ErrorObject;
 use crate::protocol::{
     self, ALL_VERSIONS, META_PROTOCOL_VERSION, META_SERVER_INFO, MODERN_VERSION,
@@ -77,24 +75,6 @@ impl Shared {
             result.insert("instructions".into(), Value::String(instructions.clone()));
         }
         self.cacheable(result)
-    }
-}
-
-impl Session {
-    /// A session that serves 2026-07-28 requests: what the client declared comes with each
-    /// request, so it starts declared, with no capabilities of its own.
-    pub fn modern(shared: Arc<Shared>) -> Arc<Session> {
-        let session = Session::new(shared, None);
-        session.client.declare(ClientInfo {
-            version: MODERN_VERSION,
-            capabilities: json!({}),
-        });
-        session
-    }
-
-    /// Whether this session serves the 2026-07-28 revision.
-    pub fn is_modern(&self) -> bool {
-        self.client.protocol_version() == Some(MODERN_VERSION)
     }
 }
 

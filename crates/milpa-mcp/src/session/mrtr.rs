@@ -34,16 +34,18 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, KeyInit, Mac};
-use milpa::{ApprovalTicket, CallOutcome, ToolContext};
+use milpa::{ApprovalTicket, CallOutcome, ToolContext, split_confirm_token};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::Sha256;
 
+use super::approval::{self, HumanApproval};
 use super::argument_digest::ArgumentDigest;
+use super::call_params::CallParams;
 use super::confirm::{FormAnswer, confirmation_form, read_answer};
-use super::{Session, approval};
 use crate::client_link::RequestMeta;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
+use crate::peer::Peer;
 use crate::protocol::StateSecret;
 
 /// The `inputRequests` key of a caller confirmation.
@@ -159,11 +161,73 @@ fn declares_elicitation(meta: &RequestMeta, mode: &str) -> bool {
     }
 }
 
-impl Session {
+/// What a 2026-07-28 call's input rounds work with: the seal of its `requestState`s, the
+/// approval path (the registry and the approvals page) and whether confirmations go out as
+/// elicitations. Borrowed from the server's shared state for one call.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct InputRounds<'a> {
+    /// Seals and opens the call's `requestState`s.
+    pub seal: &'a StateSeal,
+    /// The registry the call runs through, and where a person approves.
+    pub approvals: HumanApproval<'a>,
+    /// [`ServerOptions::elicitation_confirmation`](crate::ServerOptions::elicitation_confirmation).
+    pub elicitation_confirmation: bool,
+}
+
+impl InputRounds<'_> {
+    /// A 2026-07-28 call: a retry carrying a confirmation's or an approval's state settles
+    /// it; otherwise the tool runs (again, with the answers of earlier rounds), and what it
+    /// asked the client without an answer yet makes an `input_required` round. The
+    /// arguments are digested once, from a borrow, and then move into the tool.
+    pub async fn run(
+        &self,
+        call: CallParams,
+        meta: &RequestMeta,
+        ctx: &ToolContext,
+        peer: &Peer,
+    ) -> (String, Outcome) {
+        let CallParams {
+            name,
+            mut arguments,
+            input_responses,
+            request_state,
+            ..
+        } = call;
+        let digest = ArgumentDigest::of(&arguments);
+        if let Some(state) = request_state.as_deref() {
+            match self.tool_answers(&name, &digest, state, ctx) {
+                Err(error) => return (name, Outcome::Refused(error)),
+                Ok(None) => {
+                    let outcome = self
+                        .next_round(&name, &digest, state, input_responses.as_ref(), ctx)
+                        .await;
+                    return (name, outcome);
+                }
+                Ok(Some(answers)) => peer.add_answers(answers),
+            }
+        }
+        if let Some(Value::Object(responses)) = input_responses {
+            peer.add_answers(responses);
+        }
+        let sent = split_confirm_token(&mut arguments);
+        let outcome = self
+            .approvals
+            .registry
+            .invoke_sent(&name, arguments, sent, ctx)
+            .await;
+        let (asked, answers) = peer.take_inputs();
+        let outcome = if !asked.is_empty() && peer.missing_capability().is_none() {
+            self.tool_input_round(&name, &digest, ctx, asked, answers)
+        } else {
+            self.first_round(&name, &digest, outcome, ctx, meta)
+        };
+        (name, outcome)
+    }
+
     /// The 2026-07-28 ending of a call's first round: an `input_required` result when the
     /// call waits for a confirmation or an approval the client can ask for, else the
     /// outcome.
-    pub(super) fn first_round(
+    fn first_round(
         &self,
         tool: &str,
         digest: &ArgumentDigest,
@@ -173,15 +237,14 @@ impl Session {
     ) -> Outcome {
         match outcome {
             CallOutcome::AwaitingApproval(pending) => {
-                let pending = self.link_approval(pending);
+                let pending = self.approvals.link(pending);
                 if pending.url().is_none() || !declares_elicitation(meta, "url") {
                     return Outcome::Done(CallOutcome::AwaitingApproval(pending));
                 }
                 Outcome::InputRequired(self.approval_request(digest, ctx, &pending))
             }
             CallOutcome::NeedsConfirmation(ticket)
-                if self.shared.options.elicitation_confirmation
-                    && declares_elicitation(meta, "form") =>
+                if self.elicitation_confirmation && declares_elicitation(meta, "form") =>
             {
                 let state = self.seal_state(tool, digest, ctx, ticket.token().to_owned(), false);
                 let mut params = serde_json::Map::new();
@@ -208,11 +271,7 @@ impl Session {
         request_state: &str,
         ctx: &ToolContext,
     ) -> Result<SealedState, ErrorObject> {
-        let state = self
-            .shared
-            .seal
-            .open(request_state)
-            .map_err(invalid_state)?;
+        let state = self.seal.open(request_state).map_err(invalid_state)?;
         if state.e < now_secs() {
             return Err(invalid_state("expired; call the tool again"));
         }
@@ -226,7 +285,7 @@ impl Session {
 
     /// A retry's `requestState` when it carries a tool's own inputs: the answers gathered
     /// in earlier rounds (`Ok(None)`: the state is a confirmation's or an approval's).
-    pub(super) fn tool_answers(
+    fn tool_answers(
         &self,
         tool: &str,
         digest: &ArgumentDigest,
@@ -238,7 +297,7 @@ impl Session {
 
     /// A round that asked the client: the `input_required` result, its state carrying
     /// every answer so far.
-    pub(super) fn tool_input_round(
+    fn tool_input_round(
         &self,
         tool: &str,
         digest: &ArgumentDigest,
@@ -246,7 +305,7 @@ impl Session {
         asked: serde_json::Map<String, Value>,
         answers: serde_json::Map<String, Value>,
     ) -> Outcome {
-        let state = self.shared.seal.seal(&SealedState {
+        let state = self.seal.seal(&SealedState {
             p: ctx.principal().map(str::to_owned),
             t: tool.to_owned(),
             d: digest.as_str().to_owned(),
@@ -265,7 +324,7 @@ impl Session {
     /// A retry carrying a confirmation's or an approval's `requestState`: checks its seal
     /// and bindings, then settles the confirmation (or replays the approved call) through
     /// the core.
-    pub(super) async fn next_round(
+    async fn next_round(
         &self,
         tool: &str,
         digest: &ArgumentDigest,
@@ -279,7 +338,7 @@ impl Session {
         };
         let key = if state.h { APPROVAL_KEY } else { CONFIRM_KEY };
         let answer = input_responses.and_then(|r| r.get(key));
-        let registry = &self.shared.registry;
+        let registry = self.approvals.registry;
         if state.h {
             let action = answer
                 .and_then(|a| a.get("action"))
@@ -289,7 +348,7 @@ impl Session {
             // keeps waiting.
             return match registry.redeem(tool, &state.k, ctx).await {
                 CallOutcome::AwaitingApproval(pending) => {
-                    let pending = self.link_approval(pending);
+                    let pending = self.approvals.link(pending);
                     if pending.url().is_some() && action == "accept" {
                         Outcome::InputRequired(self.approval_request(digest, ctx, &pending))
                     } else {
@@ -326,7 +385,7 @@ impl Session {
         token: String,
         human: bool,
     ) -> String {
-        self.shared.seal.seal(&SealedState {
+        self.seal.seal(&SealedState {
             p: ctx.principal().map(str::to_owned),
             t: tool.to_owned(),
             d: digest.as_str().to_owned(),
