@@ -8,8 +8,12 @@ use parking_lot::Mutex;
 use milpa::{BoxFuture, CallPeer, LogLevel, PeerError};
 use serde_json::{Map, Value, json};
 
+mod request_error;
+
+pub(crate) use request_error::ToolRequestError;
+
 use crate::jsonrpc;
-use crate::protocol::{INPUT_KEY_META, MISSING_REQUIRED_CLIENT_CAPABILITY};
+use crate::protocol::INPUT_KEY_META;
 use tokio_util::sync::CancellationToken;
 
 use crate::client_link::{ClientLink, Out, RequestMeta, Route, capability_for};
@@ -88,13 +92,15 @@ impl Peer {
         *self.missing_capability.lock()
     }
 
+    /// Asks the client `method`: on the connection's route, or (2026-07-28) in the call's
+    /// next `input_required` round unless an earlier round answered it.
     pub async fn request_client(
         &self,
         method: &str,
         mut params: Value,
-    ) -> Result<Value, PeerError> {
+    ) -> Result<Value, ToolRequestError> {
         if self.control.is_cancelled() {
-            return Err(PeerError::new("the call was cancelled"));
+            return Err(ToolRequestError::Cancelled);
         }
         let chosen = take_input_key(&mut params);
         if let Some(request) = &self.request {
@@ -103,10 +109,7 @@ impl Peer {
                 && !request.declares(capability)
             {
                 *self.missing_capability.lock() = Some(capability);
-                return Err(PeerError {
-                    code: Some(MISSING_REQUIRED_CLIENT_CAPABILITY.value()),
-                    message: format!("the request did not declare the {capability} capability"),
-                });
+                return Err(ToolRequestError::NotDeclaredByRequest { capability });
             }
             // Answered by an earlier round, or asked in the `input_required` result.
             let mut inputs = self.inputs();
@@ -118,13 +121,15 @@ impl Peer {
             inputs
                 .asked
                 .insert(key.clone(), json!({"method": method, "params": params}));
-            return Err(PeerError::new(format!(
-                "{method} ({key}) is asked of the client in an input_required result; the call is retried with its answer"
-            )));
+            return Err(ToolRequestError::AskedInRound {
+                method: method.to_owned(),
+                key,
+            });
         }
-        self.client
+        Ok(self
+            .client
             .request_client(method, params, &self.route)
-            .await
+            .await?)
     }
 
     /// Sends a notification on this call's route; nothing once the call is cancelled.
@@ -208,7 +213,7 @@ impl CallPeer for Peer {
         method: &'a str,
         params: Value,
     ) -> BoxFuture<'a, Result<Value, PeerError>> {
-        Box::pin(self.request_client(method, params))
+        Box::pin(async move { Ok(self.request_client(method, params).await?) })
     }
 
     fn is_cancelled(&self) -> bool {

@@ -7,9 +7,11 @@
 //! imports the other for it.
 //!
 //! - [`outgoing`]: requests to the client (sampling, elicitation) awaiting answers.
+//! - [`request_error`]: why a request to the client got no answer.
 //! - [`request_meta`]: what a 2026-07-28 request declares in its `_meta`.
 
 mod outgoing;
+mod request_error;
 mod request_meta;
 
 use std::sync::OnceLock;
@@ -24,6 +26,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use outgoing::capability_for;
+pub(crate) use request_error::ClientRequestError;
 pub(crate) use request_meta::RequestMeta;
 
 use outgoing::PendingRequests;
