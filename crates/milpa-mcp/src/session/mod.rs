@@ -39,7 +39,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use arc_swap::ArcSwap;
 use milpa::ToolRegistry;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -54,38 +53,41 @@ pub(crate) use request::ReadParams;
 use crate::auth::scope_denial::ScopeDenial;
 use crate::client_link::ClientInfo;
 use crate::jsonrpc::{self, Incoming, Params, Rejected, RequestId};
-use crate::mapping;
 use crate::protocol::MODERN_VERSION;
 use crate::protocol::ServerOptions;
 use call::{CallEnv, InFlight};
-use listing::ToolListing;
+use listing::{ListingCache, ToolListing};
 use tool_list_watch::ToolListWatch;
 
 /// The server's shared, precomputed state.
 pub(crate) struct Shared {
+    /// The tools every session calls and lists.
     pub registry: Arc<ToolRegistry>,
+    /// How the server answers (limits, confirmation by elicitation, its identity).
     pub options: ServerOptions,
     /// The approvals page (`http://host:port/approvals`) when the server serves one: an
     /// `APPROVAL_PENDING` result then carries `approve_url = <page>/<approval_id>`, and a
     /// client that declared URL-mode elicitation is sent there.
     pub approval_page: Option<String>,
     /// The `tools/list` entries of the registry's tool list as of its last change.
-    listing: ArcSwap<ToolListing>,
+    listing: ListingCache,
     /// Seals 2026-07-28 `requestState`s.
     seal: mrtr::StateSeal,
 }
 
 impl Shared {
+    /// The shared state of a server without an approvals page.
     pub fn new(registry: Arc<ToolRegistry>, options: ServerOptions) -> Arc<Shared> {
         Self::with_approval_page(registry, options, None)
     }
 
+    /// The shared state of a server whose approvals page (if any) is at `approval_page`.
     pub fn with_approval_page(
         registry: Arc<ToolRegistry>,
         options: ServerOptions,
         approval_page: Option<String>,
     ) -> Arc<Shared> {
-        let listing = ArcSwap::from_pointee(Self::list_tools(&registry, options.page_size));
+        let listing = ListingCache::new(&registry, options.page_size);
         let seal = mrtr::StateSeal::new(
             options
                 .state_secret
@@ -99,18 +101,6 @@ impl Shared {
             approval_page,
             listing,
         })
-    }
-
-    fn list_tools(registry: &ToolRegistry, page_size: usize) -> ToolListing {
-        // The generation first: a change while listing makes the listing look stale, so
-        // the next request lists again rather than keeping a listing of a newer list under
-        // an older generation.
-        let generation = registry.tool_list_generation();
-        let tools = registry
-            .definitions()
-            .map(|d| mapping::tool_entry(&d))
-            .collect();
-        ToolListing::new(tools, page_size, generation)
     }
 
     /// The approval path of a call: the registry and the approvals page.
@@ -132,13 +122,7 @@ impl Shared {
 
     /// The `tools/list` entries, listed again when the registry's tool list changed since.
     pub(crate) fn listing(&self) -> Arc<ToolListing> {
-        let listing = self.listing.load_full();
-        if listing.generation() == self.registry.tool_list_generation() {
-            return listing;
-        }
-        let fresh = Arc::new(Self::list_tools(&self.registry, self.options.page_size));
-        self.listing.store(Arc::clone(&fresh));
-        fresh
+        self.listing.current(&self.registry, self.options.page_size)
     }
 }
 
@@ -197,6 +181,7 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
+    /// A new session of a session revision, `session_id` its HTTP id (none on stdio).
     pub fn new(shared: Arc<Shared>, session_id: Option<String>) -> Arc<Session> {
         let client = Arc::new(ClientLink::new(
             shared.options.default_log_level,
@@ -236,6 +221,7 @@ impl Session {
         }
     }
 
+    /// Whether `initialize` was answered (the session serves its other methods).
     pub fn is_initialized(&self) -> bool {
         self.client.is_initialized()
     }
