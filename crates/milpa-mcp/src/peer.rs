@@ -1,22 +1,20 @@
 //! [`Peer`]: the MCP side of a tool's [`milpa::CallHandle`] — progress, log messages,
 //! requests to the client and cancellation, for one `tools/call`.
 
-use std::sync::Arc;
-
-use parking_lot::Mutex;
-
-use milpa::{BoxFuture, CallPeer, LogLevel, PeerError};
-use serde_json::{Map, Value, json};
-
 mod request_error;
 
-pub(crate) use request_error::ToolRequestError;
+use std::sync::Arc;
 
-use crate::jsonrpc;
-use crate::protocol::INPUT_KEY_META;
+use milpa::{BoxFuture, CallPeer, LogLevel, PeerError};
+use parking_lot::Mutex;
+use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::client_link::{ClientLink, Out, RequestMeta, Route, capability_for};
+use crate::jsonrpc;
+use crate::protocol::INPUT_KEY_META;
+
+pub(crate) use request_error::ToolRequestError;
 
 /// One call's line back to the client.
 pub(crate) struct Peer {

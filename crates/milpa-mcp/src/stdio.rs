@@ -22,12 +22,11 @@
 use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::sync::Arc;
-
-use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 use futures_util::{FutureExt, StreamExt};
 use milpa::ToolRegistry;
+use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio_util::bytes::BytesMut;

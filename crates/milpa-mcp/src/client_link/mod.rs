@@ -16,11 +16,10 @@ mod request_meta;
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-
-use parking_lot::Mutex;
 use std::time::Duration;
 
 use milpa::LogLevel;
+use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;

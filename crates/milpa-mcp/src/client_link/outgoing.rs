@@ -1,11 +1,11 @@
 //! Requests this side sends to the client (sampling, elicitation, roots) and the table of
 //! those awaiting an answer.
 
-use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use milpa::PeerError;
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 

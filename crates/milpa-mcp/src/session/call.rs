@@ -2,7 +2,6 @@
 //! finds it), run through the registry with a context built from its caller, answered —
 //! or dropped unanswered once cancelled.
 
-use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -10,6 +9,7 @@ use milpa::call_span::McpAttributes;
 use milpa::{
     CallHandle, CallOutcome, ToolContext, channel, generate_request_id, split_confirm_token,
 };
+use parking_lot::Mutex;
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
