@@ -72,6 +72,11 @@
 #[cfg_attr(docsrs, doc(cfg(feature = "approvals-page")))]
 pub mod approvals;
 pub mod auth;
+#[cfg_attr(
+    not(all(feature = "stdio", feature = "http")),
+    allow(dead_code, unused_imports)
+)]
+mod client_link;
 pub mod content;
 #[cfg(feature = "http")]
 mod http;

@@ -1,16 +1,20 @@
 //! [`Peer`]: the MCP side of a tool's [`milpa::CallHandle`] — progress, log messages,
 //! requests to the client and cancellation, for one `tools/call`.
 
-use std::sync::{Arc, Mutex};
+mod request_error;
+
+use std::sync::Arc;
 
 use milpa::{BoxFuture, CallPeer, LogLevel, PeerError};
+use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
-
-use crate::jsonrpc;
-use crate::protocol::{INPUT_KEY_META, MISSING_REQUIRED_CLIENT_CAPABILITY};
 use tokio_util::sync::CancellationToken;
 
-use crate::session::{ClientLink, Out, RequestMeta, Route, capability_for};
+use crate::client_link::{ClientLink, Out, RequestMeta, Route, capability_for};
+use crate::jsonrpc;
+use crate::protocol::INPUT_KEY_META;
+
+pub(crate) use request_error::ToolRequestError;
 
 /// One call's line back to the client.
 pub(crate) struct Peer {
@@ -63,8 +67,8 @@ impl Peer {
         }
     }
 
-    fn inputs(&self) -> std::sync::MutexGuard<'_, ToolInputs> {
-        self.inputs.lock().unwrap_or_else(|e| e.into_inner())
+    fn inputs(&self) -> parking_lot::MutexGuard<'_, ToolInputs> {
+        self.inputs.lock()
     }
 
     /// 2026-07-28: the answers gathered before this round.
@@ -83,19 +87,18 @@ impl Peer {
 
     /// 2026-07-28: the capability the call needed and its request did not declare.
     pub fn missing_capability(&self) -> Option<&'static str> {
-        *self
-            .missing_capability
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        *self.missing_capability.lock()
     }
 
+    /// Asks the client `method`: on the connection's route, or (2026-07-28) in the call's
+    /// next `input_required` round unless an earlier round answered it.
     pub async fn request_client(
         &self,
         method: &str,
         mut params: Value,
-    ) -> Result<Value, PeerError> {
+    ) -> Result<Value, ToolRequestError> {
         if self.control.is_cancelled() {
-            return Err(PeerError::new("the call was cancelled"));
+            return Err(ToolRequestError::Cancelled);
         }
         let chosen = take_input_key(&mut params);
         if let Some(request) = &self.request {
@@ -103,14 +106,8 @@ impl Peer {
             if let Some(capability) = capability_for(method)
                 && !request.declares(capability)
             {
-                *self
-                    .missing_capability
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner()) = Some(capability);
-                return Err(PeerError {
-                    code: Some(MISSING_REQUIRED_CLIENT_CAPABILITY.value()),
-                    message: format!("the request did not declare the {capability} capability"),
-                });
+                *self.missing_capability.lock() = Some(capability);
+                return Err(ToolRequestError::NotDeclaredByRequest { capability });
             }
             // Answered by an earlier round, or asked in the `input_required` result.
             let mut inputs = self.inputs();
@@ -122,13 +119,15 @@ impl Peer {
             inputs
                 .asked
                 .insert(key.clone(), json!({"method": method, "params": params}));
-            return Err(PeerError::new(format!(
-                "{method} ({key}) is asked of the client in an input_required result; the call is retried with its answer"
-            )));
+            return Err(ToolRequestError::AskedInRound {
+                method: method.to_owned(),
+                key,
+            });
         }
-        self.client
+        Ok(self
+            .client
             .request_client(method, params, &self.route)
-            .await
+            .await?)
     }
 
     /// Sends a notification on this call's route; nothing once the call is cancelled.
@@ -164,7 +163,7 @@ impl CallPeer for Peer {
         }
         {
             // MCP: progress MUST increase with each notification.
-            let mut last = self.last_progress.lock().unwrap_or_else(|e| e.into_inner());
+            let mut last = self.last_progress.lock();
             if last.is_some_and(|l| progress <= l) {
                 return;
             }
@@ -212,7 +211,7 @@ impl CallPeer for Peer {
         method: &'a str,
         params: Value,
     ) -> BoxFuture<'a, Result<Value, PeerError>> {
-        Box::pin(self.request_client(method, params))
+        Box::pin(async move { Ok(self.request_client(method, params).await?) })
     }
 
     fn is_cancelled(&self) -> bool {

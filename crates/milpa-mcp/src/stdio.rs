@@ -21,11 +21,12 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::io;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::{FutureExt, StreamExt};
 use milpa::ToolRegistry;
+use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tokio_util::bytes::BytesMut;
@@ -514,7 +515,7 @@ impl Conn {
         push_line(out, &subscription.acknowledgement());
         let (stop, stopped) = oneshot::channel::<()>();
         {
-            let mut listens = self.listens.lock().unwrap_or_else(|p| p.into_inner());
+            let mut listens = self.listens.lock();
             // Ended ones (their receiver gone) are dropped as new ones come.
             listens.retain(|_, stop| !stop.is_closed());
             listens.insert(id, stop);
@@ -538,7 +539,7 @@ impl Conn {
         else {
             return;
         };
-        let mut listens = self.listens.lock().unwrap_or_else(|p| p.into_inner());
+        let mut listens = self.listens.lock();
         if let Some(stop) = listens.remove(&id) {
             let _ = stop.send(());
         }

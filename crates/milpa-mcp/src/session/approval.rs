@@ -22,10 +22,10 @@
 
 use std::time::Duration;
 
-use milpa::{ApprovalTicket, CallOutcome, CallPeer, ToolContext};
+use milpa::{ApprovalTicket, CallOutcome, CallPeer, ToolContext, ToolRegistry};
 use serde_json::json;
 
-use super::Session;
+use crate::client_link::ClientLink;
 use crate::peer::Peer;
 
 /// How often a call waiting for a person's decision reports progress (when its request
@@ -43,21 +43,33 @@ pub(super) fn approval_message(ticket: &ApprovalTicket, then_answer: bool) -> St
     )
 }
 
-impl Session {
-    /// Links the approvals page to an `APPROVAL_PENDING` ticket and, for a client that
+/// The part of the server a parked approval meets: the registry that waits for and redeems
+/// it, and the approvals page where a person decides. Borrowed from the server's shared
+/// state for one call, so the approval path takes nothing else of the session.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct HumanApproval<'a> {
+    /// Waits for decisions and redeems granted approvals.
+    pub registry: &'a ToolRegistry,
+    /// The approvals page (`http://host:port/approvals`), when the server serves one.
+    pub page: Option<&'a str>,
+}
+
+impl HumanApproval<'_> {
+    /// Links the approvals page to an `APPROVAL_PENDING` ticket and, for a `client` that
     /// declared URL-mode elicitation, sends it there and completes the call once a person
     /// decided.
-    pub(super) async fn seek_human_approval(
-        &self,
+    pub async fn seek(
+        self,
         pending: ApprovalTicket,
+        client: &ClientLink,
         ctx: &ToolContext,
         peer: &Peer,
     ) -> CallOutcome {
-        let pending = self.link_approval(pending);
+        let pending = self.link(pending);
         let Some(url) = pending.url() else {
             return CallOutcome::AwaitingApproval(pending);
         };
-        if !self.client.supports_url_elicitation() {
+        if !client.supports_url_elicitation() {
             return CallOutcome::AwaitingApproval(pending);
         }
         // Owned: the ticket goes back whole on every path that does not redeem it.
@@ -102,13 +114,13 @@ impl Session {
             "notifications/elicitation/complete",
             &json!({"elicitationId": id}),
         );
-        self.shared.registry.redeem(tool, id, ctx).await
+        self.registry.redeem(tool, id, ctx).await
     }
 
     /// The ticket with the page where a person decides (`approve_url`), when the server
     /// serves an approvals page.
-    pub(super) fn link_approval(&self, pending: ApprovalTicket) -> ApprovalTicket {
-        match self.shared.approval_page.as_deref() {
+    pub fn link(self, pending: ApprovalTicket) -> ApprovalTicket {
+        match self.page {
             Some(page) => {
                 let url = format!("{}/{}", page.trim_end_matches('/'), pending.id());
                 pending.with_url(url)
@@ -119,12 +131,12 @@ impl Session {
 
     /// Waits until approval `id` is decided or expired, reporting progress meanwhile.
     async fn wait_for_person(
-        &self,
+        self,
         id: &str,
         summary: &str,
         peer: &Peer,
     ) -> Result<milpa::approval::Approval, milpa::approval::ApprovalError> {
-        let decision = self.shared.registry.approvals().wait_for_decision(id);
+        let decision = self.registry.approvals().wait_for_decision(id);
         tokio::pin!(decision);
         let start = tokio::time::Instant::now() + WAITING_PROGRESS_EVERY;
         let mut ticks = tokio::time::interval_at(start, WAITING_PROGRESS_EVERY);

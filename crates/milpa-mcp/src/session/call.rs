@@ -4,22 +4,23 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::Mutex;
 
 use milpa::call_span::McpAttributes;
 use milpa::{
     CallHandle, CallOutcome, ToolContext, channel, generate_request_id, split_confirm_token,
 };
+use parking_lot::Mutex;
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::call_params::CallParams;
-use super::client::Route;
+use super::confirm::confirm_by_elicitation;
 use super::mrtr::Outcome;
 use super::reply::Reply;
-use super::{Caller, Dispatch, Session};
+use super::{Caller, Dispatch, Shared};
+use crate::client_link::{ClientLink, Route};
 use crate::jsonrpc::{ErrorObject, INVALID_REQUEST, RequestId};
-use crate::protocol::MISSING_REQUIRED_CLIENT_CAPABILITY;
+use crate::protocol::{MISSING_REQUIRED_CLIENT_CAPABILITY, MODERN_VERSION};
 
 /// 2026-07-28: the error for a call that needed a capability its request did not declare;
 /// `data.requiredCapabilities` is a `ClientCapabilities` object naming it.
@@ -62,9 +63,11 @@ pub(crate) struct InFlight {
 impl InFlight {
     fn lock(
         &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken, foldhash::fast::RandomState>>
-    {
-        self.calls.lock().unwrap_or_else(|e| e.into_inner())
+    ) -> parking_lot::MutexGuard<
+        '_,
+        HashMap<RequestId, CancellationToken, foldhash::fast::RandomState>,
+    > {
+        self.calls.lock()
     }
 
     /// Registers a call; `None` when one with this id still runs.
@@ -124,17 +127,31 @@ impl Caller {
     }
 }
 
-impl Session {
+/// What a call on a session runs with besides its params and its caller: the server's
+/// shared state, the client end and the session id. The session hands these parts to each
+/// call it starts; the call takes nothing else of it.
+#[derive(Clone)]
+pub(super) struct CallEnv {
+    /// The registry the call runs through, and the server's options.
+    pub shared: Arc<Shared>,
+    /// The client the call talks back to.
+    pub client: Arc<ClientLink>,
+    /// HTTP: the session id, for the call's context and span.
+    pub session_id: Option<Arc<str>>,
+}
+
+impl InFlight {
     /// Registers the call (before this returns, so a cancellation that follows finds it)
-    /// and hands back its future.
-    pub(super) fn start_call(
+    /// and hands back its future, which runs with `env` and leaves the table when it ends.
+    pub(super) fn start(
         self: &Arc<Self>,
+        env: CallEnv,
         id: RequestId,
         mut call: CallParams,
         caller: &Caller,
         route: Route,
     ) -> Dispatch {
-        let Some(control) = self.calls.register(&id) else {
+        let Some(control) = self.register(&id) else {
             return Dispatch::Reply(Reply::error(
                 Some(id),
                 ErrorObject::new(
@@ -143,19 +160,18 @@ impl Session {
                 ),
             ));
         };
-        let session = self.clone();
+        let table = Arc::clone(self);
         let caller = caller.clone();
-        let grace = self.shared.options.cancel_grace;
+        let grace = env.shared.options.cancel_grace;
         let cancel = CallCancel(control.clone());
         // The caller's trace context wraps the whole call, a confirmation's replay too.
         let trace_parent = std::mem::take(&mut call.trace_parent);
         let call = Box::pin(async move {
             let guard = CallGuard {
-                table: &session.calls,
+                table: &table,
                 id: &id,
             };
-            let work =
-                trace_parent.run(session.run_call(call, &caller, &id, route, control.clone()));
+            let work = trace_parent.run(run_call(&env, call, &caller, &id, route, control.clone()));
             let value = tokio::select! {
                 biased;
                 () = async {
@@ -170,7 +186,7 @@ impl Session {
             if control.is_cancelled() {
                 return None;
             }
-            let modern = session.is_modern();
+            let modern = env.client.protocol_version() == Some(MODERN_VERSION);
             value.map(|(name, outcome, missing)| {
                 if let Some(capability) = missing {
                     return Reply::error(Some(id), missing_capability(capability));
@@ -193,7 +209,7 @@ impl Session {
                 // Only a failed result can move its data out of structuredContent: a
                 // successful call (the common case) skips the lookup.
                 let output_schema = !result.success
-                    && session
+                    && env
                         .shared
                         .registry
                         .get(&name)
@@ -203,135 +219,108 @@ impl Session {
         });
         Dispatch::Call(call, cancel)
     }
+}
 
-    async fn run_call(
-        self: &Arc<Self>,
-        call: CallParams,
-        caller: &Caller,
-        id: &RequestId,
-        route: Route,
-        control: CancellationToken,
-    ) -> (String, Outcome, Option<&'static str>) {
-        let peer = Arc::new(Peer::new(
-            self.client.clone(),
-            control,
-            call.progress_token.clone(),
-            route,
-            call.request.clone(),
-        ));
-        let ctx = self.context(caller, CallHandle::new(peer.clone()), Some(id));
-        if let Some(meta) = call.request.clone() {
-            let outcome = self.run_modern(&call, &meta, &ctx, &peer).await;
-            return (call.name, outcome, peer.missing_capability());
-        }
-        // The legacy `confirm_token` argument is taken off here, at the edge.
-        let mut arguments = call.arguments;
-        let sent = split_confirm_token(&mut arguments);
-        let outcome = self
-            .shared
-            .registry
-            .invoke_sent(&call.name, arguments, sent, &ctx)
-            .await;
-        let outcome = match outcome {
-            CallOutcome::AwaitingApproval(pending) => {
-                self.seek_human_approval(pending, &ctx, &peer).await
-            }
-            CallOutcome::NeedsConfirmation(ticket)
-                if self.shared.options.elicitation_confirmation
-                    && self.client.supports_form_elicitation() =>
-            {
-                self.confirm_by_elicitation(ticket, &ctx, &peer).await
-            }
-            other => other,
-        };
-        (call.name, Outcome::Done(outcome), peer.missing_capability())
+/// Runs a call: through its input rounds on the 2026-07-28 path, else through the
+/// registry, then the approval or confirmation its outcome asks for.
+async fn run_call(
+    env: &CallEnv,
+    mut call: CallParams,
+    caller: &Caller,
+    id: &RequestId,
+    route: Route,
+    control: CancellationToken,
+) -> (String, Outcome, Option<&'static str>) {
+    let shared = &env.shared;
+    let peer = Arc::new(Peer::new(
+        env.client.clone(),
+        control,
+        call.progress_token.clone(),
+        route,
+        call.request.clone(),
+    ));
+    let ctx = call_context(
+        caller,
+        CallHandle::new(peer.clone()),
+        Some(id),
+        env.session_id.as_deref(),
+        env.client.protocol_version(),
+    );
+    if let Some(meta) = call.request.take() {
+        let (name, outcome) = shared.input_rounds().run(call, &meta, &ctx, &peer).await;
+        return (name, outcome, peer.missing_capability());
     }
+    // The legacy `confirm_token` argument is taken off here, at the edge.
+    let mut arguments = call.arguments;
+    let sent = split_confirm_token(&mut arguments);
+    let outcome = shared
+        .registry
+        .invoke_sent(&call.name, arguments, sent, &ctx)
+        .await;
+    let outcome = match outcome {
+        CallOutcome::AwaitingApproval(pending) => {
+            shared
+                .human_approval()
+                .seek(pending, &env.client, &ctx, &peer)
+                .await
+        }
+        CallOutcome::NeedsConfirmation(ticket)
+            if shared.options.elicitation_confirmation
+                && env.client.supports_form_elicitation() =>
+        {
+            confirm_by_elicitation(&shared.registry, &env.client, ticket, &ctx, &peer).await
+        }
+        other => other,
+    };
+    (call.name, Outcome::Done(outcome), peer.missing_capability())
+}
 
-    /// A 2026-07-28 call: a retry carrying a confirmation's or an approval's state settles
-    /// it; otherwise the tool runs (again, with the answers of earlier rounds), and what it
-    /// asked the client without an answer yet makes an `input_required` round.
-    async fn run_modern(
-        &self,
-        call: &CallParams,
-        meta: &super::RequestMeta,
-        ctx: &ToolContext,
-        peer: &Peer,
-    ) -> Outcome {
-        if let Some(state) = call.request_state.as_deref() {
-            match self.tool_answers(&call.name, &call.arguments, state, ctx) {
-                Err(error) => return Outcome::Refused(error),
-                Ok(None) => {
-                    return self
-                        .next_round(
-                            &call.name,
-                            &call.arguments,
-                            state,
-                            call.input_responses.as_ref(),
-                            ctx,
-                        )
-                        .await;
-                }
-                Ok(Some(answers)) => peer.add_answers(answers),
-            }
-        }
-        if let Some(Value::Object(responses)) = &call.input_responses {
-            peer.add_answers(responses.clone());
-        }
-        let mut arguments = call.arguments.clone();
-        let sent = split_confirm_token(&mut arguments);
-        let outcome = self
-            .shared
-            .registry
-            .invoke_sent(&call.name, arguments, sent, ctx)
-            .await;
-        let (asked, answers) = peer.take_inputs();
-        if !asked.is_empty() && peer.missing_capability().is_none() {
-            return self.tool_input_round(&call.name, &call.arguments, ctx, asked, answers);
-        }
-        self.first_round(&call.name, &call.arguments, outcome, ctx, meta)
+/// The context a call from `caller` runs with, whatever the transport; `id` is the
+/// JSON-RPC id of its request, when it got far enough to run; `session_id` and
+/// `protocol_version` are the session's.
+pub(super) fn call_context(
+    caller: &Caller,
+    handle: CallHandle,
+    id: Option<&RequestId>,
+    session_id: Option<&str>,
+    protocol_version: Option<&'static str>,
+) -> ToolContext {
+    let mut builder = ToolContext::builder(channel::MCP)
+        .request_id(generate_request_id())
+        .scopes(caller.scopes.iter().cloned())
+        .call_handle(handle)
+        .mcp_attributes(span_attributes(id, session_id, protocol_version));
+    if let Some(principal) = &caller.principal {
+        builder = builder.principal(principal.clone());
     }
-
-    /// The context a call from `caller` runs with, whatever the transport; `id` is the
-    /// JSON-RPC id of its request, when it got far enough to run.
-    pub(super) fn context(
-        &self,
-        caller: &Caller,
-        handle: CallHandle,
-        id: Option<&RequestId>,
-    ) -> ToolContext {
-        let mut builder = ToolContext::builder(channel::MCP)
-            .request_id(generate_request_id())
-            .scopes(caller.scopes.iter().cloned())
-            .call_handle(handle)
-            .mcp_attributes(self.span_attributes(id));
-        if let Some(principal) = &caller.principal {
-            builder = builder.principal(principal.clone());
-        }
-        if let Some(ip) = &caller.ip {
-            builder = builder.ip(ip.clone());
-        }
-        if let Some(agent) = &caller.user_agent {
-            builder = builder.user_agent(agent.clone());
-        }
-        if let Some(session) = &self.session_id {
-            builder = builder.extra("mcp_session_id", Value::String(session.clone()));
-        }
-        builder.build()
+    if let Some(ip) = &caller.ip {
+        builder = builder.ip(ip.clone());
     }
+    if let Some(agent) = &caller.user_agent {
+        builder = builder.user_agent(agent.clone());
+    }
+    if let Some(session) = session_id {
+        builder = builder.extra("mcp_session_id", Value::String(session.to_owned()));
+    }
+    builder.build()
+}
 
-    /// The MCP semantic conventions' attributes of a `tools/call` on this session.
-    fn span_attributes(&self, id: Option<&RequestId>) -> McpAttributes {
-        let mut attributes = McpAttributes::new("tools/call");
-        if let Some(session) = &self.session_id {
-            attributes = attributes.session_id(session.clone());
-        }
-        if let Some(version) = self.client.protocol_version() {
-            attributes = attributes.protocol_version(version);
-        }
-        match id {
-            Some(RequestId::Number(number)) => attributes.request_id(number.to_string()),
-            Some(RequestId::String(text)) => attributes.request_id(&**text),
-            None => attributes,
-        }
+/// The MCP semantic conventions' attributes of a `tools/call` on a session.
+fn span_attributes(
+    id: Option<&RequestId>,
+    session_id: Option<&str>,
+    protocol_version: Option<&'static str>,
+) -> McpAttributes {
+    let mut attributes = McpAttributes::new("tools/call");
+    if let Some(session) = session_id {
+        attributes = attributes.session_id(session.to_owned());
+    }
+    if let Some(version) = protocol_version {
+        attributes = attributes.protocol_version(version);
+    }
+    match id {
+        Some(RequestId::Number(number)) => attributes.request_id(number.to_string()),
+        Some(RequestId::String(text)) => attributes.request_id(&**text),
+        None => attributes,
     }
 }

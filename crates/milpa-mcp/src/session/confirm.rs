@@ -2,10 +2,10 @@
 //! redeems the ticket (accept) or ends it in the registry's refusal path (decline,
 //! cancel).
 
-use milpa::{CallOutcome, ConfirmationRefusal, ConfirmationTicket, ToolContext};
+use milpa::{CallOutcome, ConfirmationRefusal, ConfirmationTicket, ToolContext, ToolRegistry};
 use serde_json::{Map, Value, json};
 
-use super::Session;
+use crate::client_link::ClientLink;
 use crate::peer::Peer;
 
 /// The form a client shows its user to confirm `ticket`: the `message` and the
@@ -66,46 +66,41 @@ pub(super) fn read_answer(answer: Option<&Value>) -> FormAnswer {
     }
 }
 
-impl Session {
-    /// Asks the client to confirm `ticket` through `elicitation/create`; redeems it on
-    /// accept. Falls back to the token round trip (the ticket goes back) when the client
-    /// cannot be asked.
-    pub(super) async fn confirm_by_elicitation(
-        &self,
-        ticket: ConfirmationTicket,
-        ctx: &ToolContext,
-        peer: &Peer,
-    ) -> CallOutcome {
-        let tool = ticket.tool().to_owned();
-        let tool = tool.as_str();
-        let mut params = Value::Object(confirmation_form(&ticket));
-        if self.client.protocol_version() == Some("2025-11-25") {
-            params["mode"] = json!("form");
-        }
-        let answer = match peer.request_client("elicitation/create", params).await {
-            Ok(answer) => answer,
-            Err(error) => {
-                tracing::warn!(target: "milpa_mcp", tool, %error, "elicitation failed; falling back to confirm_token");
-                return CallOutcome::NeedsConfirmation(ticket);
-            }
-        };
-        let refusal = match read_answer(Some(&answer)) {
-            FormAnswer::Accept => {
-                return self.shared.registry.redeem(tool, ticket.token(), ctx).await;
-            }
-            FormAnswer::Refuse(refusal) => refusal,
-            FormAnswer::Unknown => {
-                let action = answer.get("action").and_then(Value::as_str).unwrap_or("");
-                tracing::warn!(target: "milpa_mcp", tool, action, "unknown elicitation action; falling back to confirm_token");
-                return CallOutcome::NeedsConfirmation(ticket);
-            }
-        };
-        tracing::info!(target: "milpa_mcp", tool, request_id = ctx.request_id(), outcome = refusal.as_str(), "confirmation refused by the client");
-        CallOutcome::Done(
-            self.shared
-                .registry
-                .decline_ticket(&ticket, refusal, ctx)
-                .await,
-        )
+/// Asks the client to confirm `ticket` through `elicitation/create` (on `peer`, in the
+/// form its negotiated version of `client` reads); redeems it through `registry` on
+/// accept. Falls back to the token round trip (the ticket goes back) when the client
+/// cannot be asked.
+pub(super) async fn confirm_by_elicitation(
+    registry: &ToolRegistry,
+    client: &ClientLink,
+    ticket: ConfirmationTicket,
+    ctx: &ToolContext,
+    peer: &Peer,
+) -> CallOutcome {
+    let tool = ticket.tool().to_owned();
+    let tool = tool.as_str();
+    let mut params = Value::Object(confirmation_form(&ticket));
+    if client.protocol_version() == Some("2025-11-25") {
+        params["mode"] = json!("form");
     }
+    let answer = match peer.request_client("elicitation/create", params).await {
+        Ok(answer) => answer,
+        Err(error) => {
+            tracing::warn!(target: "milpa_mcp", tool, %error, "elicitation failed; falling back to confirm_token");
+            return CallOutcome::NeedsConfirmation(ticket);
+        }
+    };
+    let refusal = match read_answer(Some(&answer)) {
+        FormAnswer::Accept => {
+            return registry.redeem(tool, ticket.token(), ctx).await;
+        }
+        FormAnswer::Refuse(refusal) => refusal,
+        FormAnswer::Unknown => {
+            let action = answer.get("action").and_then(Value::as_str).unwrap_or("");
+            tracing::warn!(target: "milpa_mcp", tool, action, "unknown elicitation action; falling back to confirm_token");
+            return CallOutcome::NeedsConfirmation(ticket);
+        }
+    };
+    tracing::info!(target: "milpa_mcp", tool, request_id = ctx.request_id(), outcome = refusal.as_str(), "confirmation refused by the client");
+    CallOutcome::Done(registry.decline_ticket(&ticket, refusal, ctx).await)
 }

@@ -12,15 +12,16 @@ use std::sync::Arc;
 use milpa::CallHandle;
 use serde_json::{Map, Value, json};
 
+use super::call::call_context;
 use super::call_params::RefusedCall;
-use super::client::{ClientInfo, Route};
+use super::initialize::initialize;
 use super::modern::admit;
 use super::reply::Reply;
-use super::request::{InitializeParams, ReadParams, Refusal, Request};
+use super::request::{ReadParams, Refusal, Request};
 use super::{Caller, Dispatch, Session};
-use crate::jsonrpc::{ErrorObject, INVALID_REQUEST, METHOD_NOT_FOUND, RequestId};
+use crate::client_link::Route;
+use crate::jsonrpc::{ErrorObject, METHOD_NOT_FOUND, RequestId};
 use crate::method::{Era, Method};
-use crate::protocol;
 
 fn method_not_found(method: &str) -> ErrorObject {
     ErrorObject::new(METHOD_NOT_FOUND, format!("Method not found: {method}"))
@@ -93,9 +94,11 @@ impl Session {
     ) -> Dispatch {
         let shared = &self.shared;
         let result = match request {
-            Request::ToolsCall(call) => return self.start_call(id, *call, caller, route),
+            Request::ToolsCall(call) => {
+                return self.calls.start(self.call_env(), id, *call, caller, route);
+            }
             Request::SubscriptionsListen(subscription) => return Dispatch::Listen(subscription),
-            Request::Initialize(params) => self.initialize(params),
+            Request::Initialize(params) => initialize(&self.client, &shared.options, params),
             Request::Ping => Ok(json!({})),
             Request::SetLogLevel(level) => {
                 self.client.set_log_level(level);
@@ -137,47 +140,18 @@ impl Session {
 
     /// A `tools/call` refused before the registry saw it still leaves an audit record.
     pub(super) fn audit_refused_call(&self, refused: &RefusedCall, caller: &Caller) {
-        let ctx = self.context(caller, CallHandle::detached(), None);
+        let ctx = call_context(
+            caller,
+            CallHandle::detached(),
+            None,
+            self.session_id.as_deref(),
+            self.client.protocol_version(),
+        );
         self.shared.registry.audit_refused_request(
             refused.name.as_deref(),
             &refused.error.message,
             &ctx,
         );
-    }
-
-    fn initialize(&self, params: InitializeParams) -> Result<Value, ErrorObject> {
-        let version = protocol::negotiate(&params.protocol_version);
-        if !self.client.declare(ClientInfo {
-            version,
-            capabilities: params.capabilities,
-        }) {
-            return Err(ErrorObject::new(
-                INVALID_REQUEST,
-                "Invalid Request: the session is already initialized",
-            ));
-        }
-        let client_name = params.client_name.as_deref().unwrap_or("?");
-        tracing::debug!(target: "milpa_mcp", client = client_name, version, "initialized");
-        let options = &self.shared.options;
-        let mut info = Map::new();
-        info.insert("name".into(), Value::String(options.name.clone()));
-        info.insert("version".into(), Value::String(options.version.clone()));
-        if let Some(title) = &options.title {
-            info.insert("title".into(), Value::String(title.clone()));
-        }
-        let mut result = Map::new();
-        result.insert("protocolVersion".into(), Value::String(version.into()));
-        result.insert(
-            "capabilities".into(),
-            // The server tells its clients when the registry's tool list changes (an
-            // upstream's did): see `Session::forward_tool_list_changes`.
-            json!({"tools": {"listChanged": true}, "logging": {}}),
-        );
-        result.insert("serverInfo".into(), Value::Object(info));
-        if let Some(instructions) = &options.instructions {
-            result.insert("instructions".into(), Value::String(instructions.clone()));
-        }
-        Ok(Value::Object(result))
     }
 }
 

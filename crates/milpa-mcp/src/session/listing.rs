@@ -3,9 +3,55 @@
 //! generation it was given in: once the list changed, an old cursor is refused ("Invalid
 //! cursor") rather than read against another list, so no listing mixes two generations.
 
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use milpa::ToolRegistry;
 use serde_json::{Map, Value};
 
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
+use crate::mapping;
+
+/// The server's listing of its registry, kept until the registry's tool list changes:
+/// every session lists from it, and the first request after a change lists again.
+#[derive(Debug)]
+pub(crate) struct ListingCache {
+    listing: ArcSwap<ToolListing>,
+}
+
+impl ListingCache {
+    /// Lists `registry` now, in pages of `page_size`.
+    pub fn new(registry: &ToolRegistry, page_size: usize) -> ListingCache {
+        ListingCache {
+            listing: ArcSwap::from_pointee(list_tools(registry, page_size)),
+        }
+    }
+
+    /// The listing of `registry`'s current tool list: the kept one, or a fresh one when
+    /// the list changed since.
+    pub fn current(&self, registry: &ToolRegistry, page_size: usize) -> Arc<ToolListing> {
+        let listing = self.listing.load_full();
+        if listing.generation() == registry.tool_list_generation() {
+            return listing;
+        }
+        let fresh = Arc::new(list_tools(registry, page_size));
+        self.listing.store(Arc::clone(&fresh));
+        fresh
+    }
+}
+
+/// The `tools/list` entries of `registry`'s tool list as it is now.
+fn list_tools(registry: &ToolRegistry, page_size: usize) -> ToolListing {
+    // The generation first: a change while listing makes the listing look stale, so
+    // the next request lists again rather than keeping a listing of a newer list under
+    // an older generation.
+    let generation = registry.tool_list_generation();
+    let tools = registry
+        .definitions()
+        .map(|d| mapping::tool_entry(&d))
+        .collect();
+    ToolListing::new(tools, page_size, generation)
+}
 
 /// The `tools/list` entries of one generation of the tool list, and the page size.
 #[derive(Debug)]

@@ -1,7 +1,8 @@
 //! One MCP connection's protocol state, whatever carries it.
 //!
 //! - [`request`]: a request's params, read once into the typed request of its method.
-//! - [`dispatch`]: the dispatcher of both revisions, `initialize`.
+//! - [`dispatch`]: the dispatcher of both revisions.
+//! - [`initialize`]: the session revisions' handshake.
 //! - [`reply`]: answers, kept as values until a transport writes them.
 //! - [`listing`]: `tools/list` pages and cursors.
 //! - [`call_params`]: `tools/call` parameters, checked before anything runs.
@@ -9,9 +10,9 @@
 //! - [`confirm`]: confirmation through `elicitation/create`.
 //! - [`approval`]: human approvals — `approve_url`, URL-mode elicitation, waiting for the
 //!   person's decision.
-//! - [`client`]: the client end — what it declared, its log level, the streams to it.
-//! - [`outgoing`]: requests to the client (sampling, elicitation) awaiting answers.
+//! - [`argument_digest`]: the digest of a call's arguments a `requestState` is bound to.
 //! - [`mrtr`]: 2026-07-28 confirmation and approval through `input_required` results.
+//! - [`tool_list_watch`]: telling the client when the tool list changes.
 //! - [`modern`]: the 2026-07-28 revision — `server/discover`, per-request `_meta`, no
 //!   session state.
 //!
@@ -20,69 +21,72 @@
 //! request) and says where outgoing messages go with a [`Route`].
 
 mod approval;
+mod argument_digest;
 mod call;
 mod call_params;
-mod client;
 mod confirm;
 mod dispatch;
+mod initialize;
 mod listen;
 mod listing;
 mod modern;
 mod mrtr;
-mod outgoing;
 mod reply;
 mod request;
+mod tool_list_watch;
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-use arc_swap::ArcSwap;
 use milpa::ToolRegistry;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+pub(crate) use crate::client_link::{ClientLink, Out, RequestMeta, Route};
 pub(crate) use call::CallCancel;
-pub(crate) use client::{ClientLink, Out, Route};
 pub(crate) use listen::Subscription;
-pub(crate) use modern::{RequestMeta, header_mismatch, is_modern_version};
-pub(crate) use outgoing::capability_for;
+pub(crate) use modern::{header_mismatch, is_modern_version};
 pub(crate) use reply::{Reply, batch_json, write_batch};
 pub(crate) use request::ReadParams;
 
 use crate::auth::scope_denial::ScopeDenial;
+use crate::client_link::ClientInfo;
 use crate::jsonrpc::{self, Incoming, Params, Rejected, RequestId};
-use crate::mapping;
-use crate::protocol::ServerOptions;
-use call::InFlight;
-use listing::ToolListing;
+use crate::protocol::{MODERN_VERSION, ServerOptions};
+use call::{CallEnv, InFlight};
+use listing::{ListingCache, ToolListing};
+use tool_list_watch::ToolListWatch;
 
 /// The server's shared, precomputed state.
 pub(crate) struct Shared {
+    /// The tools every session calls and lists.
     pub registry: Arc<ToolRegistry>,
+    /// How the server answers (limits, confirmation by elicitation, its identity).
     pub options: ServerOptions,
     /// The approvals page (`http://host:port/approvals`) when the server serves one: an
     /// `APPROVAL_PENDING` result then carries `approve_url = <page>/<approval_id>`, and a
     /// client that declared URL-mode elicitation is sent there.
     pub approval_page: Option<String>,
     /// The `tools/list` entries of the registry's tool list as of its last change.
-    listing: ArcSwap<ToolListing>,
+    listing: ListingCache,
     /// Seals 2026-07-28 `requestState`s.
     seal: mrtr::StateSeal,
 }
 
 impl Shared {
+    /// The shared state of a server without an approvals page.
     pub fn new(registry: Arc<ToolRegistry>, options: ServerOptions) -> Arc<Shared> {
         Self::with_approval_page(registry, options, None)
     }
 
+    /// The shared state of a server whose approvals page (if any) is at `approval_page`.
     pub fn with_approval_page(
         registry: Arc<ToolRegistry>,
         options: ServerOptions,
         approval_page: Option<String>,
     ) -> Arc<Shared> {
-        let listing = ArcSwap::from_pointee(Self::list_tools(&registry, options.page_size));
+        let listing = ListingCache::new(&registry, options.page_size);
         let seal = mrtr::StateSeal::new(
             options
                 .state_secret
@@ -98,27 +102,26 @@ impl Shared {
         })
     }
 
-    fn list_tools(registry: &ToolRegistry, page_size: usize) -> ToolListing {
-        // The generation first: a change while listing makes the listing look stale, so
-        // the next request lists again rather than keeping a listing of a newer list under
-        // an older generation.
-        let generation = registry.tool_list_generation();
-        let tools = registry
-            .definitions()
-            .map(|d| mapping::tool_entry(&d))
-            .collect();
-        ToolListing::new(tools, page_size, generation)
+    /// The approval path of a call: the registry and the approvals page.
+    fn human_approval(&self) -> approval::HumanApproval<'_> {
+        approval::HumanApproval {
+            registry: &self.registry,
+            page: self.approval_page.as_deref(),
+        }
+    }
+
+    /// What a 2026-07-28 call's input rounds work with.
+    fn input_rounds(&self) -> mrtr::InputRounds<'_> {
+        mrtr::InputRounds {
+            seal: &self.seal,
+            approvals: self.human_approval(),
+            elicitation_confirmation: self.options.elicitation_confirmation,
+        }
     }
 
     /// The `tools/list` entries, listed again when the registry's tool list changed since.
     pub(crate) fn listing(&self) -> Arc<ToolListing> {
-        let listing = self.listing.load_full();
-        if listing.generation() == self.registry.tool_list_generation() {
-            return listing;
-        }
-        let fresh = Arc::new(Self::list_tools(&self.registry, self.options.page_size));
-        self.listing.store(Arc::clone(&fresh));
-        fresh
+        self.listing.current(&self.registry, self.options.page_size)
     }
 }
 
@@ -153,15 +156,19 @@ pub(crate) enum Dispatch {
 /// A tool call's work: the response, or `None` when it was cancelled.
 pub(crate) type CallFuture = Pin<Box<dyn Future<Output = Option<Reply>> + Send + 'static>>;
 
-/// One connection's protocol state.
+/// One connection's protocol state: the façade the transports use, holding its owned
+/// parts. Each handler lives with the part it touches and is handed the others it needs.
 pub(crate) struct Session {
+    /// The server's state, shared by every session.
     pub shared: Arc<Shared>,
+    /// The client end: what it declared, its log level, its streams, requests to it.
     client: Arc<ClientLink>,
-    calls: InFlight,
+    /// The calls running, by request id.
+    calls: Arc<InFlight>,
     /// HTTP: the session id, for tool contexts.
-    pub session_id: Option<String>,
-    /// Whether a task tells the client about tool list changes already.
-    watching_tool_list: AtomicBool,
+    session_id: Option<Arc<str>>,
+    /// The task telling the client about tool list changes, once started.
+    tool_list: ToolListWatch,
 }
 
 impl std::fmt::Debug for Session {
@@ -173,6 +180,7 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
+    /// A new session of a session revision, `session_id` its HTTP id (none on stdio).
     pub fn new(shared: Arc<Shared>, session_id: Option<String>) -> Arc<Session> {
         let client = Arc::new(ClientLink::new(
             shared.options.default_log_level,
@@ -181,12 +189,38 @@ impl Session {
         Arc::new(Session {
             shared,
             client,
-            calls: InFlight::default(),
-            session_id,
-            watching_tool_list: AtomicBool::new(false),
+            calls: Arc::default(),
+            session_id: session_id.map(Arc::from),
+            tool_list: ToolListWatch::default(),
         })
     }
 
+    /// A session that serves 2026-07-28 requests: what the client declared comes with each
+    /// request, so it starts declared, with no capabilities of its own.
+    pub fn modern(shared: Arc<Shared>) -> Arc<Session> {
+        let session = Session::new(shared, None);
+        session.client.declare(ClientInfo {
+            version: MODERN_VERSION,
+            capabilities: json!({}),
+        });
+        session
+    }
+
+    /// Whether this session serves the 2026-07-28 revision.
+    pub fn is_modern(&self) -> bool {
+        self.client.protocol_version() == Some(MODERN_VERSION)
+    }
+
+    /// The parts of this session a call it starts runs with.
+    fn call_env(&self) -> CallEnv {
+        CallEnv {
+            shared: Arc::clone(&self.shared),
+            client: Arc::clone(&self.client),
+            session_id: self.session_id.clone(),
+        }
+    }
+
+    /// Whether `initialize` was answered (the session serves its other methods).
     pub fn is_initialized(&self) -> bool {
         self.client.is_initialized()
     }
@@ -282,28 +316,8 @@ impl Session {
     /// list changes (once the session is initialized), until the session ends. Started once
     /// per session; later calls do nothing.
     pub fn forward_tool_list_changes(&self, route: Route) {
-        if self.watching_tool_list.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let mut changes = self.shared.registry.tool_list_changes();
-        changes.borrow_and_update();
-        let client = Arc::clone(&self.client);
-        let notification = jsonrpc::notification("notifications/tools/list_changed", &json!({}));
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    () = client.closing() => return,
-                    changed = changes.changed() => {
-                        if changed.is_err() {
-                            return;
-                        }
-                    }
-                }
-                if client.is_initialized() && !client.is_closed() {
-                    client.send(&route, notification.clone());
-                }
-            }
-        });
+        self.tool_list
+            .start(&self.shared.registry, &self.client, route);
     }
 }
 

@@ -11,80 +11,15 @@
 //! filtered by principal or scopes), so it and `server/discover` are `cacheScope:
 //! "public"`; a list filtered per caller would have to say `"private"`.
 
-use std::sync::Arc;
-
-use milpa::LogLevel;
-use serde::Deserialize;
-use serde::de::{self, value::StrDeserializer};
 use serde_json::{Map, Value, json};
 
-use super::client::ClientInfo;
-use super::{Session, Shared};
-use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
+use super::Shared;
+use crate::client_link::RequestMeta;
+use crate::jsonrpc::ErrorObject;
 use crate::protocol::{
-    self, ALL_VERSIONS, META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION,
-    META_SERVER_INFO, MODERN_VERSION, UNSUPPORTED_PROTOCOL_VERSION,
+    self, ALL_VERSIONS, META_PROTOCOL_VERSION, META_SERVER_INFO, MODERN_VERSION,
+    UNSUPPORTED_PROTOCOL_VERSION,
 };
-
-/// What a 2026-07-28 request declared in its `_meta`.
-#[derive(Debug, Clone)]
-pub(crate) struct RequestMeta {
-    /// `io.modelcontextprotocol/protocolVersion`.
-    pub version: String,
-    /// `io.modelcontextprotocol/clientCapabilities` (an object).
-    pub capabilities: Value,
-    /// `io.modelcontextprotocol/logLevel`, when set: log messages at or above it are sent.
-    pub log_level: Option<LogLevel>,
-}
-
-impl RequestMeta {
-    /// Reads a request's `params._meta`; `-32602` when it, its protocol version or its
-    /// client capabilities are missing or malformed.
-    pub fn read(meta: Option<&Value>) -> Result<RequestMeta, ErrorObject> {
-        let invalid =
-            |what: &str| ErrorObject::new(INVALID_PARAMS, format!("Invalid params: {what}"));
-        let Some(Value::Object(meta)) = meta else {
-            return Err(invalid(
-                "_meta (an object with the protocol version and client capabilities) is required",
-            ));
-        };
-        let Some(Value::String(version)) = meta.get(META_PROTOCOL_VERSION) else {
-            return Err(invalid(&format!(
-                "_meta[\"{META_PROTOCOL_VERSION}\"] (a string) is required"
-            )));
-        };
-        let Some(capabilities @ Value::Object(_)) = meta.get(META_CLIENT_CAPABILITIES) else {
-            return Err(invalid(&format!(
-                "_meta[\"{META_CLIENT_CAPABILITIES}\"] (an object) is required"
-            )));
-        };
-        let log_level = match meta.get(META_LOG_LEVEL) {
-            None | Some(Value::Null) => None,
-            Some(Value::String(name)) => Some(
-                LogLevel::deserialize(StrDeserializer::<de::value::Error>::new(name)).map_err(
-                    |_| invalid(&format!("_meta[\"{META_LOG_LEVEL}\"] is not a log level")),
-                )?,
-            ),
-            Some(_) => {
-                return Err(invalid(&format!(
-                    "_meta[\"{META_LOG_LEVEL}\"] is not a log level"
-                )));
-            }
-        };
-        Ok(RequestMeta {
-            version: version.clone(),
-            capabilities: capabilities.clone(),
-            log_level,
-        })
-    }
-
-    /// Whether the request declared `capability` (a non-null member of its capabilities).
-    pub fn declares(&self, capability: &str) -> bool {
-        self.capabilities
-            .get(capability)
-            .is_some_and(|v| !v.is_null())
-    }
-}
 
 /// The error for a header that does not match the body (HTTP).
 pub(crate) fn header_mismatch(message: impl Into<String>) -> ErrorObject {
@@ -140,24 +75,6 @@ impl Shared {
             result.insert("instructions".into(), Value::String(instructions.clone()));
         }
         self.cacheable(result)
-    }
-}
-
-impl Session {
-    /// A session that serves 2026-07-28 requests: what the client declared comes with each
-    /// request, so it starts declared, with no capabilities of its own.
-    pub fn modern(shared: Arc<Shared>) -> Arc<Session> {
-        let session = Session::new(shared, None);
-        session.client.declare(ClientInfo {
-            version: MODERN_VERSION,
-            capabilities: json!({}),
-        });
-        session
-    }
-
-    /// Whether this session serves the 2026-07-28 revision.
-    pub fn is_modern(&self) -> bool {
-        self.client.protocol_version() == Some(MODERN_VERSION)
     }
 }
 

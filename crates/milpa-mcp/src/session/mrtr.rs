@@ -34,15 +34,18 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use hmac::{Hmac, KeyInit, Mac};
-use milpa::{ApprovalTicket, CallOutcome, ToolContext};
+use milpa::{ApprovalTicket, CallOutcome, ToolContext, split_confirm_token};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 
+use super::approval::{self, HumanApproval};
+use super::argument_digest::ArgumentDigest;
+use super::call_params::CallParams;
 use super::confirm::{FormAnswer, confirmation_form, read_answer};
-use super::modern::RequestMeta;
-use super::{Session, approval};
+use crate::client_link::RequestMeta;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
+use crate::peer::Peer;
 use crate::protocol::StateSecret;
 
 /// The `inputRequests` key of a caller confirmation.
@@ -102,43 +105,6 @@ fn now_secs() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// SHA-256 of `value` with object keys sorted at every level, so the same arguments give
-/// the same digest whatever order the client wrote them in.
-fn digest(value: &Value) -> String {
-    fn canonical(value: &Value, out: &mut Vec<u8>) {
-        match value {
-            Value::Object(map) => {
-                let mut keys: Vec<&String> = map.keys().collect();
-                keys.sort();
-                out.push(b'{');
-                for (i, key) in keys.into_iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    crate::mapping::write_json(out, key);
-                    out.push(b':');
-                    canonical(&map[key], out);
-                }
-                out.push(b'}');
-            }
-            Value::Array(items) => {
-                out.push(b'[');
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    canonical(item, out);
-                }
-                out.push(b']');
-            }
-            other => crate::mapping::write_json(out, other),
-        }
-    }
-    let mut bytes = Vec::new();
-    canonical(value, &mut bytes);
-    hex::encode(Sha256::digest(&bytes))
-}
-
 impl StateSeal {
     pub fn new(key: StateSecret) -> StateSeal {
         StateSeal { key }
@@ -195,31 +161,92 @@ fn declares_elicitation(meta: &RequestMeta, mode: &str) -> bool {
     }
 }
 
-impl Session {
+/// What a 2026-07-28 call's input rounds work with: the seal of its `requestState`s, the
+/// approval path (the registry and the approvals page) and whether confirmations go out as
+/// elicitations. Borrowed from the server's shared state for one call.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct InputRounds<'a> {
+    /// Seals and opens the call's `requestState`s.
+    pub seal: &'a StateSeal,
+    /// The registry the call runs through, and where a person approves.
+    pub approvals: HumanApproval<'a>,
+    /// [`ServerOptions::elicitation_confirmation`](crate::ServerOptions::elicitation_confirmation).
+    pub elicitation_confirmation: bool,
+}
+
+impl InputRounds<'_> {
+    /// A 2026-07-28 call: a retry carrying a confirmation's or an approval's state settles
+    /// it; otherwise the tool runs (again, with the answers of earlier rounds), and what it
+    /// asked the client without an answer yet makes an `input_required` round. The
+    /// arguments are digested once, from a borrow, and then move into the tool.
+    pub async fn run(
+        &self,
+        call: CallParams,
+        meta: &RequestMeta,
+        ctx: &ToolContext,
+        peer: &Peer,
+    ) -> (String, Outcome) {
+        let CallParams {
+            name,
+            mut arguments,
+            input_responses,
+            request_state,
+            ..
+        } = call;
+        let digest = ArgumentDigest::of(&arguments);
+        if let Some(state) = request_state.as_deref() {
+            match self.tool_answers(&name, &digest, state, ctx) {
+                Err(error) => return (name, Outcome::Refused(error)),
+                Ok(None) => {
+                    let outcome = self
+                        .next_round(&name, &digest, state, input_responses.as_ref(), ctx)
+                        .await;
+                    return (name, outcome);
+                }
+                Ok(Some(answers)) => peer.add_answers(answers),
+            }
+        }
+        if let Some(Value::Object(responses)) = input_responses {
+            peer.add_answers(responses);
+        }
+        let sent = split_confirm_token(&mut arguments);
+        let outcome = self
+            .approvals
+            .registry
+            .invoke_sent(&name, arguments, sent, ctx)
+            .await;
+        let (asked, answers) = peer.take_inputs();
+        let outcome = if !asked.is_empty() && peer.missing_capability().is_none() {
+            self.tool_input_round(&name, &digest, ctx, asked, answers)
+        } else {
+            self.first_round(&name, &digest, outcome, ctx, meta)
+        };
+        (name, outcome)
+    }
+
     /// The 2026-07-28 ending of a call's first round: an `input_required` result when the
     /// call waits for a confirmation or an approval the client can ask for, else the
     /// outcome.
-    pub(super) fn first_round(
+    fn first_round(
         &self,
         tool: &str,
-        arguments: &Value,
+        digest: &ArgumentDigest,
         outcome: CallOutcome,
         ctx: &ToolContext,
         meta: &RequestMeta,
     ) -> Outcome {
         match outcome {
             CallOutcome::AwaitingApproval(pending) => {
-                let pending = self.link_approval(pending);
+                let pending = self.approvals.link(pending);
                 if pending.url().is_none() || !declares_elicitation(meta, "url") {
                     return Outcome::Done(CallOutcome::AwaitingApproval(pending));
                 }
-                Outcome::InputRequired(self.approval_request(arguments, ctx, &pending))
+                Outcome::InputRequired(self.approval_request(digest, ctx, &pending))
             }
             CallOutcome::NeedsConfirmation(ticket)
-                if self.shared.options.elicitation_confirmation
-                    && declares_elicitation(meta, "form") =>
+                if self.elicitation_confirmation && declares_elicitation(meta, "form") =>
             {
-                let state = self.seal_state(tool, arguments, ctx, ticket.token().to_owned(), false);
+                let state = self.seal_state(tool, digest, ctx, ticket.token().to_owned(), false);
                 let mut params = serde_json::Map::new();
                 params.insert("mode".into(), json!("form"));
                 params.extend(confirmation_form(&ticket));
@@ -240,20 +267,15 @@ impl Session {
     fn open_state(
         &self,
         tool: &str,
-        arguments: &Value,
+        digest: &ArgumentDigest,
         request_state: &str,
         ctx: &ToolContext,
     ) -> Result<SealedState, ErrorObject> {
-        let state = self
-            .shared
-            .seal
-            .open(request_state)
-            .map_err(invalid_state)?;
+        let state = self.seal.open(request_state).map_err(invalid_state)?;
         if state.e < now_secs() {
             return Err(invalid_state("expired; call the tool again"));
         }
-        if state.t != tool || state.p.as_deref() != ctx.principal() || state.d != digest(arguments)
-        {
+        if state.t != tool || state.p.as_deref() != ctx.principal() || state.d != digest.as_str() {
             return Err(invalid_state(
                 "was issued for another caller, tool or arguments",
             ));
@@ -263,30 +285,30 @@ impl Session {
 
     /// A retry's `requestState` when it carries a tool's own inputs: the answers gathered
     /// in earlier rounds (`Ok(None)`: the state is a confirmation's or an approval's).
-    pub(super) fn tool_answers(
+    fn tool_answers(
         &self,
         tool: &str,
-        arguments: &Value,
+        digest: &ArgumentDigest,
         request_state: &str,
         ctx: &ToolContext,
     ) -> Result<Option<serde_json::Map<String, Value>>, ErrorObject> {
-        Ok(self.open_state(tool, arguments, request_state, ctx)?.a)
+        Ok(self.open_state(tool, digest, request_state, ctx)?.a)
     }
 
     /// A round that asked the client: the `input_required` result, its state carrying
     /// every answer so far.
-    pub(super) fn tool_input_round(
+    fn tool_input_round(
         &self,
         tool: &str,
-        arguments: &Value,
+        digest: &ArgumentDigest,
         ctx: &ToolContext,
         asked: serde_json::Map<String, Value>,
         answers: serde_json::Map<String, Value>,
     ) -> Outcome {
-        let state = self.shared.seal.seal(&SealedState {
+        let state = self.seal.seal(&SealedState {
             p: ctx.principal().map(str::to_owned),
             t: tool.to_owned(),
-            d: digest(arguments),
+            d: digest.as_str().to_owned(),
             e: now_secs() + STATE_TTL.as_secs(),
             k: String::new(),
             h: false,
@@ -302,21 +324,21 @@ impl Session {
     /// A retry carrying a confirmation's or an approval's `requestState`: checks its seal
     /// and bindings, then settles the confirmation (or replays the approved call) through
     /// the core.
-    pub(super) async fn next_round(
+    async fn next_round(
         &self,
         tool: &str,
-        arguments: &Value,
+        digest: &ArgumentDigest,
         request_state: &str,
         input_responses: Option<&Value>,
         ctx: &ToolContext,
     ) -> Outcome {
-        let state = match self.open_state(tool, arguments, request_state, ctx) {
+        let state = match self.open_state(tool, digest, request_state, ctx) {
             Ok(state) => state,
             Err(error) => return Outcome::Refused(error),
         };
         let key = if state.h { APPROVAL_KEY } else { CONFIRM_KEY };
         let answer = input_responses.and_then(|r| r.get(key));
-        let registry = &self.shared.registry;
+        let registry = self.approvals.registry;
         if state.h {
             let action = answer
                 .and_then(|a| a.get("action"))
@@ -326,9 +348,9 @@ impl Session {
             // keeps waiting.
             return match registry.redeem(tool, &state.k, ctx).await {
                 CallOutcome::AwaitingApproval(pending) => {
-                    let pending = self.link_approval(pending);
+                    let pending = self.approvals.link(pending);
                     if pending.url().is_some() && action == "accept" {
-                        Outcome::InputRequired(self.approval_request(arguments, ctx, &pending))
+                        Outcome::InputRequired(self.approval_request(digest, ctx, &pending))
                     } else {
                         Outcome::Done(CallOutcome::AwaitingApproval(pending))
                     }
@@ -358,15 +380,15 @@ impl Session {
     fn seal_state(
         &self,
         tool: &str,
-        arguments: &Value,
+        digest: &ArgumentDigest,
         ctx: &ToolContext,
         token: String,
         human: bool,
     ) -> String {
-        self.shared.seal.seal(&SealedState {
+        self.seal.seal(&SealedState {
             p: ctx.principal().map(str::to_owned),
             t: tool.to_owned(),
-            d: digest(arguments),
+            d: digest.as_str().to_owned(),
             e: now_secs() + STATE_TTL.as_secs(),
             k: token,
             h: human,
@@ -378,12 +400,12 @@ impl Session {
     /// (`pending` has its URL).
     fn approval_request(
         &self,
-        arguments: &Value,
+        digest: &ArgumentDigest,
         ctx: &ToolContext,
         pending: &ApprovalTicket,
     ) -> Value {
         let id = pending.id();
-        let state = self.seal_state(pending.tool(), arguments, ctx, id.to_owned(), true);
+        let state = self.seal_state(pending.tool(), digest, ctx, id.to_owned(), true);
         json!({
             "resultType": "input_required",
             "inputRequests": {APPROVAL_KEY: {
@@ -414,7 +436,7 @@ mod tests {
         SealedState {
             p: Some("alice".into()),
             t: "delete_note".into(),
-            d: digest(&json!({"id": 1})),
+            d: ArgumentDigest::of(&json!({"id": 1})).as_str().to_owned(),
             e: 42,
             k: "token".into(),
             h: false,
@@ -441,14 +463,5 @@ mod tests {
         // Another secret does not open it.
         let other = StateSeal::new(StateSecret::new(vec![7; 32]));
         assert!(other.open(&text).is_err());
-    }
-
-    #[test]
-    fn the_argument_digest_ignores_key_order_but_not_values() {
-        let a: Value = serde_json::from_str(r#"{"a":1,"b":{"y":[1,2],"x":null}}"#).unwrap();
-        let b: Value = serde_json::from_str(r#"{"b":{"x":null,"y":[1,2]},"a":1}"#).unwrap();
-        let c: Value = serde_json::from_str(r#"{"a":2,"b":{"x":null,"y":[1,2]}}"#).unwrap();
-        assert_eq!(digest(&a), digest(&b));
-        assert_ne!(digest(&a), digest(&c));
     }
 }

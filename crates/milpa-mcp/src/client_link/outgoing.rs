@@ -2,14 +2,15 @@
 //! those awaiting an answer.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use milpa::PeerError;
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use super::client::{ClientLink, Route};
+use super::request_error::ClientRequestError;
+use super::{ClientLink, Route};
 use crate::jsonrpc::{self, ErrorObject, RequestId};
 
 type Answer = Result<Value, PeerError>;
@@ -33,8 +34,8 @@ impl PendingRequests {
         self.lock().remove(&id)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<Answer>>> {
-        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> parking_lot::MutexGuard<'_, HashMap<u64, oneshot::Sender<Answer>>> {
+        self.waiting.lock()
     }
 }
 
@@ -55,22 +56,20 @@ impl ClientLink {
         method: &str,
         params: Value,
         route: &Route,
-    ) -> Result<Value, PeerError> {
+    ) -> Result<Value, ClientRequestError> {
         if let Some(capability) = capability_for(method)
             && !self.has_capability(capability)
         {
-            return Err(PeerError::new(format!(
-                "the client did not declare the {capability} capability"
-            )));
+            return Err(ClientRequestError::CapabilityNotDeclared { capability });
         }
         if method == "elicitation/create" && !self.supports_elicitation_of(&params) {
             let mode = params.get("mode").and_then(Value::as_str).unwrap_or("form");
-            return Err(PeerError::new(format!(
-                "the client did not declare {mode}-mode elicitation"
-            )));
+            return Err(ClientRequestError::ElicitationModeNotDeclared {
+                mode: mode.to_owned(),
+            });
         }
         if self.is_closed() {
-            return Err(PeerError::new("the client is not connected"));
+            return Err(ClientRequestError::NotConnected);
         }
         let (id, rx) = self.pending.insert();
         let mut guard = PendingGuard {
@@ -81,26 +80,25 @@ impl ClientLink {
         };
         if !self.send(route, jsonrpc::request(id, method, &params)) {
             guard.answered = true;
-            return Err(PeerError::new(
-                "no open stream to the client to send the request on",
-            ));
+            return Err(ClientRequestError::NoStream);
         }
         let answer = match self.request_timeout {
             Some(limit) => match tokio::time::timeout(limit, rx).await {
                 Ok(answer) => answer,
-                Err(_) => {
-                    return Err(PeerError::new(format!(
-                        "the client did not answer {method} within {} s",
-                        limit.as_secs()
-                    )));
+                Err(elapsed) => {
+                    return Err(ClientRequestError::TimedOut {
+                        method: method.to_owned(),
+                        limit,
+                        source: elapsed,
+                    });
                 }
             },
             None => rx.await,
         };
         guard.answered = true;
         match answer {
-            Ok(result) => result,
-            Err(_) => Err(PeerError::new("the client went away")),
+            Ok(result) => result.map_err(ClientRequestError::Answered),
+            Err(closed) => Err(ClientRequestError::WentAway(closed)),
         }
     }
 
@@ -158,7 +156,7 @@ mod tests {
     use tokio::sync::mpsc;
 
     use super::*;
-    use crate::session::client::{ClientInfo, Out};
+    use crate::client_link::{ClientInfo, Out};
 
     /// Whether `elicitation/create` with `params` reaches a client that declared
     /// `capabilities` (which answers at once when it does).
@@ -188,6 +186,7 @@ mod tests {
         match answer {
             Ok(_) => true,
             Err(error) => {
+                let error = PeerError::from(error);
                 assert!(
                     error.message.ends_with("-mode elicitation")
                         || error.message.contains("elicitation capability"),

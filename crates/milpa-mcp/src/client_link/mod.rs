@@ -1,18 +1,34 @@
 //! The client end of one connection as the server sees it: what the client declared at
-//! `initialize`, the log level it set, and the streams messages reach it on. A tool's
-//! [`Peer`](crate::peer::Peer) holds this (not the whole session): it is all a call needs
-//! to talk back to its client.
+//! `initialize`, the log level it set, the streams messages reach it on, and the requests
+//! sent to it awaiting answers. A tool's [`Peer`](crate::peer::Peer) holds this (not the
+//! whole session): it is all a call needs to talk back to its client.
+//!
+//! It sits below both [`session`](crate::session) and [`peer`](crate::peer), so neither
+//! imports the other for it.
+//!
+//! - [`outgoing`]: requests to the client (sampling, elicitation) awaiting answers.
+//! - [`request_error`]: why a request to the client got no answer.
+//! - [`request_meta`]: what a 2026-07-28 request declares in its `_meta`.
 
+mod outgoing;
+mod request_error;
+mod request_meta;
+
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use milpa::LogLevel;
+use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::outgoing::PendingRequests;
+pub(crate) use outgoing::capability_for;
+pub(crate) use request_error::ClientRequestError;
+pub(crate) use request_meta::RequestMeta;
+
+use outgoing::PendingRequests;
 
 /// A message on its way out, or the end of a stream.
 #[derive(Debug)]
@@ -59,9 +75,9 @@ pub(crate) struct ClientLink {
     closed: AtomicBool,
     /// Cancelled when the client is gone: ends the tasks that send it notifications.
     closing: CancellationToken,
-    pub(super) pending: PendingRequests,
+    pending: PendingRequests,
     /// How long a request to the client waits for its answer.
-    pub(super) request_timeout: Option<Duration>,
+    request_timeout: Option<Duration>,
 }
 
 impl ClientLink {
@@ -153,12 +169,7 @@ impl ClientLink {
         self.closed.store(true, Ordering::SeqCst);
         self.closing.cancel();
         self.fail_pending();
-        for stream in self
-            .standalone
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .drain(..)
-        {
+        for stream in self.standalone.lock().drain(..) {
             let _ = stream.send(Out::Close);
         }
     }
@@ -174,7 +185,7 @@ impl ClientLink {
 
     /// Adds a standalone stream (HTTP `GET`); later streams are preferred.
     pub fn add_standalone(&self, stream: mpsc::UnboundedSender<Out>) {
-        let mut streams = self.standalone.lock().unwrap_or_else(|e| e.into_inner());
+        let mut streams = self.standalone.lock();
         streams.retain(|s| !s.is_closed());
         streams.push(stream);
     }
@@ -184,7 +195,7 @@ impl ClientLink {
         match route {
             Route::Channel(tx) | Route::Resumable(tx) => tx.send(Out::Msg(message)).is_ok(),
             Route::Standalone => {
-                let mut streams = self.standalone.lock().unwrap_or_else(|e| e.into_inner());
+                let mut streams = self.standalone.lock();
                 let mut message = Out::Msg(message);
                 while let Some(stream) = streams.last() {
                     match stream.send(message) {
