@@ -9,10 +9,10 @@
 //! at all). Expiry and eviction are the [`ExpiringTable`]'s, shared with the MCP endpoint's
 //! HTTP sessions.
 
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use milpa::confirm::random_hex_128;
+use parking_lot::{Mutex, MutexGuard};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
@@ -154,7 +154,7 @@ impl LoginSessions {
     }
 
     fn lock(&self) -> MutexGuard<'_, ExpiringTable<[u8; 32], Entry>> {
-        self.table.lock().unwrap_or_else(|e| e.into_inner())
+        self.table.lock()
     }
 }
 

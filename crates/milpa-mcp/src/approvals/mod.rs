@@ -43,13 +43,14 @@
 //! [`ToolRegistry::decide_approval`]: milpa::ToolRegistry::decide_approval
 
 mod cookies;
-mod escape;
 mod form;
+mod html_escaper;
 mod login_csrf;
 mod logins;
 mod own_origin;
 mod passkey_routes;
 pub mod passkeys;
+mod path_segment;
 mod relative_time;
 mod render;
 mod routes;

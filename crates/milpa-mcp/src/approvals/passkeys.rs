@@ -18,8 +18,8 @@
 //! Only public material is stored (see [`milpa::approval::passkeys`]); the ceremony states
 //! live in this process's memory, bounded by [`MAX_CEREMONIES`].
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::hash::Hash;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
@@ -29,12 +29,15 @@ use milpa::approval::Verdict;
 use milpa::approval::passkeys::{
     InMemoryPasskeyStore, PasskeyRecord, PasskeyStore, enrolment_token_hash,
 };
+use parking_lot::Mutex;
 use sha2::{Digest, Sha256};
 use webauthn_rs::prelude::{
     CreationChallengeResponse, Passkey, PasskeyAuthentication, PasskeyRegistration,
     PublicKeyCredential, RegisterPublicKeyCredential, RequestChallengeResponse, Url, Uuid,
     Webauthn, WebauthnBuilder, WebauthnError,
 };
+
+use crate::http::expiring_table::{ExpiringTable, Lifetime};
 
 /// How long a started enrolment or assertion may take to finish.
 pub const CEREMONY_TTL: Duration = Duration::from_secs(120);
@@ -146,10 +149,12 @@ impl PasskeyRefusal {
     }
 }
 
-struct Started<T> {
-    state: T,
-    at: Instant,
-}
+/// How long a started ceremony's state lives: it is never used before it is taken, so
+/// its idle time is its age.
+const CEREMONY_LIFETIME: Lifetime = Lifetime {
+    idle: CEREMONY_TTL,
+    max_age: None,
+};
 
 /// A started enrolment: the SHA-256 of its link's token, and the ceremony state.
 type Registration = (String, PasskeyRegistration);
@@ -166,8 +171,8 @@ pub(crate) struct Passkeys {
     webauthn: Webauthn,
     rp_id: String,
     store: Arc<dyn PasskeyStore>,
-    registrations: Mutex<HashMap<[u8; 32], Started<Registration>>>,
-    assertions: Mutex<HashMap<AssertionKey, Started<PasskeyAuthentication>>>,
+    registrations: Mutex<ExpiringTable<[u8; 32], Registration>>,
+    assertions: Mutex<ExpiringTable<AssertionKey, PasskeyAuthentication>>,
 }
 
 impl Passkeys {
@@ -200,8 +205,8 @@ impl Passkeys {
             webauthn,
             rp_id: options.rp_id,
             store: options.store,
-            registrations: Mutex::new(HashMap::new()),
-            assertions: Mutex::new(HashMap::new()),
+            registrations: Mutex::new(ExpiringTable::default()),
+            assertions: Mutex::new(ExpiringTable::default()),
         })
     }
 
@@ -254,11 +259,11 @@ impl Passkeys {
             .webauthn
             .start_passkey_registration(user_id(actor), actor, actor, Some(exclude))
             .map_err(PasskeyRefusal::Failed)?;
-        let mut table = lock(&self.registrations);
         keep(
-            &mut table,
+            &mut self.registrations.lock(),
             session_key(session),
             (enrolment_token_hash(token), state),
+            Instant::now(),
         );
         Ok(options)
     }
@@ -274,9 +279,13 @@ impl Passkeys {
         now_ms: u64,
     ) -> Result<(), PasskeyRefusal> {
         let hash = enrolment_token_hash(token);
-        let started = take_live(&mut lock(&self.registrations), &session_key(session))
-            .filter(|(for_token, _)| *for_token == hash)
-            .ok_or(PasskeyRefusal::NotStarted)?;
+        let started = take_live(
+            &mut self.registrations.lock(),
+            &session_key(session),
+            Instant::now(),
+        )
+        .filter(|(for_token, _)| *for_token == hash)
+        .ok_or(PasskeyRefusal::NotStarted)?;
         let credential: RegisterPublicKeyCredential =
             serde_json::from_str(credential_json).map_err(PasskeyRefusal::Malformed)?;
         let passkey = self
@@ -313,8 +322,12 @@ impl Passkeys {
             .webauthn
             .start_passkey_authentication(passkeys)
             .map_err(PasskeyRefusal::Failed)?;
-        let mut table = lock(&self.assertions);
-        keep(&mut table, assertion_key(session, approval, verdict), state);
+        keep(
+            &mut self.assertions.lock(),
+            assertion_key(session, approval, verdict),
+            state,
+            Instant::now(),
+        );
         Ok(options)
     }
 
@@ -331,8 +344,8 @@ impl Passkeys {
         assertion_json: &str,
     ) -> Result<(), PasskeyRefusal> {
         let key = assertion_key(session, approval, verdict);
-        let state =
-            take_live(&mut lock(&self.assertions), &key).ok_or(PasskeyRefusal::NotStarted)?;
+        let state = take_live(&mut self.assertions.lock(), &key, Instant::now())
+            .ok_or(PasskeyRefusal::NotStarted)?;
         let assertion: PublicKeyCredential =
             serde_json::from_str(assertion_json).map_err(PasskeyRefusal::Malformed)?;
         let result = self
@@ -374,29 +387,21 @@ fn assertion_key(session: &str, approval: &str, verdict: Verdict) -> AssertionKe
     }
 }
 
-fn lock<T>(table: &Mutex<T>) -> MutexGuard<'_, T> {
-    table.lock().unwrap_or_else(|e| e.into_inner())
+/// Keeps `state` under `key` (replacing a state started under it), started `now`: expired
+/// states go first, and the oldest when [`MAX_CEREMONIES`] are kept.
+fn keep<K: Hash + Eq + Clone, T>(table: &mut ExpiringTable<K, T>, key: K, state: T, now: Instant) {
+    table.remove_expired(|_| Some(CEREMONY_LIFETIME), now);
+    table.make_room(MAX_CEREMONIES, |_| Some(CEREMONY_LIFETIME), now);
+    table.insert(key, state, now);
 }
 
-/// Keeps `state` under `key`, dropping expired states, and the oldest when full.
-fn keep<K: std::hash::Hash + Eq + Clone, T>(table: &mut HashMap<K, Started<T>>, key: K, state: T) {
-    let now = Instant::now();
-    table.retain(|_, started| now.saturating_duration_since(started.at) < CEREMONY_TTL);
-    if table.len() >= MAX_CEREMONIES
-        && let Some(oldest) = table
-            .iter()
-            .min_by_key(|(_, started)| started.at)
-            .map(|(key, _)| key.clone())
-    {
-        table.remove(&oldest);
-    }
-    table.insert(key, Started { state, at: now });
-}
-
-/// Takes the state under `key` if it has not expired.
-fn take_live<K: std::hash::Hash + Eq, T>(table: &mut HashMap<K, Started<T>>, key: &K) -> Option<T> {
-    let started = table.remove(key)?;
-    (started.at.elapsed() < CEREMONY_TTL).then_some(started.state)
+/// Takes the state under `key` if it has not expired by `now` (it serves once either way).
+fn take_live<K: Hash + Eq + Clone, T>(
+    table: &mut ExpiringTable<K, T>,
+    key: &K,
+    now: Instant,
+) -> Option<T> {
+    table.take_live(key, |_| CEREMONY_LIFETIME, now)
 }
 
 /// The host name of a `Host` header value, lowercase, without port.
@@ -446,16 +451,54 @@ mod tests {
 
     #[test]
     fn an_assertion_state_is_bound_to_its_session_approval_and_verdict_and_used_once() {
-        let mut table: HashMap<AssertionKey, Started<u8>> = HashMap::new();
-        keep(&mut table, assertion_key("s1", "a", Verdict::Grant), 1);
-        assert!(take_live(&mut table, &assertion_key("s1", "b", Verdict::Grant)).is_none());
-        assert!(take_live(&mut table, &assertion_key("s1", "a", Verdict::Reject)).is_none());
-        assert!(take_live(&mut table, &assertion_key("s2", "a", Verdict::Grant)).is_none());
+        let mut table: ExpiringTable<AssertionKey, u8> = ExpiringTable::default();
+        let now = Instant::now();
+        keep(&mut table, assertion_key("s1", "a", Verdict::Grant), 1, now);
+        assert!(take_live(&mut table, &assertion_key("s1", "b", Verdict::Grant), now).is_none());
+        assert!(take_live(&mut table, &assertion_key("s1", "a", Verdict::Reject), now).is_none());
+        assert!(take_live(&mut table, &assertion_key("s2", "a", Verdict::Grant), now).is_none());
         assert_eq!(
-            take_live(&mut table, &assertion_key("s1", "a", Verdict::Grant)),
+            take_live(&mut table, &assertion_key("s1", "a", Verdict::Grant), now),
             Some(1)
         );
-        assert!(take_live(&mut table, &assertion_key("s1", "a", Verdict::Grant)).is_none());
+        assert!(take_live(&mut table, &assertion_key("s1", "a", Verdict::Grant), now).is_none());
+    }
+
+    #[test]
+    fn a_ceremony_state_lives_for_the_ceremony_ttl_only() {
+        let mut table: ExpiringTable<[u8; 32], u8> = ExpiringTable::default();
+        let t0 = Instant::now();
+        keep(&mut table, session_key("s1"), 1, t0);
+        keep(&mut table, session_key("s2"), 2, t0);
+        assert_eq!(
+            take_live(
+                &mut table,
+                &session_key("s1"),
+                t0 + CEREMONY_TTL - Duration::from_secs(1)
+            ),
+            Some(1)
+        );
+        assert_eq!(
+            take_live(&mut table, &session_key("s2"), t0 + CEREMONY_TTL),
+            None
+        );
+        // Starting a ceremony sweeps the expired ones.
+        keep(&mut table, session_key("s3"), 3, t0);
+        keep(&mut table, session_key("s4"), 4, t0 + CEREMONY_TTL);
+        assert_eq!(table.len(), 1);
+    }
+
+    #[test]
+    fn at_most_max_ceremonies_are_kept_the_oldest_going_first() {
+        let mut table: ExpiringTable<usize, usize> = ExpiringTable::default();
+        let t0 = Instant::now();
+        for n in 0..=MAX_CEREMONIES {
+            keep(&mut table, n, n, t0 + Duration::from_millis(n as u64));
+        }
+        assert_eq!(table.len(), MAX_CEREMONIES);
+        let later = t0 + Duration::from_secs(1);
+        assert_eq!(take_live(&mut table, &0, later), None, "the oldest went");
+        assert_eq!(take_live(&mut table, &1, later), Some(1));
     }
 
     #[test]

@@ -1,21 +1,21 @@
-//! The page's HTML, rendered on the server: no external resource, one inline stylesheet
-//! (`style.css`), and no script except `/approvals/passkeys.js` on the pages of an approver
-//! with a passkey (and the enrolment page), which carries WebAuthn options and answers. Every text the page did not write itself goes through
-//! [`esc`]; summaries and arguments come from agents and are hostile input.
+//! The page's HTML, rendered on the server from the askama templates under
+//! `templates/approvals/`: no external resource, one inline stylesheet (`style.css`), and no
+//! script except `/approvals/passkeys.js` on the pages of an approver with a passkey (and the
+//! enrolment page), which carries WebAuthn options and answers. The templates escape every
+//! value they write ([`PageHtml`](super::html_escaper::PageHtml)); summaries and arguments
+//! come from agents and are hostile input. This module gathers what each template shows.
 
 use std::fmt::Write as _;
 
+use askama::Template;
 use milpa::approval::{Approval, ApprovalKind, ApprovalState, rfc3339};
 use milpa::audit::Redactor;
 
-use super::escape::{esc, path_segment};
+use super::path_segment::path_segment;
 use super::relative_time;
 
 /// The stylesheet, inlined in every page (`style-src 'unsafe-inline'` in the page's CSP).
-const STYLE: &str = include_str!("style.css");
-
-/// The passkey script, from the page's own path (`script-src 'self'`), run after parsing.
-const PASSKEY_SCRIPT_TAG: &str = "<script src=\"/approvals/passkeys.js\" defer></script>";
+pub(crate) const STYLE: &str = include_str!("style.css");
 
 /// How much of a parked call's arguments a card shows; the rest is cut with a marker.
 const MAX_ARGS_SHOWN: usize = 8 * 1024;
@@ -67,44 +67,277 @@ pub(crate) struct LoginForm<'a> {
     pub available: bool,
 }
 
+/// What every page's frame (`page.html`) shows: the title, and who is signed in.
+struct Frame<'a> {
+    title: &'a str,
+    viewer: Option<&'a Viewer<'a>>,
+}
+
+impl Frame<'_> {
+    /// Whether the page loads the passkey script: only for an approver with a passkey.
+    fn passkey_script(&self) -> bool {
+        self.viewer.is_some_and(|viewer| viewer.passkey)
+    }
+}
+
+/// The login page (`login.html`).
+#[derive(Template)]
+#[template(path = "approvals/login.html")]
+struct LoginPage<'a> {
+    frame: Frame<'a>,
+    form: &'a LoginForm<'a>,
+}
+
+/// The queue (`queue.html`): the pending cards, then the recent decisions.
+#[derive(Template)]
+#[template(path = "approvals/queue.html")]
+struct QueuePage<'a> {
+    frame: Frame<'a>,
+    viewer: &'a Viewer<'a>,
+    notice: Option<&'a Notice>,
+    passkey_note: Option<&'a str>,
+    pending: Vec<Card<'a>>,
+    more: bool,
+    decided: Vec<DecisionRow<'a>>,
+}
+
+/// One approval (`item.html`).
+#[derive(Template)]
+#[template(path = "approvals/item.html")]
+struct ItemPage<'a> {
+    frame: Frame<'a>,
+    viewer: &'a Viewer<'a>,
+    notice: Option<&'a Notice>,
+    shown: ItemCard<'a>,
+}
+
+/// The card of the item page: the decision form while it waits, or what became of it.
+enum ItemCard<'a> {
+    /// It waits: the card with its form.
+    Pending(Card<'a>),
+    /// It was decided or expired: the card and the sentence saying so.
+    Decided(Card<'a>, String),
+}
+
+/// An id no approval has (`missing.html`).
+#[derive(Template)]
+#[template(path = "approvals/missing.html")]
+struct MissingPage<'a> {
+    frame: Frame<'a>,
+    notice: Option<&'a Notice>,
+    id: &'a str,
+}
+
+/// The passkey enrolment page (`enrol.html`).
+#[derive(Template)]
+#[template(path = "approvals/enrol.html")]
+struct EnrolPage<'a> {
+    frame: Frame<'a>,
+    actor: &'a str,
+    host_note: Option<&'a str>,
+    options: Option<&'a str>,
+    token_segment: String,
+    csrf: &'a str,
+}
+
+/// A page with only a message (`message.html`).
+#[derive(Template)]
+#[template(path = "approvals/message.html")]
+struct MessagePage<'a> {
+    frame: Frame<'a>,
+    message: &'a str,
+}
+
+/// A summary split at its first `(`, after which the template lets it wrap.
+#[derive(Clone, Copy)]
+struct Summary<'a> {
+    head: &'a str,
+    rest: Option<&'a str>,
+}
+
+impl<'a> Summary<'a> {
+    /// `summary`, split at its first `(` (none: all of it is the head).
+    fn new(summary: &'a str) -> Summary<'a> {
+        match summary.split_once('(') {
+            Some((head, rest)) => Summary {
+                head,
+                rest: Some(rest),
+            },
+            None => Summary {
+                head: summary,
+                rest: None,
+            },
+        }
+    }
+}
+
+/// The line above a card's summary.
+enum CardKind<'a> {
+    /// A parked call of this tool.
+    ToolCall(&'a str),
+    /// A `request_verification` request.
+    Verification,
+    /// Anything else.
+    Other,
+}
+
+/// A moment shown as `<time>`: the RFC 3339 instant and the relative text.
+struct Moment {
+    at: String,
+    text: String,
+}
+
+/// A card's facts: who asked, the channel, when it was opened and when it expires.
+struct Facts<'a> {
+    asked_by: &'a str,
+    channel: Option<&'a str>,
+    opened: Moment,
+    expires: Option<Moment>,
+}
+
+/// What a pending card offers under its facts.
+enum DecisionForm {
+    /// The grant/reject form (`true`: it runs the passkey check first).
+    Form(bool),
+    /// Nothing to decide: the viewer asked for it.
+    OwnRequest,
+    /// Nothing to decide: the viewer lacks the scope (the page says so once).
+    None,
+}
+
+/// One approval as a card shows it.
+struct Card<'a> {
+    id: &'a str,
+    segment: String,
+    kind: CardKind<'a>,
+    summary: Summary<'a>,
+    facts: Facts<'a>,
+    args: Option<String>,
+    decision: DecisionForm,
+}
+
+impl<'a> Card<'a> {
+    /// The card of `approval` as seen `now_ms`, without a decision form.
+    fn new(approval: &'a Approval, redactor: &Redactor, now_ms: u64) -> Card<'a> {
+        let kind = match (approval.kind(), approval.tool()) {
+            (ApprovalKind::ToolCall, Some(tool)) => CardKind::ToolCall(tool),
+            (ApprovalKind::Verification, _) => CardKind::Verification,
+            _ => CardKind::Other,
+        };
+        let created = approval.created_at_ms();
+        let expires = match approval.expires_at_ms() {
+            Some(expires) if approval.state(now_ms) == ApprovalState::Pending => Some(Moment {
+                at: rfc3339(expires),
+                text: relative_time::remaining(expires, now_ms),
+            }),
+            _ => None,
+        };
+        Card {
+            id: approval.id(),
+            segment: path_segment(approval.id()),
+            kind,
+            summary: Summary::new(approval.summary()),
+            facts: Facts {
+                asked_by: approval.requested_by().unwrap_or("anonymous"),
+                channel: approval.channel(),
+                opened: Moment {
+                    at: rfc3339(created),
+                    text: relative_time::ago(created, now_ms),
+                },
+                expires,
+            },
+            args: arguments(approval, redactor),
+            decision: DecisionForm::None,
+        }
+    }
+
+    /// The card of a pending approval, with what `viewer` may do about it.
+    fn pending(
+        viewer: &Viewer<'_>,
+        approval: &'a Approval,
+        redactor: &Redactor,
+        now_ms: u64,
+    ) -> Card<'a> {
+        let mut card = Card::new(approval, redactor, now_ms);
+        card.decision = if viewer.decides(approval) {
+            DecisionForm::Form(viewer.passkey)
+        } else if approval.requested_by() == Some(viewer.principal) {
+            DecisionForm::OwnRequest
+        } else {
+            DecisionForm::None
+        };
+        card
+    }
+}
+
+/// One line of the recent decisions.
+struct DecisionRow<'a> {
+    id: &'a str,
+    badge: &'static str,
+    label: &'static str,
+    summary: Summary<'a>,
+    meta: Vec<MetaPart<'a>>,
+    reason: Option<&'a str>,
+}
+
+/// A part of a decision's meta line, joined with ` · `.
+enum MetaPart<'a> {
+    /// Who decided.
+    DecidedBy(&'a str),
+    /// When.
+    DecidedAt(Moment),
+    /// Who asked.
+    AskedBy(&'a str),
+}
+
+impl<'a> DecisionRow<'a> {
+    /// The row of a decided `approval` as seen `now_ms`.
+    fn new(approval: &'a Approval, now_ms: u64) -> DecisionRow<'a> {
+        let state = approval.state(now_ms);
+        let badge = match state {
+            ApprovalState::Granted | ApprovalState::Executed => "granted",
+            ApprovalState::Rejected => "rejected",
+            _ => "other",
+        };
+        let mut meta = Vec::new();
+        if let Some((by, _)) = approval.decided_by() {
+            meta.push(MetaPart::DecidedBy(by));
+        }
+        if let Some(at) = approval.decided_at_ms() {
+            meta.push(MetaPart::DecidedAt(Moment {
+                at: rfc3339(at),
+                text: relative_time::ago(at, now_ms),
+            }));
+        }
+        if let Some(requester) = approval.requested_by() {
+            meta.push(MetaPart::AskedBy(requester));
+        }
+        DecisionRow {
+            id: approval.id(),
+            badge,
+            label: state_label(approval, state),
+            summary: Summary::new(approval.summary()),
+            meta,
+            reason: approval.decided_by().and_then(|(_, reason)| reason),
+        }
+    }
+}
+
+/// Renders `page`; a template of this module writes only into a `String`, which cannot fail.
+fn render(page: &impl Template) -> String {
+    page.render()
+        .unwrap_or_else(|error| unreachable!("rendering a page into a String failed: {error}"))
+}
+
 /// The login page.
 pub(crate) fn login_page(form: &LoginForm<'_>) -> String {
-    let mut body = String::from(
-        "<main class=\"wrap\"><div class=\"login card\">\
-         <h1>Sign in</h1>\
-         <p class=\"lead\">To see and decide the actions waiting for a person, sign in with a \
-         bearer token this server knows.</p>",
-    );
-    if let Some(message) = form.message {
-        let _ = write!(
-            body,
-            "<p class=\"notice refused\" role=\"alert\">{}</p>",
-            esc(message)
-        );
-    }
-    if form.available {
-        let _ = write!(
-            body,
-            "<form method=\"post\" action=\"/approvals/login\">\
-             <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-             <input type=\"hidden\" name=\"next\" value=\"{next}\">\
-             <label for=\"token\">Token</label>\
-             <input id=\"token\" type=\"password\" name=\"token\" required autofocus \
-             autocomplete=\"current-password\" autocapitalize=\"off\" spellcheck=\"false\">\
-             <button class=\"primary\" type=\"submit\">Sign in</button>\
-             </form>",
-            csrf = esc(form.csrf),
-            next = esc(form.next),
-        );
-    } else {
-        body.push_str(
-            "<p class=\"note\">This server has no tokens configured, so nobody can sign in \
-             here. Decide approvals with <code>milpa approvals</code> on the server's machine, \
-             or start the server with tokens.</p>",
-        );
-    }
-    body.push_str("</div></main>");
-    document("Sign in", None, &body)
+    render(&LoginPage {
+        frame: Frame {
+            title: "Sign in",
+            viewer: None,
+        },
+        form,
+    })
 }
 
 /// The queue: what waits for a decision (`more`: and more than shown), then the last
@@ -118,43 +351,27 @@ pub(crate) fn queue_page(
     redactor: &Redactor,
     now_ms: u64,
 ) -> String {
-    let mut body = String::from("<main class=\"wrap\">");
-    notice_html(&mut body, notice);
-    scope_note(&mut body, viewer);
-    passkey_note(&mut body, viewer);
-    let _ = write!(
-        body,
-        "<h1>Waiting for a decision <span class=\"count\" id=\"pending-count\">{}{}</span></h1>",
-        pending.len(),
-        if more { "+" } else { "" }
-    );
-    if pending.is_empty() {
-        body.push_str("<p class=\"empty\">Nothing is waiting for a decision.</p>");
-    }
-    if more {
-        let _ = write!(
-            body,
-            "<p class=\"notice info\">Showing the {} oldest; more are waiting. \
-             <code>milpa approvals</code> lists them all.</p>",
-            pending.len()
-        );
-    }
-    body.push_str("<section id=\"pending\">");
-    for approval in pending {
-        pending_card(&mut body, viewer, approval, redactor, now_ms);
-    }
-    body.push_str("</section><h2>Recent decisions</h2>");
-    if decided.is_empty() {
-        body.push_str("<p class=\"empty\">No decisions yet.</p>");
-    } else {
-        body.push_str("<ol class=\"history\" id=\"decisions\">");
-        for approval in decided {
-            decision_row(&mut body, approval, now_ms);
-        }
-        body.push_str("</ol>");
-    }
-    body.push_str("</main>");
-    document("Approvals", Some(viewer), &body)
+    render(&QueuePage {
+        frame: Frame {
+            title: "Approvals",
+            viewer: Some(viewer),
+        },
+        viewer,
+        notice,
+        passkey_note: viewer
+            .passkey_host_note
+            .as_deref()
+            .filter(|_| viewer.passkey),
+        pending: pending
+            .iter()
+            .map(|approval| Card::pending(viewer, approval, redactor, now_ms))
+            .collect(),
+        more,
+        decided: decided
+            .iter()
+            .map(|approval| DecisionRow::new(approval, now_ms))
+            .collect(),
+    })
 }
 
 /// One approval, as the `approve_url` of a parked call shows it.
@@ -165,34 +382,36 @@ pub(crate) fn item_page(
     redactor: &Redactor,
     now_ms: u64,
 ) -> String {
-    let mut body = String::from(
-        "<main class=\"wrap\"><a class=\"back\" href=\"/approvals\">&larr; All approvals</a>",
-    );
-    notice_html(&mut body, notice);
-    match approval.state(now_ms) {
+    let shown = match approval.state(now_ms) {
         ApprovalState::Pending => {
-            scope_note(&mut body, viewer);
-            pending_card(&mut body, viewer, approval, redactor, now_ms);
+            ItemCard::Pending(Card::pending(viewer, approval, redactor, now_ms))
         }
-        state => decided_card(&mut body, approval, state, redactor, now_ms),
-    }
-    body.push_str("</main>");
-    document(approval.summary(), Some(viewer), &body)
+        state => ItemCard::Decided(
+            Card::new(approval, redactor, now_ms),
+            outcome(approval, state, now_ms),
+        ),
+    };
+    render(&ItemPage {
+        frame: Frame {
+            title: approval.summary(),
+            viewer: Some(viewer),
+        },
+        viewer,
+        notice,
+        shown,
+    })
 }
 
 /// The page for an id no approval has.
 pub(crate) fn missing_page(viewer: &Viewer<'_>, notice: Option<&Notice>, id: &str) -> String {
-    let mut body = String::from(
-        "<main class=\"wrap\"><a class=\"back\" href=\"/approvals\">&larr; All approvals</a>",
-    );
-    notice_html(&mut body, notice);
-    let _ = write!(
-        body,
-        "<h1>Not found</h1><p class=\"empty\">No approval has the id <code>{}</code>. \
-         The link may be wrong, or the approval may have been removed.</p></main>",
-        esc(id)
-    );
-    document("Not found", Some(viewer), &body)
+    render(&MissingPage {
+        frame: Frame {
+            title: "Not found",
+            viewer: Some(viewer),
+        },
+        notice,
+        id,
+    })
 }
 
 /// The enrolment page: who the link enrols and the button that creates the passkey
@@ -205,213 +424,30 @@ pub(crate) fn enrol_page(
     options: Option<&str>,
     host_note: Option<&str>,
 ) -> String {
-    let mut body = format!(
-        "<main class=\"wrap\"><a class=\"back\" href=\"/approvals\">&larr; All approvals</a>\
-         <h1>Enrol a passkey</h1><p class=\"lead\">This link enrols a passkey for \
-         <b id=\"enrol-actor\">{}</b>. From then on every grant and reject you make needs it \
-         (with your PIN or biometrics), here on this page; nothing else decides for you, \
-         not the shell and not a token alone.</p>",
-        esc(actor)
-    );
-    if let Some(note) = host_note {
-        let _ = write!(
-            body,
-            "<p class=\"notice refused\" role=\"alert\" id=\"passkey-host\">{}</p>",
-            esc(note)
-        );
-    }
-    if let Some(options) = options {
-        let _ = write!(
-            body,
-            "<form id=\"passkey-enroll\" method=\"post\" action=\"/approvals/enroll/{token}\" \
-             data-options=\"{options}\">\
-             <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-             <input type=\"hidden\" name=\"credential\" value=\"\">\
-             <button class=\"primary\" type=\"submit\">Create a passkey</button></form>",
-            token = esc(&path_segment(token)),
-            options = esc(options),
-            csrf = esc(viewer.csrf),
-        );
-    }
-    body.push_str("</main>");
-    document("Enrol a passkey", Some(viewer), &body)
+    render(&EnrolPage {
+        frame: Frame {
+            title: "Enrol a passkey",
+            viewer: Some(viewer),
+        },
+        actor,
+        host_note,
+        options,
+        token_segment: path_segment(token),
+        csrf: viewer.csrf,
+    })
 }
 
 /// A page that only says what went wrong (the store failed, a form could not be read).
 pub(crate) fn message_page(viewer: Option<&Viewer<'_>>, title: &str, message: &str) -> String {
-    let body = format!(
-        "<main class=\"wrap\"><a class=\"back\" href=\"/approvals\">&larr; All approvals</a>\
-         <h1>{}</h1><p class=\"notice refused\" role=\"alert\">{}</p></main>",
-        esc(title),
-        esc(message)
-    );
-    document(title, viewer, &body)
+    render(&MessagePage {
+        frame: Frame { title, viewer },
+        message,
+    })
 }
 
-fn document(title: &str, viewer: Option<&Viewer<'_>>, body: &str) -> String {
-    let mut page = String::with_capacity(STYLE.len() + body.len() + 1024);
-    let _ = write!(
-        page,
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <meta name=\"referrer\" content=\"same-origin\">\
-         <title>{} · milpa approvals</title><style>{STYLE}</style>{script}</head><body>\
-         <header class=\"bar\"><div class=\"wrap\">\
-         <a class=\"brand\" href=\"/approvals\">milpa <span>approvals</span></a>",
-        esc(title),
-        script = if viewer.is_some_and(|v| v.passkey) {
-            PASSKEY_SCRIPT_TAG
-        } else {
-            ""
-        },
-    );
-    if let Some(viewer) = viewer {
-        let _ = write!(
-            page,
-            "<div class=\"who\"><span><span class=\"label\">Signed in as </span>\
-             <b id=\"principal\">{principal}</b></span>\
-             <form method=\"post\" action=\"/approvals/logout\">\
-             <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-             <button class=\"quiet\" type=\"submit\">Log out</button></form></div>",
-            principal = esc(viewer.principal),
-            csrf = esc(viewer.csrf),
-        );
-    }
-    page.push_str("</div></header>");
-    page.push_str(body);
-    page.push_str("</body></html>");
-    page
-}
-
-fn notice_html(body: &mut String, notice: Option<&Notice>) {
-    match notice {
-        Some(Notice::Done(text)) => {
-            let _ = write!(
-                body,
-                "<p class=\"notice done\" role=\"status\" id=\"notice\">{}</p>",
-                esc(text)
-            );
-        }
-        Some(Notice::Refused(text)) => {
-            let _ = write!(
-                body,
-                "<p class=\"notice refused\" role=\"alert\" id=\"notice\">{}</p>",
-                esc(text)
-            );
-        }
-        None => {}
-    }
-}
-
-fn passkey_note(body: &mut String, viewer: &Viewer<'_>) {
-    if let Some(note) = viewer
-        .passkey_host_note
-        .as_deref()
-        .filter(|_| viewer.passkey)
-    {
-        let _ = write!(
-            body,
-            "<p class=\"notice info\" id=\"passkey-host\">{}</p>",
-            esc(note)
-        );
-    }
-}
-
-fn scope_note(body: &mut String, viewer: &Viewer<'_>) {
-    if !viewer.may_decide {
-        body.push_str(
-            "<p class=\"notice info\">Your token does not carry the scope \
-             <code>approvals:grant</code>: you can see what waits, but not decide.</p>",
-        );
-    }
-}
-
-/// A summary, escaped, that may wrap after its opening parenthesis: on a phone a long
-/// `tool(first_argument=…` would otherwise break in the middle of a name.
-fn summary_html(summary: &str) -> String {
-    // `(` never occurs in an escape sequence, so the markup cannot split one.
-    esc(summary).to_string().replacen('(', "(<wbr>", 1)
-}
-
-/// The line above the summary: what kind of approval, and for a call, which tool.
-fn kind_line(approval: &Approval) -> String {
-    match (approval.kind(), approval.tool()) {
-        (ApprovalKind::ToolCall, Some(tool)) => {
-            format!("Tool call · <span class=\"tool\">{}</span>", esc(tool))
-        }
-        (ApprovalKind::Verification, _) => "Verification request".to_owned(),
-        _ => "Approval".to_owned(),
-    }
-}
-
-/// A card for an approval still waiting: what, who, when, the arguments, and the decision
-/// form or why there is none.
-fn pending_card(
-    body: &mut String,
-    viewer: &Viewer<'_>,
-    approval: &Approval,
-    redactor: &Redactor,
-    now_ms: u64,
-) {
-    let id = approval.id();
-    let _ = write!(
-        body,
-        "<article class=\"card waiting\" data-approval-id=\"{id}\">\
-         <p class=\"kind\">{kind}</p><p class=\"summary mono\">{summary}</p>",
-        id = esc(id),
-        kind = kind_line(approval),
-        summary = summary_html(approval.summary()),
-    );
-    facts(body, approval, now_ms);
-    arguments(body, approval, redactor);
-    if viewer.decides(approval) {
-        let passkey = if viewer.passkey {
-            format!(
-                " data-passkey data-challenge=\"/approvals/{}/challenge\"",
-                esc(&path_segment(id))
-            )
-        } else {
-            String::new()
-        };
-        let _ = write!(
-            body,
-            "<form class=\"decide\" method=\"post\" action=\"/approvals/{segment}\"{passkey}>\
-             <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-             <label for=\"reason-{id}\">Reason <span>(optional, kept in the audit trail)</span></label>\
-             <input id=\"reason-{id}\" type=\"text\" name=\"reason\" maxlength=\"{max}\" \
-             autocomplete=\"off\">\
-             <div class=\"buttons\">\
-             <button class=\"grant\" type=\"submit\" name=\"decision\" value=\"grant\">Grant</button>\
-             <button class=\"reject\" type=\"submit\" name=\"decision\" value=\"reject\">Reject</button>\
-             </div></form>",
-            id = esc(id),
-            segment = esc(&path_segment(id)),
-            csrf = esc(viewer.csrf),
-            max = super::MAX_REASON_CHARS,
-        );
-    } else if approval.requested_by() == Some(viewer.principal) {
-        body.push_str("<p class=\"note\">You asked for this; another person must decide.</p>");
-    }
-    let _ = write!(body, "<p class=\"id mono\">ID {}</p></article>", esc(id));
-}
-
-/// A card for a decided or expired approval (the item page).
-fn decided_card(
-    body: &mut String,
-    approval: &Approval,
-    state: ApprovalState,
-    redactor: &Redactor,
-    now_ms: u64,
-) {
-    let _ = write!(
-        body,
-        "<article class=\"card\" data-decided-id=\"{id}\">\
-         <p class=\"kind\">{kind}</p><p class=\"summary mono\">{summary}</p>",
-        id = esc(approval.id()),
-        kind = kind_line(approval),
-        summary = summary_html(approval.summary()),
-    );
-    let outcome = match state {
+/// What became of a decided or expired approval (the item page), as a sentence.
+fn outcome(approval: &Approval, state: ApprovalState, now_ms: u64) -> String {
+    match state {
         ApprovalState::Expired => format!(
             "Nobody decided in time: it expired {}. It can no longer be decided.",
             approval
@@ -423,19 +459,7 @@ fn decided_card(
             "Already decided: {}.",
             decision_sentence(approval, state, now_ms)
         ),
-    };
-    let _ = write!(
-        body,
-        "<p class=\"notice info\" id=\"outcome\">{}</p>",
-        esc(&outcome)
-    );
-    facts(body, approval, now_ms);
-    arguments(body, approval, redactor);
-    let _ = write!(
-        body,
-        "<p class=\"id mono\">ID {}</p></article>",
-        esc(approval.id())
-    );
+    }
 }
 
 /// `granted by bob 2 min ago ("reason"); the call ran`.
@@ -453,6 +477,7 @@ fn decision_sentence(approval: &Approval, state: ApprovalState, now_ms: u64) -> 
     text
 }
 
+/// The outcome's label (a badge, the start of a decided item's sentence).
 fn state_label(approval: &Approval, state: ApprovalState) -> &'static str {
     match (state, approval.kind()) {
         (ApprovalState::Executed, _) => "Granted, ran",
@@ -465,40 +490,10 @@ fn state_label(approval: &Approval, state: ApprovalState) -> &'static str {
     }
 }
 
-fn facts(body: &mut String, approval: &Approval, now_ms: u64) {
-    body.push_str("<dl class=\"facts\">");
-    let mut fact = |label: &str, value: &str| {
-        let _ = write!(body, "<dt>{label}</dt><dd>{}</dd>", esc(value));
-    };
-    fact("Asked by", approval.requested_by().unwrap_or("anonymous"));
-    if let Some(channel) = approval.channel() {
-        fact("Channel", channel);
-    }
-    let created = approval.created_at_ms();
-    let _ = write!(
-        body,
-        "<dt>Opened</dt><dd><time datetime=\"{at}\" title=\"{at}\">{ago}</time></dd>",
-        at = rfc3339(created),
-        ago = relative_time::ago(created, now_ms),
-    );
-    match approval.expires_at_ms() {
-        Some(expires) if approval.state(now_ms) == ApprovalState::Pending => {
-            let _ = write!(
-                body,
-                "<dt>Expires</dt><dd><time datetime=\"{at}\" title=\"{at}\">{left}</time></dd>",
-                at = rfc3339(expires),
-                left = relative_time::remaining(expires, now_ms),
-            );
-        }
-        _ => {}
-    }
-    body.push_str("</dl>");
-}
-
-fn arguments(body: &mut String, approval: &Approval, redactor: &Redactor) {
-    let Some(args) = approval.redacted_args(redactor) else {
-        return;
-    };
+/// The parked call's arguments, redacted and pretty-printed, cut past [`MAX_ARGS_SHOWN`]
+/// with a marker; `None` for a verification request.
+fn arguments(approval: &Approval, redactor: &Redactor) -> Option<String> {
+    let args = approval.redacted_args(redactor)?;
     let mut text = serde_json::to_string_pretty(&args).unwrap_or_default();
     if text.len() > MAX_ARGS_SHOWN {
         let total = text.len();
@@ -509,50 +504,208 @@ fn arguments(body: &mut String, approval: &Approval, redactor: &Redactor) {
         text.truncate(cut);
         let _ = write!(text, "\n… cut: {total} bytes in all");
     }
-    let _ = write!(
-        body,
-        "<p class=\"args-label\">Arguments</p><pre class=\"args\">{}</pre>",
-        esc(&text)
-    );
+    Some(text)
 }
 
-fn decision_row(body: &mut String, approval: &Approval, now_ms: u64) {
-    let state = approval.state(now_ms);
-    let badge = match state {
-        ApprovalState::Granted | ApprovalState::Executed => "granted",
-        ApprovalState::Rejected => "rejected",
-        _ => "other",
-    };
-    let _ = write!(
-        body,
-        "<li data-decided-id=\"{id}\"><span class=\"badge {badge}\">{label}</span>\
-         <p class=\"summary mono\">{summary}</p><p class=\"meta\">",
-        id = esc(approval.id()),
-        label = state_label(approval, state),
-        summary = summary_html(approval.summary()),
-    );
-    let mut meta = Vec::new();
-    if let Some((by, _)) = approval.decided_by() {
-        meta.push(format!("by <b>{}</b>", esc(by)));
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use milpa::verification::VerificationRecord;
+    use serde_json::{Value, json};
+
+    const NOW: u64 = 1_800_000_000_000;
+
+    fn approval(record: Value) -> Approval {
+        Approval::from_record(serde_json::from_value::<VerificationRecord>(record).unwrap())
     }
-    if let Some(at) = approval.decided_at_ms() {
-        meta.push(format!(
-            "<time datetime=\"{at}\" title=\"{at}\">{ago}</time>",
-            at = rfc3339(at),
-            ago = relative_time::ago(at, now_ms)
+
+    /// A parked call by `by`, hostile text in every field an agent fills.
+    fn parked(id: &str, by: &str, status: &str) -> Value {
+        json!({
+            "id": id, "subject": "deploy(env='prod', note=<b>\"x\" & y)", "policy": "single",
+            "required_grants": 1, "requested_by": by,
+            "payload": {"parked_call": {
+                "binding": {"tool": "dep<l>oy", "principal": by, "channel": "m'cp"},
+                "args": {"note": "it's <b>"},
+                "expires_at_ms": NOW + 3_600_000, "executed_at_ms": null}},
+            "status": status, "grants": [], "rejection": null,
+            "created_at_ms": NOW - 65_000, "resolved_at_ms": null, "revision": 0
+        })
+    }
+
+    fn viewer(passkey: bool) -> Viewer<'static> {
+        Viewer {
+            principal: "al'ice",
+            csrf: "cs\"rf",
+            may_decide: true,
+            passkey,
+            passkey_host_note: Some("open <localhost>".into()),
+        }
+    }
+
+    /// The page without its stylesheet, which is long and not the template's.
+    fn without_style(page: String) -> String {
+        page.replace(STYLE, "")
+    }
+
+    #[test]
+    fn the_login_page_escapes_its_values_in_text_and_attributes() {
+        let page = without_style(login_page(&LoginForm {
+            csrf: "c'1",
+            next: "/approvals/a b",
+            message: Some("<x>'\"&"),
+            available: true,
+        }));
+        assert!(page.starts_with(
+            "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+             <meta name=\"referrer\" content=\"same-origin\"><title>Sign in · milpa approvals\
+             </title><style></style></head><body><header class=\"bar\"><div class=\"wrap\">\
+             <a class=\"brand\" href=\"/approvals\">milpa <span>approvals</span></a></div>\
+             </header><main class=\"wrap\">"
         ));
-    }
-    if let Some(requester) = approval.requested_by() {
-        meta.push(format!("asked by {}", esc(requester)));
-    }
-    body.push_str(&meta.join(" · "));
-    body.push_str("</p>");
-    if let Some((_, Some(reason))) = approval.decided_by() {
-        let _ = write!(
-            body,
-            "<p class=\"reason\">\u{201c}{}\u{201d}</p>",
-            esc(reason)
+        assert!(page.contains(
+            "<p class=\"notice refused\" role=\"alert\">&lt;x&gt;&#39;&quot;&amp;</p>\
+             <form method=\"post\" action=\"/approvals/login\">\
+             <input type=\"hidden\" name=\"csrf\" value=\"c&#39;1\">\
+             <input type=\"hidden\" name=\"next\" value=\"/approvals/a b\">"
+        ));
+        assert!(
+            page.ends_with("</form></div></main></body></html>"),
+            "{page}"
         );
     }
-    body.push_str("</li>");
+
+    #[test]
+    fn a_pending_card_shows_its_facts_and_the_passkey_decision_form() {
+        let pending = approval(parked("a/b'1", "agent-7", "pending"));
+        let page = without_style(queue_page(
+            &viewer(true),
+            Some(&Notice::Done("Granted x(<y>)".into())),
+            std::slice::from_ref(&pending),
+            true,
+            &[],
+            &Redactor::default(),
+            NOW,
+        ));
+        for fragment in [
+            "<script src=\"/approvals/passkeys.js\" defer></script></head>",
+            "<b id=\"principal\">al&#39;ice</b>",
+            "<main class=\"wrap\"><p class=\"notice done\" role=\"status\" id=\"notice\">\
+             Granted x(&lt;y&gt;)</p><p class=\"notice info\" id=\"passkey-host\">\
+             open &lt;localhost&gt;</p><h1>Waiting for a decision \
+             <span class=\"count\" id=\"pending-count\">1+</span></h1>",
+            "<article class=\"card waiting\" data-approval-id=\"a/b&#39;1\">\
+             <p class=\"kind\">Tool call · <span class=\"tool\">dep&lt;l&gt;oy</span></p>\
+             <p class=\"summary mono\">deploy(<wbr>env=&#39;prod&#39;, \
+             note=&lt;b&gt;&quot;x&quot; &amp; y)</p><dl class=\"facts\"><dt>Asked by</dt>\
+             <dd>agent-7</dd><dt>Channel</dt><dd>m&#39;cp</dd><dt>Opened</dt><dd>",
+            ">1 min ago</time></dd><dt>Expires</dt><dd>",
+            ">in 1 h</time></dd></dl><p class=\"args-label\">Arguments</p>\
+             <pre class=\"args\">{\n  &quot;note&quot;: &quot;it&#39;s &lt;b&gt;&quot;\n}</pre>\
+             <form class=\"decide\" method=\"post\" action=\"/approvals/a%2Fb%271\" \
+             data-passkey data-challenge=\"/approvals/a%2Fb%271/challenge\">\
+             <input type=\"hidden\" name=\"csrf\" value=\"cs&quot;rf\">\
+             <label for=\"reason-a/b&#39;1\">",
+            "maxlength=\"500\" autocomplete=\"off\">",
+            "</div></form><p class=\"id mono\">ID a/b&#39;1</p></article></section>\
+             <h2>Recent decisions</h2><p class=\"empty\">No decisions yet.</p></main>",
+        ] {
+            assert!(page.contains(fragment), "{fragment}\n\n{page}");
+        }
+    }
+
+    #[test]
+    fn ones_own_request_gets_no_form_and_a_decision_row_joins_its_meta() {
+        let mine = approval(parked("mine", "al'ice", "pending"));
+        let mut record = parked("done", "agent-7", "passed");
+        record["grants"] = json!([{"principal": "b<o>b", "reason": "'fine'", "at_ms": NOW}]);
+        record["resolved_at_ms"] = json!(NOW - 30_000);
+        let granted = approval(record);
+        let page = queue_page(
+            &viewer(false),
+            None,
+            std::slice::from_ref(&mine),
+            false,
+            std::slice::from_ref(&granted),
+            &Redactor::default(),
+            NOW,
+        );
+        assert!(!page.contains("passkeys.js"));
+        assert!(!page.contains("passkey-host"));
+        assert!(page.contains(
+            "</pre><p class=\"note\">You asked for this; another person must decide.</p>\
+             <p class=\"id mono\">ID mine</p>"
+        ));
+        assert!(page.contains(
+            "<ol class=\"history\" id=\"decisions\"><li data-decided-id=\"done\">\
+             <span class=\"badge granted\">Granted, not run yet</span>\
+             <p class=\"summary mono\">deploy(<wbr>"
+        ));
+        assert!(page.contains("<p class=\"meta\">by <b>b&lt;o&gt;b</b> · <time datetime=\""));
+        assert!(
+            page.contains(
+                "30 s ago</time> · asked by agent-7</p><p class=\"reason\">“&#39;fine&#39;”</p>\
+             </li></ol></main></body></html>"
+            ),
+            "{page}"
+        );
+    }
+
+    #[test]
+    fn a_decided_item_says_what_became_of_it() {
+        let mut record = parked("r", "agent-7", "failed");
+        record["rejection"] = json!({"principal": "carol", "reason": "no <way>", "at_ms": NOW});
+        record["resolved_at_ms"] = json!(NOW - 120_000);
+        let page = item_page(
+            &viewer(false),
+            Some(&Notice::Refused("late".into())),
+            &approval(record),
+            &Redactor::default(),
+            NOW,
+        );
+        assert!(page.contains(
+            "<a class=\"back\" href=\"/approvals\">&larr; All approvals</a>\
+             <p class=\"notice refused\" role=\"alert\" id=\"notice\">late</p>\
+             <article class=\"card\" data-decided-id=\"r\">"
+        ));
+        assert!(
+            page.contains(
+                "<p class=\"notice info\" id=\"outcome\">Already decided: rejected by carol \
+             2 min ago (“no &lt;way&gt;”).</p><dl class=\"facts\">"
+            ),
+            "{page}"
+        );
+        assert!(!page.contains("<dt>Expires</dt>"));
+        assert!(!page.contains("name=\"decision\""));
+    }
+
+    #[test]
+    fn enrolment_missing_and_message_pages_escape_their_values() {
+        let enrol = enrol_page(
+            &viewer(true),
+            "to/k'en",
+            "ac<t>or",
+            Some("{\"a\":\"b'\"}"),
+            Some("host <note>"),
+        );
+        assert!(enrol.contains("<b id=\"enrol-actor\">ac&lt;t&gt;or</b>. From then on"));
+        assert!(enrol.contains(
+            "<p class=\"notice refused\" role=\"alert\" id=\"passkey-host\">host &lt;note&gt;</p>\
+             <form id=\"passkey-enroll\" method=\"post\" action=\"/approvals/enroll/to%2Fk%27en\" \
+             data-options=\"{&quot;a&quot;:&quot;b&#39;&quot;}\">"
+        ));
+        let missing = missing_page(&viewer(false), None, "<id'>");
+        assert!(missing.contains(
+            "<h1>Not found</h1><p class=\"empty\">No approval has the id \
+             <code>&lt;id&#39;&gt;</code>."
+        ));
+        let message = without_style(message_page(None, "Ti'tle", "Me<ss>age"));
+        assert!(message.contains("<title>Ti&#39;tle · milpa approvals</title>"));
+        assert!(message.ends_with(
+            "</div></header><main class=\"wrap\"><a class=\"back\" href=\"/approvals\">\
+             &larr; All approvals</a><h1>Ti&#39;tle</h1>\
+             <p class=\"notice refused\" role=\"alert\">Me&lt;ss&gt;age</p></main></body></html>"
+        ));
+    }
 }

@@ -1,5 +1,6 @@
 //! A table of entries that expire: the shape shared by the MCP endpoint's HTTP sessions
-//! (`sessions.rs`) and the approvals page's logins (`approvals/logins.rs`).
+//! (`sessions.rs`), the approvals page's logins (`approvals/logins.rs`) and its passkey
+//! ceremonies under way (`approvals/passkeys.rs`).
 //!
 //! Each entry remembers when it was created and when it was last used. It expires after
 //! its [`Lifetime::idle`] without use or [`Lifetime::max_age`] after creation, whichever
@@ -110,6 +111,25 @@ impl<K: Eq + Hash + Clone, V> ExpiringTable<K, V> {
         let slot = self.slots.get_mut(key)?;
         slot.last_used = now;
         Some(&mut slot.value)
+    }
+
+    // Only the approvals page uses this (an `http`-only build leaves it out).
+    #[cfg(any(feature = "approvals-page", test))]
+    /// Removes the entry under `key` and returns it if it is live `now` by `lifetime`: for
+    /// an entry that serves once (a passkey ceremony's state), so an expired one is dropped
+    /// all the same, never returned.
+    pub(crate) fn take_live<Q>(
+        &mut self,
+        key: &Q,
+        lifetime: impl FnOnce(&V) -> Lifetime,
+        now: Instant,
+    ) -> Option<V>
+    where
+        K: Borrow<Q>,
+        Q: Eq + Hash + ?Sized,
+    {
+        let slot = self.slots.remove(key)?;
+        (!slot.expired(lifetime(&slot.value), now)).then_some(slot.value)
     }
 
     /// The entry under `key`, live or not, counted as used `now`: for an owner that leaves
@@ -298,6 +318,28 @@ mod tests {
         table.insert(1, (), t0);
         assert_eq!(table.make_room(0, |_| None, t0).len(), 1);
         assert_eq!(table.len(), 0);
+    }
+
+    #[test]
+    fn taking_removes_the_entry_and_returns_it_only_while_live() {
+        let mut table = ExpiringTable::default();
+        let t0 = Instant::now();
+        let ttl = Lifetime::idle(secs(120));
+        table.insert("a", 1, t0);
+        table.insert("b", 2, t0);
+        assert_eq!(table.take_live("a", |_| ttl, t0 + secs(119)), Some(1));
+        assert_eq!(
+            table.take_live("a", |_| ttl, t0 + secs(119)),
+            None,
+            "served once"
+        );
+        assert_eq!(
+            table.take_live("b", |_| ttl, t0 + secs(120)),
+            None,
+            "expired"
+        );
+        assert_eq!(table.len(), 0, "an expired entry is dropped too");
+        assert_eq!(table.take_live("missing", |_| ttl, t0), None);
     }
 
     #[test]

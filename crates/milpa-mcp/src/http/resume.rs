@@ -16,13 +16,14 @@
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
+use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::{OwnedMutexGuard, mpsc};
 
 use super::stream::CancelOnDrop;
@@ -77,7 +78,7 @@ pub(crate) struct CallStreams {
 
 impl CallStreams {
     fn lock(&self) -> MutexGuard<'_, VecDeque<Arc<CallStream>>> {
-        self.streams.lock().unwrap_or_else(|e| e.into_inner())
+        self.streams.lock()
     }
 
     /// The response of a call whose messages arrive on `rx`: a priming event, then the
@@ -201,9 +202,14 @@ fn respond(reader: Reader) -> Response {
     response
 }
 
-/// One SSE event. Written here rather than with axum's `Event`, which leaves out a `data`
-/// field that is empty: the priming event must carry one (`data:` with nothing after it),
-/// or clients do not see its id.
+/// One SSE event, framed here rather than with axum's `Event` (checked against axum 0.8.9).
+///
+/// For the priming event, `Event::default().id("3-0").retry(500 ms).data("")` writes
+/// `id: 3-0\nretry: 500\n\n`: its data writer returns before writing anything for an empty
+/// string, so the six bytes `data:\n` are missing, and without a data line clients drop the
+/// event and never see its id (the resume point). Events with data (`data: a\ndata: b\n`)
+/// would come out the same, but axum's `Event` also keeps its bytes private (only its `Sse`
+/// body writes them), while a replay needs each framed event kept as bytes.
 fn frame(id: &str, retry: Option<Duration>, data: &str) -> Bytes {
     let mut event = String::with_capacity(data.len() + id.len() + 24);
     event.push_str("id: ");
