@@ -406,17 +406,22 @@ pub struct RuleSpec {
 impl RuleSpec {
     /// The rule as the policy gate takes it.
     pub fn to_static_rule(&self) -> StaticRule {
-        StaticRule {
-            tool: self.tool.clone(),
-            principal: self.principal.clone(),
-            channel: self.channel.clone(),
-            rule: PolicyRule {
-                id: self.id,
-                effect: self.effect,
-                requires_scopes: self.requires_scopes.clone(),
-                description: self.description.clone(),
-            },
+        let mut rule =
+            PolicyRule::new(self.effect).with_requires_scopes(self.requires_scopes.iter().cloned());
+        if let Some(id) = self.id {
+            rule = rule.with_id(id);
         }
+        if let Some(description) = &self.description {
+            rule = rule.with_description(description.clone());
+        }
+        let mut rule = StaticRule::new(self.tool.clone(), rule);
+        if let Some(principal) = &self.principal {
+            rule = rule.with_principal(principal.clone());
+        }
+        if let Some(channel) = &self.channel {
+            rule = rule.with_channel(channel.clone());
+        }
+        rule
     }
 }
 
