@@ -10,10 +10,11 @@
 //! whole set and to freshly built entities.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use cedar_policy::{Entities, Entity, Policy, PolicySet};
 use milpa::{ToolContext, ToolDefinition};
+use parking_lot::RwLock;
 
 use crate::entity_model::{RequestBuildError, RequestTemplate};
 
@@ -48,20 +49,11 @@ impl ToolView {
         let same = |c: &CallerEntities| {
             c.principal.as_deref() == ctx.principal() && c.scopes == ctx.scopes()
         };
-        if let Some(known) = self
-            .callers
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .iter()
-            .find(|c| same(c))
-        {
+        if let Some(known) = self.callers.read().iter().find(|c| same(c)) {
             return Ok(known.entities.clone());
         }
         let entities = Arc::new(request.entities(ctx, self.entity.clone())?);
-        let mut callers = self
-            .callers
-            .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut callers = self.callers.write();
         if callers.len() >= CALLERS {
             callers.clear();
         }
@@ -96,7 +88,6 @@ impl ToolViews {
         if let Some(view) = self
             .by_tool
             .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
             .get(tool.name())
             .filter(|view| fresh(view))
         {
@@ -117,7 +108,6 @@ impl ToolViews {
         });
         self.by_tool
             .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
             .insert(tool.name().to_owned(), view.clone());
         Ok(view)
     }

@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 const ALPHABET: &[u8; 29] = b"23456789ABCDEFGHJKMNPQRSTWXYZ";
 
 /// How many characters a code has (29^6, about 600 million codes).
-pub const CODE_LEN: usize = 6;
+pub(crate) const CODE_LEN: usize = 6;
 
 /// The short code of the approval `id` (`7KQ2MX`).
 ///
@@ -41,7 +41,7 @@ pub fn short_code(id: &str) -> String {
 }
 
 /// Whether `typed` is the code of `id`: case and surrounding spaces do not matter.
-pub fn matches(id: &str, typed: &str) -> bool {
+pub(crate) fn matches(id: &str, typed: &str) -> bool {
     typed.trim().eq_ignore_ascii_case(&short_code(id))
 }
 

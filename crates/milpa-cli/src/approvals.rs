@@ -30,7 +30,7 @@ use crate::{CliError, EXIT_OK};
 const LIST_LIMIT: usize = 1000;
 
 /// The approver when neither `--actor` nor `USER` names one.
-pub const DEFAULT_APPROVER: &str = "local-shell";
+pub(crate) const DEFAULT_APPROVER: &str = "local-shell";
 
 /// Why the approvals commands refuse a `memory` store (exit 2).
 pub(crate) fn memory_store_refusal() -> CliError {

@@ -13,26 +13,26 @@ use clap::{Args, Parser, Subcommand};
     about = "List, inspect, call and serve milpa tools (the built-in demo toolset, or a manifest's)",
     after_help = "Exit codes: 0 success, 1 a refused or failed call, 2 a usage or manifest error."
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     /// The manifest [default: ./milpa.toml if present, else the built-in demo toolset]
     #[arg(long, global = true, value_name = "FILE")]
-    pub manifest: Option<PathBuf>,
+    pub(crate) manifest: Option<PathBuf>,
 
     /// Where confirmations, approvals, verifications, budgets and the audit trail live: memory |
     /// sqlite:PATH | redis://HOST:PORT[/DB] [default: $MILPA_STORE, else the manifest's
     /// `[store] url`, else sqlite:$MILPA_HOME/state.db, $XDG_STATE_HOME/milpa/state.db or
     /// ~/.local/state/milpa/state.db]
     #[arg(long, global = true, value_name = "URL")]
-    pub store: Option<String>,
+    pub(crate) store: Option<String>,
 
     /// What to do.
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// List the tools (name, flags, scopes, description), or inspect one.
     Tools(ToolsArgs),
     /// Run one call through the pipeline and print its result.
@@ -51,19 +51,19 @@ pub enum Command {
 
 /// `milpa approvals`.
 #[derive(Debug, Args)]
-pub struct ApprovalsArgs {
+pub(crate) struct ApprovalsArgs {
     /// Print the pending approvals as a JSON array.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 
     /// `list` (the default), `show`, `grant` or `reject`.
     #[command(subcommand)]
-    pub command: Option<ApprovalsCommand>,
+    pub(crate) command: Option<ApprovalsCommand>,
 }
 
 /// `milpa approvals …`.
 #[derive(Debug, Subcommand)]
-pub enum ApprovalsCommand {
+pub(crate) enum ApprovalsCommand {
     /// The approvals waiting for a decision, oldest first (the default).
     List(ListApprovalsArgs),
     /// One approval in full: its arguments (secrets redacted), decisions and state.
@@ -79,109 +79,100 @@ pub enum ApprovalsCommand {
 
 /// `milpa approvals enroll`.
 #[derive(Debug, Args)]
-pub struct EnrollArgs {
+pub(crate) struct EnrollArgs {
     /// The approver the passkey is for: the principal they sign in to the page as.
     #[arg(long, value_name = "P")]
-    pub actor: String,
+    pub(crate) actor: String,
 
     /// The approvals page's address, to print the whole link (e.g.
     /// http://localhost:8080/approvals); without it, the link's path is printed.
     #[arg(long, value_name = "URL")]
-    pub url: Option<String>,
+    pub(crate) url: Option<String>,
 }
 
 /// `milpa approvals list`.
 #[derive(Debug, Args)]
-pub struct ListApprovalsArgs {
+pub(crate) struct ListApprovalsArgs {
     /// Print them as a JSON array.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
 /// `milpa approvals show`.
 #[derive(Debug, Args)]
-pub struct ShowApprovalArgs {
+pub(crate) struct ShowApprovalArgs {
     /// The approval id (`data.approval_id` of the parked call, or the verification's
     /// `request_id`).
-    pub id: String,
+    pub(crate) id: String,
 
     /// Print it as JSON.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
 /// `milpa approvals grant|reject`.
 #[derive(Debug, Args)]
-pub struct DecideArgs {
+pub(crate) struct DecideArgs {
     /// The approval id.
-    pub id: String,
+    pub(crate) id: String,
 
     /// Who decides (it must not be who asked) [default: $USER, else local-shell]
     #[arg(long, value_name = "P")]
-    pub actor: Option<String>,
+    pub(crate) actor: Option<String>,
 
     /// Why (shown to the caller of a rejected call, and in the audit trail).
     #[arg(long, value_name = "TEXT")]
-    pub reason: Option<String>,
+    pub(crate) reason: Option<String>,
 }
 
 /// `milpa audit`.
 #[derive(Debug, Args)]
-pub struct AuditArgs {
+pub(crate) struct AuditArgs {
     /// Only calls of this tool.
     #[arg(long, value_name = "T")]
-    pub tool: Option<String>,
+    pub(crate) tool: Option<String>,
 
     /// Only calls by this principal.
     #[arg(long, value_name = "P")]
-    pub actor: Option<String>,
+    pub(crate) actor: Option<String>,
 
     /// Only this outcome (success, forbidden, rate_limited, …).
     #[arg(long, value_name = "O")]
-    pub outcome: Option<String>,
+    pub(crate) outcome: Option<String>,
 
     /// Only records newer than this (30s, 15m, 2h, 7d).
     #[arg(long, value_name = "DURATION", value_parser = parse_since)]
-    pub since: Option<std::time::Duration>,
+    pub(crate) since: Option<std::time::Duration>,
 
     /// At most this many records [default: 50]
     #[arg(long, value_name = "N")]
-    pub limit: Option<usize>,
+    pub(crate) limit: Option<usize>,
 
     /// Print the records as a JSON array.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 
     /// `verify`.
     #[command(subcommand)]
-    pub command: Option<AuditCommand>,
+    pub(crate) command: Option<AuditCommand>,
 }
 
 /// `milpa audit …`.
 #[derive(Debug, Subcommand)]
-pub enum AuditCommand {
+pub(crate) enum AuditCommand {
     /// Check the hash chain: exit 0 when intact, 1 naming the first record that breaks it.
     Verify(VerifyArgs),
 }
 
 /// `milpa audit verify`.
 #[derive(Debug, Args)]
-pub struct VerifyArgs {
+pub(crate) struct VerifyArgs {
     /// A JSON-lines audit file (`serve --audit FILE`) [default: the store's trail]
-    pub file: Option<PathBuf>,
+    pub(crate) file: Option<PathBuf>,
 }
 
 /// Reads `--since`: a number and a unit (`s`, `m`, `h`, `d`), e.g. `15m`.
-///
-/// ```
-/// use std::time::Duration;
-/// use milpa_cli::cli::parse_since;
-///
-/// assert_eq!(parse_since("90s").unwrap(), Duration::from_secs(90));
-/// assert_eq!(parse_since("2h").unwrap(), Duration::from_secs(7200));
-/// assert!(parse_since("2 weeks").is_err());
-/// ```
-pub fn parse_since(text: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn parse_since(text: &str) -> Result<std::time::Duration, String> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())
@@ -208,130 +199,130 @@ pub fn parse_since(text: &str) -> Result<std::time::Duration, String> {
 
 /// `milpa tools`.
 #[derive(Debug, Args)]
-pub struct ToolsArgs {
+pub(crate) struct ToolsArgs {
     /// Print the tool summaries as JSON (the MCP `tools/list` shape).
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 
     /// `inspect`.
     #[command(subcommand)]
-    pub command: Option<ToolsCommand>,
+    pub(crate) command: Option<ToolsCommand>,
 }
 
 /// `milpa tools …`.
 #[derive(Debug, Subcommand)]
-pub enum ToolsCommand {
+pub(crate) enum ToolsCommand {
     /// Show the stages a call of TOOL would go through, for a given caller.
     Inspect(InspectArgs),
 }
 
 /// Who calls, over which channel, in which mode.
 #[derive(Debug, Clone, Default, Args)]
-pub struct CallerArgs {
+pub(crate) struct CallerArgs {
     /// The channel (cli, mcp, web, telegram, …) [default: cli]
     #[arg(long, value_name = "C")]
-    pub channel: Option<String>,
+    pub(crate) channel: Option<String>,
 
     /// The principal calling [default: local-shell with every scope, when no caller flag
     /// is given; anonymous otherwise]
     #[arg(long, value_name = "P")]
-    pub actor: Option<String>,
+    pub(crate) actor: Option<String>,
 
     /// A scope the caller holds (repeat for several).
     #[arg(long = "scope", value_name = "S")]
-    pub scopes: Vec<String>,
+    pub(crate) scopes: Vec<String>,
 
     /// Plan mode: validate and authorize, run nothing.
     #[arg(long)]
-    pub plan: bool,
+    pub(crate) plan: bool,
 }
 
 impl CallerArgs {
     /// Whether any flag describing the caller was given.
-    pub fn describes_a_caller(&self) -> bool {
+    pub(crate) fn describes_a_caller(&self) -> bool {
         self.channel.is_some() || self.actor.is_some() || !self.scopes.is_empty()
     }
 }
 
 /// `milpa tools inspect`.
 #[derive(Debug, Args)]
-pub struct InspectArgs {
+pub(crate) struct InspectArgs {
     /// The tool.
-    pub tool: String,
+    pub(crate) tool: String,
 
     /// The caller.
     #[command(flatten)]
-    pub caller: CallerArgs,
+    pub(crate) caller: CallerArgs,
 
     /// Print the plan as JSON.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
 /// `milpa call`.
 #[derive(Debug, Args)]
-pub struct CallArgs {
+pub(crate) struct CallArgs {
     /// The tool.
-    pub tool: String,
+    pub(crate) tool: String,
 
     /// The arguments, a JSON object [default: {}]
     #[arg(value_name = "ARGS_JSON")]
-    pub args: Option<String>,
+    pub(crate) args: Option<String>,
 
     /// The caller.
     #[command(flatten)]
-    pub caller: CallerArgs,
+    pub(crate) caller: CallerArgs,
 
     /// Redeem a confirmation token (runs the arguments of the call that issued it).
     #[arg(long, value_name = "T")]
-    pub confirm_token: Option<String>,
+    pub(crate) confirm_token: Option<String>,
 
     /// Print the ToolResult JSON instead of rendering it.
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
 /// `milpa serve`.
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// Serve over standard input and output (the default).
     #[arg(long, conflicts_with = "http")]
-    pub stdio: bool,
+    pub(crate) stdio: bool,
 
     /// Serve Streamable HTTP on ADDR (a loopback address: 127.0.0.1:8080, localhost:8080,
     /// the IPv6 loopback on port 8080, or just a port; port 0 picks a free one), endpoint /mcp.
     #[arg(long, value_name = "ADDR", value_parser = parse_http_addr)]
-    pub http: Option<SocketAddr>,
+    pub(crate) http: Option<SocketAddr>,
 
     /// Append one JSON line per call outcome to FILE [default: audit to stderr]
     #[arg(long, value_name = "FILE")]
-    pub audit: Option<PathBuf>,
+    pub(crate) audit: Option<PathBuf>,
 }
 
 /// `milpa proxy`.
 #[derive(Debug, Args)]
-pub struct ProxyArgs {
+pub(crate) struct ProxyArgs {
     /// Serve Streamable HTTP on ADDR (a loopback address, as for `serve --http`) instead of
     /// standard input and output.
     #[arg(long, value_name = "ADDR", value_parser = parse_http_addr)]
-    pub http: Option<SocketAddr>,
+    pub(crate) http: Option<SocketAddr>,
 
     /// The upstream's name (and so the prefix `<name>__`) [default: the command's file name]
     #[arg(long, value_name = "N")]
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
 
     /// Append one JSON line per call outcome to FILE [default: audit to stderr]
     #[arg(long, value_name = "FILE")]
-    pub audit: Option<PathBuf>,
+    pub(crate) audit: Option<PathBuf>,
 
     /// The upstream server: a program and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
-    pub command: Vec<String>,
+    pub(crate) command: Vec<String>,
 }
 
 impl ProxyArgs {
     /// The upstream's name: `--name`, else the program's file name.
-    pub fn upstream_name(&self) -> String {
+    pub(crate) fn upstream_name(&self) -> String {
         if let Some(name) = &self.name {
             return name.clone();
         }
@@ -350,17 +341,7 @@ impl ProxyArgs {
 }
 
 /// Reads `--http`: a socket address, `localhost:PORT`, or a bare port (on 127.0.0.1).
-///
-/// ```
-/// use milpa_cli::cli::parse_http_addr;
-///
-/// assert_eq!(parse_http_addr("127.0.0.1:80").unwrap().to_string(), "127.0.0.1:80");
-/// assert_eq!(parse_http_addr("localhost:8080").unwrap().to_string(), "127.0.0.1:8080");
-/// assert_eq!(parse_http_addr("9000").unwrap().to_string(), "127.0.0.1:9000");
-/// assert_eq!(parse_http_addr("[::1]:1").unwrap().to_string(), "[::1]:1");
-/// assert!(parse_http_addr("example.com:80").is_err());
-/// ```
-pub fn parse_http_addr(text: &str) -> Result<SocketAddr, String> {
+pub(crate) fn parse_http_addr(text: &str) -> Result<SocketAddr, String> {
     let loopback = |port: &str| {
         port.parse::<u16>()
             .ok()
@@ -373,4 +354,36 @@ pub fn parse_http_addr(text: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| {
             format!("expected an address like 127.0.0.1:8080, localhost:8080 or 8080, got {text:?}")
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn since_is_a_number_and_a_unit() {
+        assert_eq!(parse_since("90s").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_since("2h").unwrap(), Duration::from_secs(7200));
+        assert!(parse_since("2 weeks").is_err());
+    }
+
+    #[test]
+    fn http_addresses_default_to_loopback() {
+        assert_eq!(
+            parse_http_addr("127.0.0.1:80").unwrap().to_string(),
+            "127.0.0.1:80"
+        );
+        assert_eq!(
+            parse_http_addr("localhost:8080").unwrap().to_string(),
+            "127.0.0.1:8080"
+        );
+        assert_eq!(
+            parse_http_addr("9000").unwrap().to_string(),
+            "127.0.0.1:9000"
+        );
+        assert_eq!(parse_http_addr("[::1]:1").unwrap().to_string(), "[::1]:1");
+        assert!(parse_http_addr("example.com:80").is_err());
+    }
 }

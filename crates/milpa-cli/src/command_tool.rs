@@ -37,17 +37,14 @@ use crate::manifest::{CommandToolSpec, Confirm};
 use crate::template::ArgTemplate;
 
 /// How much of standard error a failure message quotes (its end).
-pub const STDERR_TAIL_BYTES: usize = 2048;
+pub(crate) const STDERR_TAIL_BYTES: usize = 2048;
 
 /// The code of a result whose program exited unsuccessfully.
-pub const COMMAND_FAILED: &str = "COMMAND_FAILED";
-
-/// Environment variables every command gets (when milpa has them).
-pub use milpa_process::child_env::BASE_ENV;
+pub(crate) const COMMAND_FAILED: &str = "COMMAND_FAILED";
 
 /// A program run as a tool. Build it with [`CommandTool::from_spec`].
 #[derive(Debug, Clone)]
-pub struct CommandTool {
+pub(crate) struct CommandTool {
     program: PathBuf,
     args: Vec<ArgTemplate>,
     /// Per element of `args`: whether a literal `--` comes before it (options ended).
@@ -64,7 +61,7 @@ pub struct CommandTool {
 impl CommandTool {
     /// The tool for a manifest entry; relative `cwd` and relative program paths with a `/`
     /// (`./scripts/x.sh`) are taken from `base_dir` (the manifest's folder).
-    pub fn from_spec(spec: &CommandToolSpec, base_dir: Option<&Path>) -> CommandTool {
+    pub(crate) fn from_spec(spec: &CommandToolSpec, base_dir: Option<&Path>) -> CommandTool {
         let argv = spec.command.get_ref();
         let resolve = |path: &Path| match base_dir {
             Some(base) if path.is_relative() => base.join(path),
@@ -109,7 +106,7 @@ impl CommandTool {
     }
 
     /// The definition to register: name, description, schema, scopes, flags, timeouts.
-    pub fn definition(spec: &CommandToolSpec, base_dir: Option<&Path>) -> ToolDefinition {
+    pub(crate) fn definition(spec: &CommandToolSpec, base_dir: Option<&Path>) -> ToolDefinition {
         let timeout = Duration::from_secs(spec.timeout_seconds());
         let mut options = ToolOptions::default();
         options.scopes = spec.scopes.clone();
@@ -136,7 +133,7 @@ impl CommandTool {
     /// The argv (after the program) for validated arguments; `VALIDATION_ERROR` when a
     /// given value would start an element with `-` where the program reads options (see
     /// [`ParamSpec::allow_leading_dash`](crate::manifest::ParamSpec::allow_leading_dash)).
-    pub fn argv(&self, args: &Value) -> Result<Vec<String>, ToolError> {
+    pub(crate) fn argv(&self, args: &Value) -> Result<Vec<String>, ToolError> {
         let empty = Map::new();
         let given = args.as_object().unwrap_or(&empty);
         for (template, after_end) in self.args.iter().zip(&self.after_end_of_options) {

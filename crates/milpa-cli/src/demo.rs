@@ -6,11 +6,12 @@
 //! store is SQLite (so `notes_add` in one `milpa call` shows in the next `notes_list`), in
 //! the process's memory otherwise.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use milpa::verification::VerificationTools;
 use milpa::{ErrorCode, RegistryError, ToolError, ToolRegistry, tools};
 use milpa_sqlite::rusqlite;
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use crate::store::Stores;
@@ -75,14 +76,14 @@ impl NoteBook {
     fn add(&self, text: &str) -> Result<Value, ToolError> {
         match self {
             NoteBook::Memory(notes) => {
-                let mut notes = notes.lock().unwrap_or_else(|p| p.into_inner());
+                let mut notes = notes.lock();
                 notes.next_id += 1;
                 let id = notes.next_id;
                 notes.items.push((id, text.to_owned()));
                 Ok(note(id, text))
             }
             NoteBook::Sqlite(db) => {
-                let db = db.lock().unwrap_or_else(|p| p.into_inner());
+                let db = db.lock();
                 let id: u64 = db
                     .query_row(
                         "INSERT INTO demo_notes (text) VALUES (?1) RETURNING id",
@@ -99,7 +100,7 @@ impl NoteBook {
     fn list(&self) -> Result<Value, ToolError> {
         match self {
             NoteBook::Memory(notes) => {
-                let notes = notes.lock().unwrap_or_else(|p| p.into_inner());
+                let notes = notes.lock();
                 Ok(notes
                     .items
                     .iter()
@@ -107,7 +108,7 @@ impl NoteBook {
                     .collect())
             }
             NoteBook::Sqlite(db) => {
-                let db = db.lock().unwrap_or_else(|p| p.into_inner());
+                let db = db.lock();
                 let mut statement = db
                     .prepare_cached("SELECT id, text FROM demo_notes ORDER BY id")
                     .map_err(unavailable)?;
@@ -123,7 +124,7 @@ impl NoteBook {
     fn delete(&self, id: u64) -> Result<Option<String>, ToolError> {
         match self {
             NoteBook::Memory(notes) => {
-                let mut notes = notes.lock().unwrap_or_else(|p| p.into_inner());
+                let mut notes = notes.lock();
                 Ok(notes
                     .items
                     .iter()
@@ -131,7 +132,7 @@ impl NoteBook {
                     .map(|at| notes.items.remove(at).1))
             }
             NoteBook::Sqlite(db) => {
-                let db = db.lock().unwrap_or_else(|p| p.into_inner());
+                let db = db.lock();
                 let text = db.query_row(
                     "DELETE FROM demo_notes WHERE id = ?1 RETURNING text",
                     [id],
@@ -151,13 +152,13 @@ impl NoteBook {
     fn clear(&self) -> Result<u64, ToolError> {
         match self {
             NoteBook::Memory(notes) => {
-                let mut notes = notes.lock().unwrap_or_else(|p| p.into_inner());
+                let mut notes = notes.lock();
                 let count = notes.items.len() as u64;
                 notes.items.clear();
                 Ok(count)
             }
             NoteBook::Sqlite(db) => {
-                let db = db.lock().unwrap_or_else(|p| p.into_inner());
+                let db = db.lock();
                 let count = db
                     .execute("DELETE FROM demo_notes", [])
                     .map_err(unavailable)?;

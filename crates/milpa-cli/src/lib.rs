@@ -39,21 +39,27 @@
 //!     })
 //! }
 //! ```
+//!
+//! The public items are that embedding seam ([`main_with`], [`run_with`], [`setup::Setup`]
+//! with the [`store::Stores`] and the [`manifest::Manifest`] it hands over, the [`demo`]
+//! toolset) and what the integration tests drive through the library
+//! ([`setup::build_registry`], [`approval_code::short_code`]); everything else is
+//! `pub(crate)`.
 
 pub mod approval_code;
 mod approvals;
-pub mod cli;
-pub mod command_tool;
+mod cli;
+mod command_tool;
 mod commands;
 pub mod demo;
 mod local_tokens;
 pub mod manifest;
-pub mod notify;
+mod notify;
 pub mod policy_section;
 pub mod setup;
 pub mod store;
 mod telemetry;
-pub mod template;
+mod template;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -68,27 +74,27 @@ use crate::manifest::Manifest;
 use crate::setup::Setup;
 
 /// Exit code of a successful run.
-pub const EXIT_OK: u8 = 0;
+pub(crate) const EXIT_OK: u8 = 0;
 /// Exit code of a refused or failed call.
-pub const EXIT_CALL_FAILED: u8 = 1;
+pub(crate) const EXIT_CALL_FAILED: u8 = 1;
 /// Exit code of a usage or manifest error.
-pub const EXIT_USAGE: u8 = 2;
+pub(crate) const EXIT_USAGE: u8 = 2;
 
 /// The manifest read when `--manifest` is not given, if it exists.
-pub const DEFAULT_MANIFEST: &str = "milpa.toml";
+pub(crate) const DEFAULT_MANIFEST: &str = "milpa.toml";
 
 /// A run that could not go on: what to print and the exit code.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CliError {
+pub(crate) struct CliError {
     /// The exit code.
-    pub code: u8,
+    pub(crate) code: u8,
     /// What to print on standard error.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 impl CliError {
     /// A usage or manifest error (exit code 2).
-    pub fn usage(message: impl Into<String>) -> CliError {
+    pub(crate) fn usage(message: impl Into<String>) -> CliError {
         CliError {
             code: EXIT_USAGE,
             message: message.into(),
@@ -96,7 +102,7 @@ impl CliError {
     }
 
     /// A failure while running (exit code 1).
-    pub fn failed(message: impl Into<String>) -> CliError {
+    pub(crate) fn failed(message: impl Into<String>) -> CliError {
         CliError {
             code: EXIT_CALL_FAILED,
             message: message.into(),
@@ -119,7 +125,7 @@ pub fn main() -> ExitCode {
 }
 
 /// Registers the demo toolset (on the chosen store) when no manifest file was read.
-pub fn demo_unless_manifest(
+pub(crate) fn demo_unless_manifest(
     registry: &mut ToolRegistry,
     setup: &Setup<'_>,
 ) -> Result<(), RegistryError> {
@@ -169,7 +175,7 @@ where
 
 /// Reads the manifest `--manifest` names, else `./milpa.toml` when it exists, else the
 /// built-in defaults.
-pub fn load_manifest(explicit: Option<&Path>) -> Result<Manifest, CliError> {
+pub(crate) fn load_manifest(explicit: Option<&Path>) -> Result<Manifest, CliError> {
     let path = match explicit {
         Some(path) => path,
         None => {

@@ -25,30 +25,24 @@ use rand::TryRngCore;
 use rand::rngs::OsRng;
 
 /// The principal of the agents' token.
-pub const LOCAL_USER: &str = "local-user";
+pub(crate) const LOCAL_USER: &str = "local-user";
 
 /// The principal of the approver's token.
-pub const LOCAL_APPROVER: &str = "local-approver";
+pub(crate) const LOCAL_APPROVER: &str = "local-approver";
 
 /// Why the approver's token is refused a tool call (the `FORBIDDEN` message).
-pub const APPROVER_CALLS_NO_TOOL: &str =
+pub(crate) const APPROVER_CALLS_NO_TOOL: &str =
     "The approver token decides approvals on the page; it calls no tool.";
 
 /// The policy rule that denies [`LOCAL_APPROVER`] every tool on every channel, with
 /// [`APPROVER_CALLS_NO_TOOL`] as its message. A rule rather than an empty scope list: a tool
 /// that asks for no scope would otherwise run for it.
 pub(crate) fn approver_calls_no_tool() -> StaticRule {
-    StaticRule {
-        tool: "*".to_owned(),
-        principal: Some(LOCAL_APPROVER.to_owned()),
-        channel: None,
-        rule: PolicyRule {
-            id: None,
-            effect: RuleEffect::Deny,
-            requires_scopes: Vec::new(),
-            description: Some(APPROVER_CALLS_NO_TOOL.to_owned()),
-        },
-    }
+    StaticRule::new(
+        "*",
+        PolicyRule::new(RuleEffect::Deny).with_description(APPROVER_CALLS_NO_TOOL),
+    )
+    .with_principal(LOCAL_APPROVER)
 }
 
 /// The scopes of the agents' token: every scope a tool of `registry` asks for, sorted and

@@ -17,13 +17,13 @@ use toml::Spanned;
 use crate::template::ArgTemplate;
 
 /// Default cap on a command's standard output: 1 MiB.
-pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1024 * 1024;
+pub(crate) const DEFAULT_MAX_OUTPUT_BYTES: u64 = 1024 * 1024;
 
 /// Default hard timeout of a command tool, in seconds.
-pub const DEFAULT_TIMEOUT_SECONDS: u64 = 30;
+pub(crate) const DEFAULT_TIMEOUT_SECONDS: u64 = 30;
 
 /// Default hard timeout of `[approvals] notify_command`, in seconds.
-pub const DEFAULT_NOTIFY_TIMEOUT_SECONDS: u64 = 30;
+pub(crate) const DEFAULT_NOTIFY_TIMEOUT_SECONDS: u64 = 30;
 
 /// A manifest that could not be read: which file, which line, what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +35,11 @@ pub struct ManifestError {
 
 impl ManifestError {
     /// An error about `file` at `line` (1-based), if known.
-    pub fn new(file: impl Into<String>, line: Option<usize>, message: impl Into<String>) -> Self {
+    pub(crate) fn new(
+        file: impl Into<String>,
+        line: Option<usize>,
+        message: impl Into<String>,
+    ) -> Self {
         ManifestError {
             file: file.into(),
             line,
@@ -212,12 +216,12 @@ pub enum ShellDecisions {
 
 impl ApprovalsSection {
     /// The variables `notify_env` lists.
-    pub fn notify_env(&self) -> &[String] {
+    pub(crate) fn notify_env(&self) -> &[String] {
         self.notify_env.as_ref().map_or(&[], |env| env.get_ref())
     }
 
     /// How long the notify command may run.
-    pub fn notify_timeout(&self) -> std::time::Duration {
+    pub(crate) fn notify_timeout(&self) -> std::time::Duration {
         std::time::Duration::from_secs(
             self.notify_timeout_seconds
                 .as_ref()
@@ -226,12 +230,12 @@ impl ApprovalsSection {
     }
 
     /// Whether a shell may decide (`shell`, default on).
-    pub fn shell_decisions(&self) -> ShellDecisions {
+    pub(crate) fn shell_decisions(&self) -> ShellDecisions {
         self.shell.unwrap_or_default()
     }
 
     /// The TTL of parked calls.
-    pub fn ttl(&self) -> std::time::Duration {
+    pub(crate) fn ttl(&self) -> std::time::Duration {
         self.ttl_seconds
             .as_ref()
             .map_or(milpa::approval::DEFAULT_TTL, |ttl| {
@@ -298,7 +302,7 @@ pub struct ChannelOverride {
 
 impl ChannelOverride {
     /// `base` with the keys this override sets.
-    pub fn apply(&self, base: ChannelPolicy) -> ChannelPolicy {
+    pub(crate) fn apply(&self, base: ChannelPolicy) -> ChannelPolicy {
         base.with_allow_all(self.allow_all.unwrap_or(base.allow_all))
             .with_require_auth(self.require_auth.unwrap_or(base.require_auth))
             .with_block_mutating(self.block_mutating.unwrap_or(base.block_mutating))
@@ -405,18 +409,23 @@ pub struct RuleSpec {
 
 impl RuleSpec {
     /// The rule as the policy gate takes it.
-    pub fn to_static_rule(&self) -> StaticRule {
-        StaticRule {
-            tool: self.tool.clone(),
-            principal: self.principal.clone(),
-            channel: self.channel.clone(),
-            rule: PolicyRule {
-                id: self.id,
-                effect: self.effect,
-                requires_scopes: self.requires_scopes.clone(),
-                description: self.description.clone(),
-            },
+    pub(crate) fn to_static_rule(&self) -> StaticRule {
+        let mut rule =
+            PolicyRule::new(self.effect).with_requires_scopes(self.requires_scopes.iter().cloned());
+        if let Some(id) = self.id {
+            rule = rule.with_id(id);
         }
+        if let Some(description) = &self.description {
+            rule = rule.with_description(description.clone());
+        }
+        let mut rule = StaticRule::new(self.tool.clone(), rule);
+        if let Some(principal) = &self.principal {
+            rule = rule.with_principal(principal.clone());
+        }
+        if let Some(channel) = &self.channel {
+            rule = rule.with_channel(channel.clone());
+        }
+        rule
     }
 }
 
@@ -480,14 +489,14 @@ impl CommandToolSpec {
     }
 
     /// The hard timeout in seconds.
-    pub fn timeout_seconds(&self) -> u64 {
+    pub(crate) fn timeout_seconds(&self) -> u64 {
         self.timeout_seconds
             .as_ref()
             .map_or(DEFAULT_TIMEOUT_SECONDS, |t| *t.get_ref())
     }
 
     /// The stdout cap in bytes.
-    pub fn max_output_bytes(&self) -> u64 {
+    pub(crate) fn max_output_bytes(&self) -> u64 {
         self.max_output_bytes
             .as_ref()
             .map_or(DEFAULT_MAX_OUTPUT_BYTES, |m| *m.get_ref())
@@ -495,7 +504,7 @@ impl CommandToolSpec {
 
     /// The JSON Schema of the arguments: one property per param, `required` as declared,
     /// no other properties allowed.
-    pub fn input_schema(&self) -> Value {
+    pub(crate) fn input_schema(&self) -> Value {
         let mut properties = Map::new();
         let mut required = Vec::new();
         for (name, param) in &self.params {
@@ -555,12 +564,12 @@ pub struct UpstreamToolOverride {
 
 impl UpstreamSpec {
     /// The upstream's name.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         self.name.get_ref()
     }
 
     /// The gateway's configuration of this upstream.
-    pub fn config(&self) -> milpa_gateway::UpstreamConfig {
+    pub(crate) fn config(&self) -> milpa_gateway::UpstreamConfig {
         let mut config = match (&self.url, &self.command) {
             (Some(url), _) => milpa_gateway::UpstreamConfig::http(
                 self.name(),
@@ -740,7 +749,7 @@ pub enum ParamType {
 
 impl ParamType {
     /// The JSON Schema type name.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ParamType::String | ParamType::Path => "string",
             ParamType::Integer => "integer",
@@ -820,7 +829,7 @@ impl ParamSpec {
     }
 
     /// The parameter's JSON Schema.
-    pub fn schema(&self) -> Value {
+    pub(crate) fn schema(&self) -> Value {
         let mut schema = Map::new();
         schema.insert("type".into(), json!(self.kind.as_str()));
         if let Some(description) = &self.description {
@@ -880,7 +889,11 @@ impl Manifest {
     }
 
     /// An error about this manifest at byte `offset` of its text (when known).
-    pub fn error_at(&self, offset: Option<usize>, message: impl Into<String>) -> ManifestError {
+    pub(crate) fn error_at(
+        &self,
+        offset: Option<usize>,
+        message: impl Into<String>,
+    ) -> ManifestError {
         match &self.origin {
             Some((file, text)) => {
                 ManifestError::new(file, offset.map(|o| line_of(text, o)), message)
@@ -1190,7 +1203,7 @@ impl CommandToolSpec {
 }
 
 /// The 1-based line holding byte `offset` of `text`.
-pub fn line_of(text: &str, offset: usize) -> usize {
+pub(crate) fn line_of(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
     text.as_bytes()[..end]
         .iter()

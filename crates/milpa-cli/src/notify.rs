@@ -32,7 +32,7 @@ use crate::template::ArgTemplate;
 
 /// How long a notify command may run before its process group is killed, unless
 /// `notify_timeout_seconds` says otherwise.
-pub const NOTIFY_TIMEOUT: Duration =
+pub(crate) const NOTIFY_TIMEOUT: Duration =
     Duration::from_secs(crate::manifest::DEFAULT_NOTIFY_TIMEOUT_SECONDS);
 
 /// How much of a failed notify command's standard error the warning quotes (its end).
@@ -45,7 +45,7 @@ const TARGET: &str = "milpa::approvals";
 /// [`ApprovalNotifier::from_manifest`], then [`subscribe`](Self::subscribe) it to the
 /// approval queue's dispatcher.
 #[derive(Debug)]
-pub struct ApprovalNotifier {
+pub(crate) struct ApprovalNotifier {
     program: PathBuf,
     args: Vec<ArgTemplate>,
     /// Per element of `args`: whether a literal `--` comes before it (options ended).
@@ -60,7 +60,7 @@ pub struct ApprovalNotifier {
 impl ApprovalNotifier {
     /// The notifier `[approvals] notify_command` describes; `None` when it is not set. A
     /// relative program path with a `/` (`./notify.sh`) is taken from the manifest's folder.
-    pub fn from_manifest(manifest: &Manifest) -> Option<ApprovalNotifier> {
+    pub(crate) fn from_manifest(manifest: &Manifest) -> Option<ApprovalNotifier> {
         let argv = manifest.approvals.notify_command.as_ref()?.get_ref();
         let (program, rest) = argv.split_first()?;
         Some(
@@ -76,7 +76,7 @@ impl ApprovalNotifier {
 
     /// A notifier running `program` with the argument templates `args` and the variables
     /// `env` names passed through.
-    pub fn new(
+    pub(crate) fn new(
         program: &str,
         args: &[String],
         env: &[String],
@@ -108,20 +108,20 @@ impl ApprovalNotifier {
     }
 
     /// The same notifier killing its program after `timeout` instead of [`NOTIFY_TIMEOUT`].
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+    pub(crate) fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
     }
 
     /// Sets the approvals page (`http://ADDR/approvals`) `{url}` links to; the first call
     /// wins. Until then `{url}` is empty.
-    pub fn set_approvals_page(&self, page: impl Into<String>) {
+    pub(crate) fn set_approvals_page(&self, page: impl Into<String>) {
         let _ = self.page.set(page.into());
     }
 
     /// Runs the notifier on every `verification.requested` `dispatcher` dispatches (parked
     /// calls and verification requests alike).
-    pub fn subscribe(self: &Arc<Self>, dispatcher: &Dispatcher) {
+    pub(crate) fn subscribe(self: &Arc<Self>, dispatcher: &Dispatcher) {
         let notifier = Arc::clone(self);
         dispatcher.subscribe(VERIFICATION_REQUESTED, 0, move |event: &Event<'_>| {
             if let Some(opened) = event.verification() {
@@ -132,7 +132,7 @@ impl ApprovalNotifier {
 
     /// The argv (after the program) for `approval`; `Err` naming the placeholder whose value
     /// would start an element with `-` where the program reads options.
-    pub fn argv(&self, approval: &Approval) -> Result<Vec<String>, String> {
+    pub(crate) fn argv(&self, approval: &Approval) -> Result<Vec<String>, String> {
         let values = self.values(approval);
         for (template, after_end) in self.args.iter().zip(&self.after_end_of_options) {
             if *after_end {
@@ -157,7 +157,7 @@ impl ApprovalNotifier {
 
     /// Waits until every notify command started so far has ended (each within its
     /// timeout); `milpa call` waits so that ending the process does not kill them.
-    pub async fn idle(&self) {
+    pub(crate) async fn idle(&self) {
         self.running.close();
         self.running.wait().await;
         self.running.reopen();

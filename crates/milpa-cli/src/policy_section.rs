@@ -39,7 +39,7 @@ pub enum CedarFiles {
 
 impl CedarFiles {
     /// The names as written.
-    pub fn names(&self) -> &[String] {
+    pub(crate) fn names(&self) -> &[String] {
         match self {
             CedarFiles::One(name) => std::slice::from_ref(name),
             CedarFiles::Many(names) => names,
@@ -77,7 +77,7 @@ impl PolicySection {
 
 /// The manifest's Cedar policy, loaded and validated; `None` without `[policy]`. An error
 /// names the manifest line and the `.cedar` file, line and column.
-pub fn call_policy(manifest: &Manifest) -> Result<Option<Arc<CedarPolicy>>, ManifestError> {
+pub(crate) fn call_policy(manifest: &Manifest) -> Result<Option<Arc<CedarPolicy>>, ManifestError> {
     let Some(section) = &manifest.policy else {
         return Ok(None);
     };

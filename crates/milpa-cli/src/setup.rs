@@ -58,7 +58,7 @@ impl std::error::Error for SetupError {}
 /// limiter, confirmation lifetime, approval queue and audit sink (`None`: `tracing`), with
 /// state in `stores`; then the tools `tools` adds, the verification tools when
 /// `[verification]` is on, and the command tools. `[approvals] notify_command`, when set,
-/// runs for every approval that opens (see [`build_registry_with`] to keep a handle on it).
+/// runs for every approval that opens.
 pub fn build_registry(
     manifest: &Manifest,
     stores: &Stores,
@@ -76,7 +76,7 @@ pub fn build_registry(
 /// There is one approval queue: a [`HumanVerifier`] over `stores.verifications` whose
 /// dispatcher tells `notifier` of every approval that opens, shared by the registry's
 /// `confirm = "human"` gate ([`ToolRegistry::approvals`]) and by the verification tools.
-pub fn build_registry_with(
+pub(crate) fn build_registry_with(
     manifest: &Manifest,
     stores: &Stores,
     audit: Option<Arc<dyn AuditSink>>,
@@ -166,7 +166,7 @@ fn approval_queue(
 }
 
 /// The bearer tokens of `[[auth.tokens]]` (hashes checked when the manifest was read).
-pub fn authenticator(manifest: &Manifest) -> StaticTokens {
+pub(crate) fn authenticator(manifest: &Manifest) -> StaticTokens {
     let mut tokens = StaticTokens::new();
     for token in &manifest.auth.tokens {
         // Checked by `Manifest::parse`: 64 hex digits.
@@ -181,7 +181,7 @@ pub fn authenticator(manifest: &Manifest) -> StaticTokens {
 
 /// The OAuth resource server settings of `[auth.oauth]`, if any: a relative `jwks` path is
 /// read beside the manifest.
-pub fn oauth_config(manifest: &Manifest) -> Option<OAuthConfig> {
+pub(crate) fn oauth_config(manifest: &Manifest) -> Option<OAuthConfig> {
     let spec = manifest.auth.oauth.as_ref()?;
     let jwks = match JwksSource::parse(spec.jwks.get_ref()) {
         JwksSource::File(path) if path.is_relative() => JwksSource::File(
@@ -199,7 +199,7 @@ pub fn oauth_config(manifest: &Manifest) -> Option<OAuthConfig> {
 }
 
 /// The host a URL names, lowercased, without port (`tools.example.com`).
-pub fn url_host(url: &str) -> Option<String> {
+pub(crate) fn url_host(url: &str) -> Option<String> {
     let (_, rest) = url.split_once("://")?;
     let authority = rest.split(['/', '?', '#']).next()?;
     let authority = authority
@@ -213,7 +213,7 @@ pub fn url_host(url: &str) -> Option<String> {
 }
 
 /// The MCP server options of `[server]` and `[confirmation]`.
-pub fn server_options(manifest: &Manifest) -> ServerOptions {
+pub(crate) fn server_options(manifest: &Manifest) -> ServerOptions {
     let mut options = ServerOptions::default();
     if let Some(name) = &manifest.server.name {
         options.name = name.clone();

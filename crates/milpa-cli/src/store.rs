@@ -20,15 +20,15 @@ use crate::CliError;
 use crate::manifest::Manifest;
 
 /// The environment variable that chooses the store when `--store` is not given.
-pub const STORE_ENV: &str = "MILPA_STORE";
+pub(crate) const STORE_ENV: &str = "MILPA_STORE";
 
 /// The environment variable naming milpa's own state folder (`$MILPA_HOME/state.db`).
-pub const HOME_ENV: &str = "MILPA_HOME";
+pub(crate) const HOME_ENV: &str = "MILPA_HOME";
 
 /// A store, as a URL names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum StoreUrl {
+pub(crate) enum StoreUrl {
     /// In this process's memory: nothing outlives it.
     Memory,
     /// A SQLite file, created on first use.
@@ -40,19 +40,7 @@ pub enum StoreUrl {
 impl StoreUrl {
     /// Parses `memory`, `sqlite:PATH` or `redis://…`. A relative SQLite path is taken
     /// relative to `base` when given (the manifest's folder), else to the working folder.
-    ///
-    /// ```
-    /// use std::path::{Path, PathBuf};
-    /// use milpa_cli::store::StoreUrl;
-    ///
-    /// assert_eq!(StoreUrl::parse("memory", None).unwrap(), StoreUrl::Memory);
-    /// assert_eq!(
-    ///     StoreUrl::parse("sqlite:state.db", Some(Path::new("/etc/milpa"))).unwrap(),
-    ///     StoreUrl::Sqlite(PathBuf::from("/etc/milpa/state.db"))
-    /// );
-    /// assert!(StoreUrl::parse("postgres://x", None).is_err());
-    /// ```
-    pub fn parse(url: &str, base: Option<&Path>) -> Result<StoreUrl, String> {
+    pub(crate) fn parse(url: &str, base: Option<&Path>) -> Result<StoreUrl, String> {
         if url == "memory" {
             return Ok(StoreUrl::Memory);
         }
@@ -105,7 +93,7 @@ fn redacted_redis_url(url: &str) -> String {
 
 /// The store the command line, the environment and the manifest choose, in that order;
 /// else the default SQLite file ([`default_sqlite_path`]).
-pub fn choose(
+pub(crate) fn choose(
     flag: Option<&str>,
     env: &dyn Fn(&str) -> Option<OsString>,
     manifest: &Manifest,
@@ -132,19 +120,7 @@ pub fn choose(
 
 /// `$MILPA_HOME/state.db` when `MILPA_HOME` is set, else `$XDG_STATE_HOME/milpa/state.db`,
 /// else `~/.local/state/milpa/state.db`; `None` when none of those variables is set.
-///
-/// ```
-/// use std::ffi::OsString;
-/// use std::path::PathBuf;
-/// use milpa_cli::store::default_sqlite_path;
-///
-/// let env = |name: &str| (name == "HOME").then(|| OsString::from("/home/ana"));
-/// assert_eq!(
-///     default_sqlite_path(&env),
-///     Some(PathBuf::from("/home/ana/.local/state/milpa/state.db"))
-/// );
-/// ```
-pub fn default_sqlite_path(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
+pub(crate) fn default_sqlite_path(env: &dyn Fn(&str) -> Option<OsString>) -> Option<PathBuf> {
     let set = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
     if let Some(home) = set(HOME_ENV) {
         return Some(home.join("state.db"));
@@ -156,7 +132,8 @@ pub fn default_sqlite_path(env: &dyn Fn(&str) -> Option<OsString>) -> Option<Pat
     set("HOME").map(|home| home.join(".local/state/milpa/state.db"))
 }
 
-/// The backends one `milpa` process uses, opened from a [`StoreUrl`].
+/// The backends one `milpa` process uses, opened from the store URL (`--store`,
+/// `MILPA_STORE`, the manifest's `[store] url` or the default SQLite file).
 ///
 /// Confirmation tokens, verification requests and rate budgets live in the store; so does
 /// the audit trail when the store keeps one (SQLite), and the demo's notes (SQLite).
@@ -204,7 +181,7 @@ impl Stores {
 
     /// Opens the store `url` names (creating a SQLite file and its folder on first use;
     /// connecting to Redis, which must answer now).
-    pub async fn open(url: &StoreUrl, manifest: &Manifest) -> Result<Stores, CliError> {
+    pub(crate) async fn open(url: &StoreUrl, manifest: &Manifest) -> Result<Stores, CliError> {
         match url {
             StoreUrl::Memory => Ok(Stores::memory()),
             StoreUrl::Sqlite(path) => {
@@ -230,7 +207,7 @@ impl Stores {
             StoreUrl::Redis(redis_url) => {
                 let mut options = milpa_redis::RedisOptions::default();
                 if let Some(prefix) = &manifest.store.redis_prefix {
-                    options.prefix = prefix.clone();
+                    options = options.with_prefix(prefix.clone());
                 }
                 let store = milpa_redis::RedisStore::connect(redis_url, options)
                     .await
@@ -251,7 +228,7 @@ impl Stores {
     }
 
     /// The URL the stores were opened from.
-    pub fn url(&self) -> &StoreUrl {
+    pub(crate) fn url(&self) -> &StoreUrl {
         &self.url
     }
 
@@ -264,7 +241,7 @@ impl Stores {
     /// kept in the store (made on first use): every process on the same SQLite file or
     /// Redis checks what any of them sealed, and a restart keeps pending rounds valid. With
     /// `memory`, `None`: the server draws a key of its own, as nothing outlives it anyway.
-    pub async fn request_state_secret(&self) -> Result<Option<StateSecret>, CliError> {
+    pub(crate) async fn request_state_secret(&self) -> Result<Option<StateSecret>, CliError> {
         let kept = if let Some(store) = &self.sqlite {
             store.shared_secret(REQUEST_STATE_SECRET).await
         } else if let Some(store) = &self.redis {
@@ -284,28 +261,27 @@ impl Stores {
 
     /// Appends to the store's audit trail; `None` when the store keeps none (only SQLite
     /// does).
-    pub fn audit_sink(&self) -> Option<Arc<dyn AuditSink>> {
+    pub(crate) fn audit_sink(&self) -> Option<Arc<dyn AuditSink>> {
         self.sqlite
             .as_ref()
             .map(milpa_sqlite::SqliteStore::audit_sink)
     }
 
     /// The store's audit trail, read back; `None` when the store keeps none.
-    pub fn audit_trail(&self) -> Option<Arc<dyn AuditTrail>> {
+    pub(crate) fn audit_trail(&self) -> Option<Arc<dyn AuditTrail>> {
         self.sqlite
             .as_ref()
             .map(milpa_sqlite::SqliteStore::audit_trail)
     }
 
     /// Writes whatever the audit trail still buffers; called before the process ends.
-    pub fn flush(&self) {
+    pub(crate) fn flush(&self) {
         if let Some(sink) = self.audit_sink() {
             sink.flush();
         }
     }
 }
 
-/// An error and its causes, `: `-separated (a cause its error already quotes is skipped).
 /// The state file or folder that other users may write, when that is why `error` refused to
 /// open the store.
 fn unsafe_permissions(error: &milpa::StoreError) -> Option<&PrivateFileError> {
@@ -314,6 +290,7 @@ fn unsafe_permissions(error: &milpa::StoreError) -> Option<&PrivateFileError> {
         .filter(|refusal| matches!(refusal, PrivateFileError::WritableByOthers { .. }))
 }
 
+/// An error and its causes, `: `-separated (a cause its error already quotes is skipped).
 pub(crate) fn chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
@@ -331,6 +308,25 @@ pub(crate) fn chain(error: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn urls_parse() {
+        assert_eq!(StoreUrl::parse("memory", None).unwrap(), StoreUrl::Memory);
+        assert_eq!(
+            StoreUrl::parse("sqlite:state.db", Some(Path::new("/etc/milpa"))).unwrap(),
+            StoreUrl::Sqlite(PathBuf::from("/etc/milpa/state.db"))
+        );
+        assert!(StoreUrl::parse("postgres://x", None).is_err());
+    }
+
+    #[test]
+    fn home_alone_names_the_xdg_default() {
+        let env = |name: &str| (name == "HOME").then(|| OsString::from("/home/ana"));
+        assert_eq!(
+            default_sqlite_path(&env),
+            Some(PathBuf::from("/home/ana/.local/state/milpa/state.db"))
+        );
+    }
 
     fn env_of(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<OsString> {
         move |name| {

@@ -40,7 +40,7 @@ pub(crate) struct Telemetry {
 impl Telemetry {
     /// The exporter the environment asks for, or `None` when it asks for none.
     /// `runtime` drives the exporter's HTTP requests.
-    pub fn from_env(
+    pub(crate) fn from_env(
         var: &dyn Fn(&str) -> Option<String>,
         runtime: Handle,
     ) -> Result<Option<Telemetry>, CliError> {
@@ -88,7 +88,7 @@ impl Telemetry {
 
     /// The subscriber layer that turns milpa's spans (only spans: audit records stay
     /// logs) into OpenTelemetry spans.
-    pub fn layer<S>(&self) -> impl Layer<S> + use<S>
+    pub(crate) fn layer<S>(&self) -> impl Layer<S> + use<S>
     where
         S: tracing::Subscriber + for<'span> LookupSpan<'span>,
     {
@@ -106,7 +106,7 @@ impl Telemetry {
 
     /// Exports what is still buffered and stops the exporter. Run before `runtime` stops:
     /// the export requests run on it.
-    pub fn shutdown(self, runtime: &tokio::runtime::Runtime) {
+    pub(crate) fn shutdown(self, runtime: &tokio::runtime::Runtime) {
         let provider = self.provider;
         // The flush waits on the exporter's thread, which waits on requests spawned onto the
         // runtime: blocking in `block_on` keeps even a current-thread runtime turning.

@@ -17,12 +17,12 @@ enum Piece {
 
 /// One argv element with its placeholders.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ArgTemplate {
+pub(crate) struct ArgTemplate {
     pieces: Vec<Piece>,
 }
 
 /// Whether `name` can be a placeholder: ASCII letters, digits and `_`, not first a digit.
-pub fn is_identifier(name: &str) -> bool {
+pub(crate) fn is_identifier(name: &str) -> bool {
     let mut bytes = name.bytes();
     matches!(bytes.next(), Some(b) if b.is_ascii_alphabetic() || b == b'_')
         && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
@@ -30,20 +30,7 @@ pub fn is_identifier(name: &str) -> bool {
 
 impl ArgTemplate {
     /// Parses one element.
-    ///
-    /// ```
-    /// use milpa_cli::template::ArgTemplate;
-    /// use serde_json::json;
-    ///
-    /// let t = ArgTemplate::parse("--path={dir}/x {{literal}} {not a placeholder}");
-    /// assert_eq!(t.params(), ["dir"]);
-    /// let args = json!({"dir": "a b; rm -rf /"});
-    /// assert_eq!(
-    ///     t.render(args.as_object().unwrap()).as_deref(),
-    ///     Some("--path=a b; rm -rf //x {literal} {not a placeholder}")
-    /// );
-    /// ```
-    pub fn parse(text: &str) -> ArgTemplate {
+    pub(crate) fn parse(text: &str) -> ArgTemplate {
         let mut pieces = Vec::new();
         let mut literal = String::new();
         let mut rest = text;
@@ -81,7 +68,7 @@ impl ArgTemplate {
     }
 
     /// The params named, in order.
-    pub fn params(&self) -> Vec<&str> {
+    pub(crate) fn params(&self) -> Vec<&str> {
         self.pieces
             .iter()
             .filter_map(|p| match p {
@@ -93,7 +80,7 @@ impl ArgTemplate {
 
     /// Whether the element is the literal `--` (no placeholder): most programs read every
     /// later element as an operand, never as an option.
-    pub fn is_end_of_options(&self) -> bool {
+    pub(crate) fn is_end_of_options(&self) -> bool {
         matches!(self.pieces.as_slice(), [Piece::Text(text)] if text == "--")
     }
 
@@ -101,19 +88,7 @@ impl ArgTemplate {
     /// read the element as an option), if any: the first piece that renders to something
     /// is a placeholder whose value starts with `-`. Literal text first (`--path={p}`, or
     /// `-n{count}` which the manifest chose as an option) never counts.
-    ///
-    /// ```
-    /// use milpa_cli::template::ArgTemplate;
-    /// use serde_json::json;
-    ///
-    /// let args = json!({"p": "--version", "n": -1, "e": ""});
-    /// let args = args.as_object().unwrap();
-    /// assert_eq!(ArgTemplate::parse("{p}").leading_dash_param(args), Some("p"));
-    /// assert_eq!(ArgTemplate::parse("{e}{n}").leading_dash_param(args), Some("n"));
-    /// assert_eq!(ArgTemplate::parse("--path={p}").leading_dash_param(args), None);
-    /// assert_eq!(ArgTemplate::parse("x{p}").leading_dash_param(args), None);
-    /// ```
-    pub fn leading_dash_param(&self, args: &Map<String, Value>) -> Option<&str> {
+    pub(crate) fn leading_dash_param(&self, args: &Map<String, Value>) -> Option<&str> {
         for piece in &self.pieces {
             match piece {
                 Piece::Text(text) if text.is_empty() => continue,
@@ -136,7 +111,7 @@ impl ArgTemplate {
 
     /// The element for these arguments, or `None` when it names an argument that is absent
     /// (or null).
-    pub fn render(&self, args: &Map<String, Value>) -> Option<String> {
+    pub(crate) fn render(&self, args: &Map<String, Value>) -> Option<String> {
         let mut out = String::new();
         for piece in &self.pieces {
             match piece {
@@ -158,6 +133,36 @@ impl ArgTemplate {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn placeholders_render_into_one_element() {
+        let t = ArgTemplate::parse("--path={dir}/x {{literal}} {not a placeholder}");
+        assert_eq!(t.params(), ["dir"]);
+        let args = json!({"dir": "a b; rm -rf /"});
+        assert_eq!(
+            t.render(args.as_object().unwrap()).as_deref(),
+            Some("--path=a b; rm -rf //x {literal} {not a placeholder}")
+        );
+    }
+
+    #[test]
+    fn a_leading_dash_counts_only_from_a_placeholder() {
+        let args = json!({"p": "--version", "n": -1, "e": ""});
+        let args = args.as_object().unwrap();
+        assert_eq!(
+            ArgTemplate::parse("{p}").leading_dash_param(args),
+            Some("p")
+        );
+        assert_eq!(
+            ArgTemplate::parse("{e}{n}").leading_dash_param(args),
+            Some("n")
+        );
+        assert_eq!(
+            ArgTemplate::parse("--path={p}").leading_dash_param(args),
+            None
+        );
+        assert_eq!(ArgTemplate::parse("x{p}").leading_dash_param(args), None);
+    }
 
     fn render(template: &str, args: Value) -> Option<String> {
         ArgTemplate::parse(template).render(args.as_object().unwrap())

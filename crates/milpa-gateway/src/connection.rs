@@ -17,10 +17,11 @@
 //!   every waiting request fails with [`CallError::Unavailable`] and the reason.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
 
 use milpa::call_handle::CallHandle;
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
@@ -66,30 +67,26 @@ pub(crate) struct Shared {
     next_id: AtomicU64,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl Shared {
     /// Ends the session (the first reason wins) and fails every waiting request.
     fn close(&self, why: &str) {
         let why = {
-            let mut closed = lock(&self.closed);
+            let mut closed = self.closed.lock();
             closed.get_or_insert_with(|| why.to_owned()).clone()
         };
-        let waiting: Vec<_> = lock(&self.pending).drain().collect();
+        let waiting: Vec<_> = self.pending.lock().drain().collect();
         for (_, answer) in waiting {
             let _ = answer.send(Err(CallError::Unavailable(why.clone())));
         }
-        lock(&self.progress).clear();
-        lock(&self.calls).clear();
+        self.progress.lock().clear();
+        self.calls.lock().clear();
         self.ended.send_replace(true);
     }
 
     /// Wakes the upstream's re-discovery: its tool list may have changed unseen (a stream
     /// that would have carried the notification was not open).
     pub(crate) fn tools_may_have_changed(&self) {
-        if let Some(notify) = lock(&self.list_changed).as_ref() {
+        if let Some(notify) = self.list_changed.lock().as_ref() {
             notify.notify_one();
         }
     }
@@ -104,7 +101,7 @@ impl Shared {
     /// on (`origin`, HTTP), else the only forwarded call in flight (stdio); none when that
     /// is not known for sure.
     fn call_for(&self, origin: Option<u64>) -> Option<CallTarget> {
-        let calls = lock(&self.calls);
+        let calls = self.calls.lock();
         match origin {
             Some(id) => calls.get(&id).cloned(),
             None if calls.len() == 1 => calls.values().next().cloned(),
@@ -114,13 +111,13 @@ impl Shared {
 
     /// Fails the waiting request `id` (its message could not be delivered).
     pub(crate) fn fail(&self, id: u64, why: String) {
-        if let Some(answer) = lock(&self.pending).remove(&id) {
+        if let Some(answer) = self.pending.lock().remove(&id) {
             let _ = answer.send(Err(CallError::Unavailable(why)));
         }
     }
 
     pub(crate) fn closed(&self) -> Option<String> {
-        lock(&self.closed).clone()
+        self.closed.lock().clone()
     }
 }
 
@@ -173,7 +170,7 @@ impl Connection {
 
     /// Has `notify` told each time the upstream sends `notifications/tools/list_changed`.
     pub(crate) fn on_list_changed(&self, notify: Arc<Notify>) {
-        *lock(&self.shared.list_changed) = Some(notify);
+        *self.shared.list_changed.lock() = Some(notify);
     }
 
     /// Ends the session: waiting requests fail with `why`.
@@ -208,7 +205,7 @@ impl Connection {
     ) -> Answer {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let (answer, answered) = oneshot::channel();
-        lock(&self.shared.pending).insert(id, answer);
+        self.shared.pending.lock().insert(id, answer);
         let mut in_flight = InFlight {
             connection: self,
             id,
@@ -222,12 +219,15 @@ impl Connection {
                 handle: handle.clone(),
                 ended: ended_rx,
             };
-            lock(&self.shared.calls).insert(id, target);
+            self.shared.calls.lock().insert(id, target);
             in_flight.call = Some(ended);
             if let (true, Some(fields)) = (handle.is_attached(), params.as_object_mut()) {
                 let token = format!("milpa-{id}");
                 fields.insert("_meta".into(), json!({"progressToken": token}));
-                lock(&self.shared.progress).insert(token.clone(), handle.clone());
+                self.shared
+                    .progress
+                    .lock()
+                    .insert(token.clone(), handle.clone());
                 in_flight.token = Some(token);
             }
         }
@@ -266,15 +266,19 @@ struct InFlight<'a> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         if let Some(token) = &self.token {
-            lock(&self.connection.shared.progress).remove(token);
+            self.connection.shared.progress.lock().remove(token);
         }
         if self.call.take().is_some() {
-            lock(&self.connection.shared.calls).remove(&self.id);
+            self.connection.shared.calls.lock().remove(&self.id);
         }
         if self.answered {
             return;
         }
-        let waiting = lock(&self.connection.shared.pending)
+        let waiting = self
+            .connection
+            .shared
+            .pending
+            .lock()
             .remove(&self.id)
             .is_some();
         if waiting {
@@ -374,7 +378,7 @@ pub(crate) fn dispatch(
                 Value::String(token) => token.clone(),
                 other => other.to_string(),
             };
-            let handle = lock(&shared.progress).get(&token).cloned();
+            let handle = shared.progress.lock().get(&token).cloned();
             if let (Some(handle), Some(progress)) = (handle, params["progress"].as_f64()) {
                 handle.progress(
                     progress,
@@ -406,7 +410,7 @@ pub(crate) fn dispatch(
             let Some(id) = id.as_u64() else {
                 return;
             };
-            let Some(answer) = lock(&shared.pending).remove(&id) else {
+            let Some(answer) = shared.pending.lock().remove(&id) else {
                 return;
             };
             let result = match (
@@ -449,12 +453,12 @@ mod tests {
         let shared = Shared::default();
         assert!(shared.call_for(None).is_none());
         let (_first_ended, first) = target();
-        lock(&shared.calls).insert(1, first);
+        shared.calls.lock().insert(1, first);
         assert!(shared.call_for(None).is_some(), "the only call");
         assert!(shared.call_for(Some(1)).is_some());
         assert!(shared.call_for(Some(2)).is_none(), "not a call in flight");
         let (_second_ended, second) = target();
-        lock(&shared.calls).insert(2, second);
+        shared.calls.lock().insert(2, second);
         assert!(shared.call_for(None).is_none(), "two calls: not known");
         assert!(shared.call_for(Some(2)).is_some());
     }

@@ -14,8 +14,8 @@
 //! `http://` and `https://` endpoints; an `https://` server's certificate is checked
 //! against the system's trusted roots (`SSL_CERT_FILE` / `SSL_CERT_DIR` name others).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
@@ -27,6 +27,7 @@ use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -202,7 +203,7 @@ async fn get_stream(endpoint: &Endpoint) -> Result<Response<Incoming>, ExchangeE
         .uri(&endpoint.uri)
         .header(ACCEPT, "text/event-stream")
         .header("mcp-protocol-version", PROTOCOL_VERSION);
-    if let Some(session) = lock(&endpoint.session).clone() {
+    if let Some(session) = endpoint.session.lock().clone() {
         request = request.header(SESSION_HEADER, session);
     }
     if let Some(bearer) = &endpoint.bearer {
@@ -263,10 +264,6 @@ enum ExchangeError {
     StreamBroke(#[source] hyper::Error),
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// The error and its causes, one after the other ("client error (Connect): tcp connect
 /// error: Connection refused").
 fn chain(error: &dyn std::error::Error) -> String {
@@ -315,7 +312,7 @@ async fn post(
         .header(CONTENT_TYPE, "application/json")
         .header(ACCEPT, "application/json, text/event-stream")
         .header("mcp-protocol-version", PROTOCOL_VERSION);
-    let session = lock(&endpoint.session).clone();
+    let session = endpoint.session.lock().clone();
     if let Some(session) = &session {
         request = request.header(SESSION_HEADER, session);
     }
@@ -339,7 +336,7 @@ async fn post(
         .get(SESSION_HEADER)
         .and_then(|v| v.to_str().ok())
     {
-        *lock(&endpoint.session) = Some(new.to_owned());
+        *endpoint.session.lock() = Some(new.to_owned());
     }
     Ok((response, session))
 }
@@ -349,7 +346,7 @@ async fn post(
 async fn renew(endpoint: &Endpoint, stale: Option<String>) -> Result<(), ExchangeError> {
     let _renewing = endpoint.renewing.lock().await;
     {
-        let mut session = lock(&endpoint.session);
+        let mut session = endpoint.session.lock();
         if *session != stale {
             return Ok(());
         }

@@ -19,12 +19,13 @@
 
 use std::fmt;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use milpa::ToolRegistry;
 use milpa_process::child_env;
 use milpa_process::process_tree::{self, ProcessTree};
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Child;
@@ -89,33 +90,29 @@ pub(crate) struct Shared {
     list_changed: Arc<Notify>,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl Shared {
     pub(crate) fn name(&self) -> &str {
         &self.config.name
     }
 
     pub(crate) fn state(&self) -> UpstreamState {
-        lock(&self.state).clone()
+        self.state.lock().clone()
     }
 
     fn set_state(&self, state: UpstreamState) {
-        *lock(&self.state) = state;
+        *self.state.lock() = state;
     }
 
     /// The live session, or why there is none.
     pub(crate) fn connection(&self) -> Result<Arc<Connection>, CallError> {
-        if let Some(connection) = lock(&self.connection).as_ref() {
+        if let Some(connection) = self.connection.lock().as_ref() {
             return Ok(Arc::clone(connection));
         }
         Err(CallError::Unavailable(self.state().to_string()))
     }
 
     fn set_connection(&self, connection: Option<Arc<Connection>>) {
-        *lock(&self.connection) = connection;
+        *self.connection.lock() = connection;
     }
 }
 
@@ -132,7 +129,7 @@ impl fmt::Debug for Upstream {
         f.debug_struct("Upstream")
             .field("name", &self.shared.name())
             .field("state", &self.shared.state())
-            .field("tools", &lock(&self.shared.tools).len())
+            .field("tools", &self.shared.tools.lock().len())
             .finish()
     }
 }
@@ -176,7 +173,7 @@ impl Upstream {
     /// the upstream or the registry is dropped. A second call replaces the first.
     pub fn follow_tool_list(&self, registry: &Arc<ToolRegistry>) {
         let task = tokio::spawn(follow(Arc::clone(&self.shared), Arc::downgrade(registry)));
-        if let Some(previous) = lock(&self.follower).replace(task) {
+        if let Some(previous) = self.follower.lock().replace(task) {
             previous.abort();
         }
     }
@@ -199,7 +196,7 @@ impl Upstream {
     /// The tools it listed last (at start-up, or when discovered again), as it described
     /// them (`tools/list` entries).
     pub fn tools(&self) -> Vec<Value> {
-        lock(&self.shared.tools).clone()
+        self.shared.tools.lock().clone()
     }
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {
@@ -213,7 +210,7 @@ impl Drop for Upstream {
         if let Some(supervisor) = &self.supervisor {
             supervisor.abort();
         }
-        if let Some(follower) = lock(&self.follower).take() {
+        if let Some(follower) = self.follower.lock().take() {
             follower.abort();
         }
     }
@@ -464,7 +461,7 @@ async fn rediscover(shared: &Arc<Shared>, registry: &ToolRegistry) {
             return;
         }
     };
-    if *lock(&shared.tools) == tools {
+    if *shared.tools.lock() == tools {
         tracing::debug!(target: "milpa::upstream", upstream = %name, "its tools are unchanged");
         return;
     }
@@ -476,7 +473,7 @@ async fn rediscover(shared: &Arc<Shared>, registry: &ToolRegistry) {
                 tools = tools.len(),
                 "its tools were discovered again"
             );
-            *lock(&shared.tools) = tools;
+            *shared.tools.lock() = tools;
         }
         Err(error) => tracing::error!(
             target: "milpa::upstream",

@@ -25,7 +25,7 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use milpa::audit::{AuditRecord, AuditSink};
@@ -35,6 +35,7 @@ use milpa::{
 };
 use milpa_mcp::auth::StaticTokens;
 use milpa_mcp::{HttpServer, ServerOptions, content};
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 const PNG_1X1: &str =
@@ -501,10 +502,7 @@ impl BufferedAuditFile {
         std::thread::spawn(move || {
             let mut spare = Vec::with_capacity(1 << 16);
             while let Some(sink) = weak.upgrade() {
-                std::mem::swap(
-                    &mut *sink.buf.lock().unwrap_or_else(|e| e.into_inner()),
-                    &mut spare,
-                );
+                std::mem::swap(&mut *sink.buf.lock(), &mut spare);
                 drop(sink);
                 write_lines(&file, &mut spare);
                 std::thread::sleep(Duration::from_millis(20));
@@ -516,7 +514,7 @@ impl BufferedAuditFile {
 
 fn write_lines(file: &Mutex<std::fs::File>, lines: &mut Vec<u8>) {
     if !lines.is_empty() {
-        let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
+        let mut file = file.lock();
         let _ = file.write_all(lines).and_then(|()| file.flush());
         lines.clear();
     }
@@ -524,14 +522,14 @@ fn write_lines(file: &Mutex<std::fs::File>, lines: &mut Vec<u8>) {
 
 impl Drop for BufferedAuditFile {
     fn drop(&mut self) {
-        let buf = self.buf.get_mut().unwrap_or_else(|e| e.into_inner());
+        let buf = self.buf.get_mut();
         write_lines(&self.file, buf);
     }
 }
 
 impl AuditSink for BufferedAuditFile {
     fn record(&self, record: &AuditRecord<'_>) {
-        let mut buf = self.buf.lock().unwrap_or_else(|e| e.into_inner());
+        let mut buf = self.buf.lock();
         record.write_json(&mut buf);
         buf.push(b'\n');
     }
@@ -590,17 +588,13 @@ fn parse_args() -> Result<Args, String> {
 }
 
 fn build_registry(args: &Args) -> Result<ToolRegistry, Box<dyn std::error::Error>> {
-    let deny_restart = StaticRule {
-        tool: "restart_server".into(),
-        principal: None,
-        channel: Some("mcp".into()),
-        rule: PolicyRule {
-            id: Some(1),
-            effect: RuleEffect::Deny,
-            requires_scopes: vec![],
-            description: Some("Restarts are not for agents.".into()),
-        },
-    };
+    let deny_restart = StaticRule::new(
+        "restart_server",
+        PolicyRule::new(RuleEffect::Deny)
+            .with_id(1)
+            .with_description("Restarts are not for agents."),
+    )
+    .with_channel("mcp");
     let mut builder = ToolRegistry::builder()
         .rule_provider(Arc::new(StaticRuleProvider::new(vec![deny_restart])));
     if !args.require_auth {

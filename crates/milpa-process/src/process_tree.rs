@@ -30,10 +30,9 @@
 //! **Other systems** get the process group kill only: a descendant that left the group
 //! survives the call.
 
-use std::sync::{Mutex, MutexGuard};
-
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use parking_lot::{Mutex, MutexGuard};
 
 /// Held while a program is started and registered, and while the process table is read to
 /// decide what is an orphan. Without it a program another call has just started, but not
@@ -43,7 +42,7 @@ use nix::unistd::Pid;
 static PROCESS_TABLE: Mutex<()> = Mutex::new(());
 
 fn process_table() -> MutexGuard<'static, ()> {
-    PROCESS_TABLE.lock().unwrap_or_else(|e| e.into_inner())
+    PROCESS_TABLE.lock()
 }
 
 /// Starts `command` (a program in a process group of its own) and registers it, as one
@@ -107,12 +106,13 @@ impl Drop for ProcessTree {
 #[cfg(target_os = "linux")]
 mod linux {
     use std::collections::HashSet;
-    use std::sync::{Mutex, Once};
+    use std::sync::Once;
     use std::time::{Duration, Instant};
 
     use nix::sys::signal::{Signal, kill};
     use nix::sys::wait::{WaitPidFlag, waitpid};
     use nix::unistd::{Pid, getpgrp, getpid};
+    use parking_lot::Mutex;
 
     /// Rounds of scan-and-kill: a process forking while it is being killed shows up in the
     /// next scan; killed processes cannot fork again, so a few rounds settle it.
@@ -145,8 +145,8 @@ mod linux {
         start
     }
 
-    fn running() -> std::sync::MutexGuard<'static, Vec<(Pid, u64)>> {
-        RUNNING.lock().unwrap_or_else(|e| e.into_inner())
+    fn running() -> parking_lot::MutexGuard<'static, Vec<(Pid, u64)>> {
+        RUNNING.lock()
     }
 
     /// One line of `/proc/PID/stat`, the fields used here.

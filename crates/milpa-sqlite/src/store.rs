@@ -1,7 +1,7 @@
 //! [`SqliteStore`]: one SQLite file holding every store, and the handles onto it.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use milpa::StoreError;
@@ -11,6 +11,7 @@ use milpa::audit::trail::AuditTrail;
 use milpa::confirm::ConfirmationStore;
 use milpa::rate_limit::RateLimiter;
 use milpa::verification::VerificationStore;
+use parking_lot::Mutex;
 use rusqlite::Connection;
 
 use crate::audit::{SqliteAuditSink, SqliteAuditTrail};
@@ -35,8 +36,8 @@ pub const DEFAULT_AUDIT_LINGER: Duration = Duration::from_millis(25);
 /// use milpa_sqlite::{SqliteOptions, SqliteStore};
 ///
 /// # let dir = tempfile::tempdir().unwrap();
-/// let mut options = SqliteOptions::default();
-/// options.audit_linger = Duration::ZERO; // commit every record as soon as it comes
+/// // Commit every record as soon as it comes.
+/// let options = SqliteOptions::default().with_audit_linger(Duration::ZERO);
 /// let store = SqliteStore::open_with(dir.path().join("state.db"), options)?;
 /// # Ok::<(), milpa::StoreError>(())
 /// ```
@@ -62,6 +63,14 @@ impl Default for SqliteOptions {
     }
 }
 
+impl SqliteOptions {
+    /// Sets how long an audit record waits for others before its commit (zero: at once).
+    pub fn with_audit_linger(mut self, linger: Duration) -> SqliteOptions {
+        self.audit_linger = linger;
+        self
+    }
+}
+
 /// What every handle of one open store shares. Dropped with the last handle: the writer
 /// commits what is queued and its thread is joined.
 pub(crate) struct Shared {
@@ -78,7 +87,7 @@ impl Shared {
         &self,
         read: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let conn = self.reader.lock().unwrap_or_else(|p| p.into_inner());
+        let conn = self.reader.lock();
         read(&conn)
     }
 }

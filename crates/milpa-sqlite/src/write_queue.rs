@@ -13,8 +13,9 @@
 //! transaction: never a torn or unchained record).
 
 use std::collections::VecDeque;
-use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
 
 /// What the writer is sent; only whether an item is an audit record matters here.
 pub(crate) trait Urgency {
@@ -24,6 +25,8 @@ pub(crate) trait Urgency {
 
 /// The queue, shared by every sender and the writer thread.
 pub(crate) struct WriteQueue<T> {
+    /// A lock without poisoning: a panic while holding it leaves the queue itself
+    /// consistent (pushes and drains are single calls).
     state: Mutex<State<T>>,
     wake: Condvar,
     linger: Duration,
@@ -57,18 +60,10 @@ impl<T: Urgency> WriteQueue<T> {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State<T>> {
-        // A panic while holding the lock leaves the queue itself consistent (pushes and
-        // drains are single calls).
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
     /// Queues `item`; false (and `item` dropped) when the queue is closed.
     pub(crate) fn push(&self, item: T) -> bool {
         let urgent = item.is_urgent();
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         if state.closed {
             return false;
         }
@@ -88,7 +83,7 @@ impl<T: Urgency> WriteQueue<T> {
     /// Closes the queue: later pushes fail, and the writer takes what is queued without
     /// lingering, then [`Closed`].
     pub(crate) fn close(&self) {
-        self.lock().closed = true;
+        self.state.lock().closed = true;
         self.wake.notify_one();
     }
 
@@ -96,7 +91,7 @@ impl<T: Urgency> WriteQueue<T> {
     /// the callers waiting on those items hear that at once instead of never.
     pub(crate) fn abandon(&self) {
         let items = {
-            let mut state = self.lock();
+            let mut state = self.state.lock();
             state.closed = true;
             std::mem::take(&mut state.items)
         };
@@ -107,7 +102,7 @@ impl<T: Urgency> WriteQueue<T> {
     /// `max` items into `into` (in the order they were pushed). Audit records alone are
     /// held until the linger that started with the first of them has passed.
     pub(crate) fn take(&self, into: &mut Vec<T>, max: usize) -> Result<(), Closed> {
-        let mut state = self.lock();
+        let mut state = self.state.lock();
         let mut deadline: Option<Instant> = None;
         loop {
             if !state.items.is_empty() {
@@ -121,19 +116,13 @@ impl<T: Urgency> WriteQueue<T> {
                     break;
                 }
                 state.idle = false;
-                state = self
-                    .wake
-                    .wait_timeout(state, until - now)
-                    .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .0;
+                // Timed out or woken: the loop looks at the queue again either way.
+                let _timed_out = self.wake.wait_until(&mut state, until);
             } else if state.closed {
                 return Err(Closed);
             } else {
                 state.idle = true;
-                state = self
-                    .wake
-                    .wait(state)
-                    .unwrap_or_else(|poisoned| poisoned.into_inner());
+                self.wake.wait(&mut state);
             }
         }
         let count = state.items.len().min(max);

@@ -16,8 +16,7 @@ use serde_json::json;
 const FOREVER: Duration = Duration::from_secs(3600);
 
 fn lingering(path: &std::path::Path) -> SqliteStore {
-    let mut options = SqliteOptions::default();
-    options.audit_linger = FOREVER;
+    let options = SqliteOptions::default().with_audit_linger(FOREVER);
     SqliteStore::open_with(path, options).unwrap()
 }
 

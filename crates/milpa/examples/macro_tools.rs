@@ -2,9 +2,10 @@
 //!
 //! Run with `cargo run -p milpa --example macro_tools`.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use milpa::{ErrorCode, Json, ToolContext, ToolError, ToolRegistry, ToolResult, tool, tools};
+use parking_lot::Mutex;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::json;
@@ -48,7 +49,7 @@ impl Notebook {
     /// Writes a note.
     #[tool(mutating, scopes = ["notes:write"], clamps(priority = [1, 5]))]
     fn add_note(&self, #[param(min_length = 1)] text: String, priority: Option<u8>) -> Json<Note> {
-        let mut notes = self.notes.lock().unwrap_or_else(|e| e.into_inner());
+        let mut notes = self.notes.lock();
         let note = Note {
             id: notes.len(),
             text: format!("[p{}] {text}", priority.unwrap_or(3)),
@@ -60,7 +61,7 @@ impl Notebook {
     /// Reads a note.
     #[tool(scopes = ["notes:read"])]
     async fn get_note(&self, id: usize) -> Result<Json<Note>, ToolError> {
-        let notes = self.notes.lock().unwrap_or_else(|e| e.into_inner());
+        let notes = self.notes.lock();
         match notes.get(id) {
             Some(note) => Ok(Json(note.clone())),
             None => Err(ToolError::with_code(
@@ -73,7 +74,7 @@ impl Notebook {
     /// Deletes every note.
     #[tool(mutating, confirm, scopes = ["notes:write"])]
     fn clear_notes(&self) -> usize {
-        let mut notes = self.notes.lock().unwrap_or_else(|e| e.into_inner());
+        let mut notes = self.notes.lock();
         let count = notes.len();
         notes.clear();
         count

@@ -4,10 +4,11 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::ops::Deref;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
+use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -329,7 +330,7 @@ impl ToolRegistry {
         group: &str,
         definitions: Vec<ToolDefinition>,
     ) -> Result<(), RegistryError> {
-        let _swapping = self.swapping.lock().unwrap_or_else(|e| e.into_inner());
+        let _swapping = self.swapping.lock();
         let current = self.swappable.load_full();
         let mut tools: Vec<Arc<RegisteredTool>> = Vec::with_capacity(definitions.len());
         for definition in definitions {

@@ -162,12 +162,14 @@ fn rule(
     requires: &[&str],
     description: Option<&str>,
 ) -> PolicyRule {
-    PolicyRule {
-        id,
-        effect,
-        requires_scopes: requires.iter().map(|s| s.to_string()).collect(),
-        description: description.map(str::to_owned),
+    let mut rule = PolicyRule::new(effect).with_requires_scopes(requires.iter().copied());
+    if let Some(id) = id {
+        rule = rule.with_id(id);
     }
+    if let Some(description) = description {
+        rule = rule.with_description(description);
+    }
+    rule
 }
 
 fn rules(list: Vec<StaticRule>) -> Arc<StaticRuleProvider> {
@@ -175,12 +177,7 @@ fn rules(list: Vec<StaticRule>) -> Arc<StaticRuleProvider> {
 }
 
 fn for_tool(tool: &str, rule: PolicyRule) -> StaticRule {
-    StaticRule {
-        tool: tool.into(),
-        principal: None,
-        channel: None,
-        rule,
-    }
+    StaticRule::new(tool, rule)
 }
 
 #[tokio::test]
@@ -229,17 +226,17 @@ async fn a_rule_allow_overrides_block_mutating_and_a_rule_may_require_scopes() {
             "restart_*",
             rule(Some(1), RuleEffect::Allow, &["ops:restart"], None),
         ),
-        StaticRule {
-            tool: "read".into(),
-            principal: Some("intern-*".into()),
-            channel: Some("ops".into()),
-            rule: rule(
+        StaticRule::new(
+            "read",
+            rule(
                 None,
                 RuleEffect::Deny,
                 &[],
                 Some("Interns read through the wiki."),
             ),
-        },
+        )
+        .with_principal("intern-*")
+        .with_channel("ops"),
     ]);
     let registry = registry_with(
         ToolRegistry::builder()

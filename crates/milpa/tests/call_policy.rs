@@ -43,17 +43,10 @@ fn registry(
     policy: Arc<RefundLimit>,
     runs: &Runs,
 ) -> (ToolRegistry, Arc<milpa::audit::MemoryAuditSink>) {
-    let rules = StaticRuleProvider::new(vec![StaticRule {
-        tool: "refund".into(),
-        principal: None,
-        channel: None,
-        rule: PolicyRule {
-            id: Some(7),
-            effect: RuleEffect::Allow,
-            requires_scopes: Vec::new(),
-            description: None,
-        },
-    }]);
+    let rules = StaticRuleProvider::new(vec![StaticRule::new(
+        "refund",
+        PolicyRule::new(RuleEffect::Allow).with_id(7),
+    )]);
     let (mut registry, sink) = audited(
         ToolRegistry::builder()
             .rule_provider(Arc::new(rules))

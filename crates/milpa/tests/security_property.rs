@@ -114,25 +114,16 @@ fn run(case: &Case, runtime: &tokio::runtime::Runtime) -> Result<(), TestCaseErr
                 .with_require_confirmation_for_mutating(confirm_mutating),
         );
     if let Some((match_all, allow, requires)) = &case.rule {
-        builder = builder.rule_provider(Arc::new(StaticRuleProvider::new(vec![StaticRule {
-            tool: if *match_all {
-                "*".into()
+        builder = builder.rule_provider(Arc::new(StaticRuleProvider::new(vec![StaticRule::new(
+            if *match_all { "*" } else { "other" },
+            PolicyRule::new(if *allow {
+                RuleEffect::Allow
             } else {
-                "other".into()
-            },
-            principal: None,
-            channel: None,
-            rule: PolicyRule {
-                id: Some(1),
-                effect: if *allow {
-                    RuleEffect::Allow
-                } else {
-                    RuleEffect::Deny
-                },
-                requires_scopes: requires.iter().map(|s| s.to_string()).collect(),
-                description: None,
-            },
-        }])));
+                RuleEffect::Deny
+            })
+            .with_id(1)
+            .with_requires_scopes(requires.iter().map(|s| s.to_string())),
+        )])));
     }
     let mut registry = builder.build();
     let schema = if case.schema_requires_n {

@@ -10,12 +10,13 @@
 //! is answered, so the reserved slots stay for authenticated callers. A connection that
 //! has not sent its headers yet is bounded by the header read timeout.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 
 use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::Response;
+use parking_lot::Mutex;
 
 use super::rejection::HttpRejection;
 use crate::session::Caller;
@@ -37,7 +38,7 @@ impl ConnectionShare {
     }
 
     fn take(&self) -> bool {
-        let mut held = self.anonymous.lock().unwrap_or_else(|e| e.into_inner());
+        let mut held = self.anonymous.lock();
         if *held >= self.max_anonymous {
             return false;
         }
@@ -46,7 +47,7 @@ impl ConnectionShare {
     }
 
     fn give_back(&self) {
-        let mut held = self.anonymous.lock().unwrap_or_else(|e| e.into_inner());
+        let mut held = self.anonymous.lock();
         *held = held.saturating_sub(1);
     }
 }
@@ -138,8 +139,8 @@ mod tests {
         // ...the connection closing does.
         drop(a);
         assert!(c.admit_anonymous());
-        assert_eq!(*share.anonymous.lock().unwrap(), 2);
+        assert_eq!(*share.anonymous.lock(), 2);
         drop((b, c));
-        assert_eq!(*share.anonymous.lock().unwrap(), 0);
+        assert_eq!(*share.anonymous.lock(), 0);
     }
 }

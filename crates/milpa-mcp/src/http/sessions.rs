@@ -7,9 +7,10 @@
 //! out a principal.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::Semaphore;
 
 use super::expiring_table::{ExpiringTable, Lifetime};
@@ -125,7 +126,7 @@ impl Sessions {
     }
 
     fn table(&self) -> MutexGuard<'_, Table> {
-        self.table.lock().unwrap_or_else(|e| e.into_inner())
+        self.table.lock()
     }
 
     /// Adds an initialized session for `caller`, unless the caller's class is full.

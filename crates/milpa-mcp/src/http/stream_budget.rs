@@ -18,13 +18,14 @@
 
 use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes, HttpBody};
 use axum::response::Response;
 use hyper::body::{Frame, SizeHint};
+use parking_lot::{Mutex, MutexGuard};
 
 /// How many streams may be open and how long a quiet one lives.
 #[derive(Debug, Clone, Copy)]
@@ -81,7 +82,7 @@ impl StreamBudget {
     }
 
     fn counts(&self) -> MutexGuard<'_, Counts> {
-        self.counts.lock().unwrap_or_else(|e| e.into_inner())
+        self.counts.lock()
     }
 
     /// A ticket for one more stream of `principal` (`None`: anonymous), unless its class

@@ -24,8 +24,9 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr};
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, MutexGuard};
 
 /// How many failures an address may have and for how long they count.
 #[derive(Debug, Clone, Copy)]
@@ -117,7 +118,7 @@ impl FailureThrottle {
     }
 
     fn table(&self) -> MutexGuard<'_, HashMap<IpAddr, Record>> {
-        self.table.lock().unwrap_or_else(|e| e.into_inner())
+        self.table.lock()
     }
 
     // Only the approvals page uses this (an `http`-only build leaves it out).

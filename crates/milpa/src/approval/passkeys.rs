@@ -13,9 +13,9 @@
 //! `milpa-redis`.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use parking_lot::{Mutex, MutexGuard};
 use sha2::{Digest, Sha256};
 
 use crate::deferred::Deferred;
@@ -127,7 +127,7 @@ impl InMemoryPasskeyStore {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+        self.inner.lock()
     }
 }
 

@@ -19,10 +19,10 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use parking_lot::Mutex;
 use serde_json::Value;
 
 use super::{AuditOutcome, AuditRecord, AuditSink, Redactor};
@@ -165,7 +165,7 @@ impl AuditSink for FoldingAuditSink {
     fn record(&self, record: &AuditRecord<'_>) {
         if !folds(record.outcome) || record.count != 1 {
             if self.open.load(Ordering::Acquire) != 0 {
-                let mut windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
+                let mut windows = self.windows.lock();
                 self.close_windows(&mut windows, Some(Instant::now()));
                 // Written under the lock, so it cannot overtake a summary of an earlier
                 // window being written by another thread.
@@ -187,7 +187,7 @@ impl AuditSink for FoldingAuditSink {
             outcome: record.outcome,
             code: record.code.cloned(),
         };
-        let mut windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
+        let mut windows = self.windows.lock();
         self.close_windows(&mut windows, Some(now));
         if let Some(window) = windows.get_mut(&key) {
             // Open (closed ones were just written): count it.
@@ -223,7 +223,7 @@ impl AuditSink for FoldingAuditSink {
 
     fn flush(&self) {
         {
-            let mut windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
+            let mut windows = self.windows.lock();
             self.close_windows(&mut windows, None);
         }
         self.inner.flush();
@@ -232,7 +232,7 @@ impl AuditSink for FoldingAuditSink {
 
 impl Drop for FoldingAuditSink {
     fn drop(&mut self) {
-        let windows = self.windows.get_mut().unwrap_or_else(|p| p.into_inner());
+        let windows = self.windows.get_mut();
         let pending = std::mem::take(windows);
         for (key, window) in pending {
             self.write_summary(&key, window);

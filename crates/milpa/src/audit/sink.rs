@@ -4,8 +4,8 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::Path;
-use std::sync::Mutex;
 
+use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tracing::Level;
@@ -112,11 +112,7 @@ impl<W: Write + Send + 'static> JsonLinesAuditSink<W> {
 
     /// The last record written (genesis before the first).
     pub fn head(&self) -> ChainHead {
-        self.state
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .head
-            .clone()
+        self.state.lock().head.clone()
     }
 }
 
@@ -190,7 +186,7 @@ impl<W: Write + Send + 'static> AuditSink for JsonLinesAuditSink<W> {
         // Serialized outside the lock; only the seal (one SHA-256) and the write are inside.
         let mut json = Vec::with_capacity(256);
         record.write_json(&mut json);
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.state.lock();
         let ChainedWriter { out, head, line } = &mut *state;
         line.clear();
         let next = seal(&json, head, line);
@@ -204,7 +200,7 @@ impl<W: Write + Send + 'static> AuditSink for JsonLinesAuditSink<W> {
     }
 
     fn flush(&self) {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut state = self.state.lock();
         if let Err(error) = state.out.flush() {
             tracing::error!(target: "milpa::audit", %error, "could not flush the audit file");
         }
@@ -282,23 +278,17 @@ impl MemoryAuditSink {
 
     /// Everything recorded so far.
     pub fn records(&self) -> Vec<OwnedAuditRecord> {
-        self.records
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.records.lock().clone()
     }
 
     /// Removes and returns everything recorded so far.
     pub fn take(&self) -> Vec<OwnedAuditRecord> {
-        std::mem::take(&mut *self.records.lock().unwrap_or_else(|p| p.into_inner()))
+        std::mem::take(&mut *self.records.lock())
     }
 }
 
 impl AuditSink for MemoryAuditSink {
     fn record(&self, record: &AuditRecord<'_>) {
-        self.records
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(record.into());
+        self.records.lock().push(record.into());
     }
 }

@@ -2,8 +2,10 @@
 
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+
+use parking_lot::RwLock;
 
 use crate::events::event::Event;
 use crate::events::pattern::EventPattern;
@@ -104,10 +106,7 @@ impl Dispatcher {
     }
 
     fn snapshot(&self) -> Arc<Vec<Subscription>> {
-        self.subscriptions
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.subscriptions.read().clone()
     }
 
     /// Subscribes `listener` to an event name or pattern (see [`EventPattern`]).
@@ -118,10 +117,7 @@ impl Dispatcher {
     /// Subscribes a shared listener.
     pub fn subscribe_arc(&self, pattern: &str, priority: i32, listener: Arc<dyn Listener>) {
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-        let mut guard = self
-            .subscriptions
-            .write()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut guard = self.subscriptions.write();
         let mut subs: Vec<Subscription> = (**guard).clone();
         subs.push(Subscription {
             pattern: EventPattern::new(pattern),

@@ -1,6 +1,6 @@
 //! [`InterceptionSlot`]: how a `tool.executing` listener answers for a tool or vetoes it.
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 
 use crate::definition::ToolOutput;
 
@@ -26,10 +26,7 @@ impl InterceptionSlot {
     }
 
     fn with<R>(&self, f: impl FnOnce(&mut SlotState) -> R) -> R {
-        let mut guard = self
-            .state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut guard = self.state.lock();
         f(&mut guard)
     }
 

@@ -221,12 +221,9 @@ impl PolicyGate {
 }
 
 fn rule_query<'a>(ctx: &'a ToolContext, tool: &'a ToolDefinition) -> RuleQuery<'a> {
-    RuleQuery {
-        channel: ctx.channel(),
-        principal: ctx.principal(),
-        tool: tool.name(),
-        mutating: tool.is_mutating(),
-    }
+    RuleQuery::new(ctx.channel(), tool.name())
+        .with_principal(ctx.principal())
+        .with_mutating(tool.is_mutating())
 }
 
 /// Appends the scopes `needed` does not list yet.

@@ -25,7 +25,11 @@ pub const COST_MUTATING: u32 = 5;
 pub const COST_READ: u32 = 1;
 
 /// A budget: at most `max_tokens` per `window`, refilling continuously.
+///
+/// Built with [`Quota::new`] or [`Quota::per_minute`]: `#[non_exhaustive]`, so that a later
+/// knob (a separate burst, say) is not a breaking change; the fields stay readable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Quota {
     /// Tokens available in a full window (the burst).
     pub max_tokens: u32,
@@ -35,14 +39,16 @@ pub struct Quota {
 
 impl Quota {
     /// 100 tokens per 60 seconds, the original's default.
-    pub const DEFAULT: Quota = Quota {
-        max_tokens: 100,
-        window: Duration::from_secs(60),
-    };
+    pub const DEFAULT: Quota = Quota::per_minute(100);
 
     /// `max_tokens` per `window`.
-    pub fn new(max_tokens: u32, window: Duration) -> Quota {
+    pub const fn new(max_tokens: u32, window: Duration) -> Quota {
         Quota { max_tokens, window }
+    }
+
+    /// `max_tokens` per minute, the window most budgets are stated in.
+    pub const fn per_minute(max_tokens: u32) -> Quota {
+        Quota::new(max_tokens, Duration::from_secs(60))
     }
 }
 
@@ -112,4 +118,15 @@ pub trait RateLimiter: Send + Sync + 'static {
 
     /// Forgets everything spent by `key`.
     fn reset<'a>(&'a self, key: RateKey<'a>) -> Deferred<'a, Result<(), StoreError>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_minute_is_a_sixty_second_window() {
+        assert_eq!(Quota::per_minute(7), Quota::new(7, Duration::from_secs(60)));
+        assert_eq!(Quota::default(), Quota::per_minute(100));
+    }
 }
