@@ -8,10 +8,11 @@
 //! already held.
 
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
+use parking_lot::RwLock;
 use http_body_util::{BodyExt, Empty, Limited};
 use hyper_rustls::HttpsConnectorBuilder;
 use hyper_util::client::legacy::Client;
@@ -232,10 +233,7 @@ impl Jwks {
 
     /// The keys held now.
     pub(crate) fn current(&self) -> Arc<KeySet> {
-        self.keys
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.keys.read().clone()
     }
 
     /// Refetches the set unless that happened less than the refresh interval ago (or
@@ -257,10 +255,7 @@ impl Jwks {
                     "JWKS refreshed"
                 );
                 let keys = Arc::new(keys);
-                *self
-                    .keys
-                    .write()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = keys.clone();
+                *self.keys.write() = keys.clone();
                 keys
             }
             Err(error) => {
