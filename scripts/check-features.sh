@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Crates a stdio-only build must not link: the HTTP server, JWT and TLS stacks.
-FORBIDDEN=(axum hyper hyper-util hyper-rustls rustls tower-http jsonwebtoken webauthn-rs)
+FORBIDDEN=(axum hyper hyper-util hyper-rustls rustls tower-http jsonwebtoken webauthn-rs askama cookie)
 FEATURES=(stdio http oauth approvals-page otel)
 
 echo "== milpa-mcp: what a stdio-only build links"
