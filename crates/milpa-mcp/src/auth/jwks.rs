@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
-use parking_lot::RwLock;
 use http_body_util::{BodyExt, Empty, Limited};
 use hyper_rustls::HttpsConnectorBuilder;
 use hyper_util::client::legacy::Client;
@@ -21,6 +20,7 @@ use jsonwebtoken::jwk::{
     AlgorithmParameters, EllipticCurve, Jwk, JwkSet, KeyAlgorithm, PublicKeyUse,
 };
 use jsonwebtoken::{Algorithm, DecodingKey};
+use parking_lot::RwLock;
 
 /// The largest JWKS document read (a real one is a few kilobytes).
 const MAX_JWKS_BYTES: usize = 1 << 20;
