@@ -14,7 +14,8 @@
 //!   by relaying them to the client of the call they belong to (see [`crate::relay`]),
 //!   anything else (roots) with "method not found";
 //! - when the session ends (the child closed its output, or could not be written to),
-//!   every waiting request fails with [`CallError::Unavailable`] and the reason.
+//!   every waiting request fails with [`CallError::Unavailable`] and the reason (the
+//!   error behind it kept as its source).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -27,6 +28,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use crate::relay::{self, CallTarget};
+use crate::unavailability::Unavailability;
 
 /// JSON-RPC "method not found".
 const METHOD_NOT_FOUND: i64 = -32601;
@@ -35,9 +37,10 @@ const METHOD_NOT_FOUND: i64 = -32601;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CallError {
-    /// The session is gone (or never was): the reason.
-    #[error("{0}")]
-    Unavailable(String),
+    /// The session is gone (or never was): the reason, and the error behind it as the
+    /// source (shared by every request that was waiting, hence the `Arc` inside).
+    #[error(transparent)]
+    Unavailable(Unavailability),
     /// The upstream answered with a JSON-RPC error.
     #[error("{message} (JSON-RPC error {code})")]
     Rpc {
@@ -46,6 +49,13 @@ pub enum CallError {
         /// The upstream's message.
         message: String,
     },
+}
+
+impl CallError {
+    /// Unavailable for `reason`, with no error behind it.
+    pub(crate) fn unavailable(reason: impl Into<String>) -> CallError {
+        CallError::Unavailable(Unavailability::new(reason))
+    }
 }
 
 type Answer = Result<Value, CallError>;
@@ -63,17 +73,14 @@ pub(crate) struct Shared {
     /// Becomes true when the session ends (for tasks that wait on the upstream).
     ended: watch::Sender<bool>,
     /// Set once the session ended: why.
-    closed: Mutex<Option<String>>,
+    closed: Mutex<Option<Unavailability>>,
     next_id: AtomicU64,
 }
 
 impl Shared {
     /// Ends the session (the first reason wins) and fails every waiting request.
-    fn close(&self, why: &str) {
-        let why = {
-            let mut closed = self.closed.lock();
-            closed.get_or_insert_with(|| why.to_owned()).clone()
-        };
+    fn close(&self, why: Unavailability) {
+        let why = self.closed.lock().get_or_insert(why).clone();
         let waiting: Vec<_> = self.pending.lock().drain().collect();
         for (_, answer) in waiting {
             let _ = answer.send(Err(CallError::Unavailable(why.clone())));
@@ -110,13 +117,14 @@ impl Shared {
     }
 
     /// Fails the waiting request `id` (its message could not be delivered).
-    pub(crate) fn fail(&self, id: u64, why: String) {
+    pub(crate) fn fail(&self, id: u64, why: Unavailability) {
         if let Some(answer) = self.pending.lock().remove(&id) {
             let _ = answer.send(Err(CallError::Unavailable(why)));
         }
     }
 
-    pub(crate) fn closed(&self) -> Option<String> {
+    /// Why the session ended, once it has.
+    pub(crate) fn closed(&self) -> Option<Unavailability> {
         self.closed.lock().clone()
     }
 }
@@ -174,7 +182,7 @@ impl Connection {
     }
 
     /// Ends the session: waiting requests fail with `why`.
-    pub(crate) fn close(&self, why: &str) {
+    pub(crate) fn close(&self, why: Unavailability) {
         self.shared.close(why);
     }
 
@@ -187,9 +195,9 @@ impl Connection {
         if let Some(why) = self.shared.closed() {
             return Err(CallError::Unavailable(why));
         }
-        self.outgoing
-            .send(message.to_string())
-            .map_err(|_| CallError::Unavailable("its input is closed".into()))
+        self.outgoing.send(message.to_string()).map_err(|closed| {
+            CallError::Unavailable(Unavailability::new("its input is closed").with_cause(closed))
+        })
     }
 
     /// Sends a request and waits for its answer. With `call` (the handle of the tool call
@@ -238,18 +246,17 @@ impl Connection {
         in_flight.answered = true;
         match answer {
             Ok(answer) => answer,
-            Err(_) => Err(CallError::Unavailable(
-                self.shared
-                    .closed()
-                    .unwrap_or_else(|| "the session ended".into()),
-            )),
+            Err(dropped) => Err(CallError::Unavailable(self.shared.closed().unwrap_or_else(
+                || Unavailability::new("the session ended").with_cause(dropped),
+            ))),
         }
     }
 }
 
 impl Drop for Connection {
     fn drop(&mut self) {
-        self.shared.close("the gateway shut down");
+        self.shared
+            .close(Unavailability::new("the gateway shut down"));
     }
 }
 
@@ -308,7 +315,9 @@ async fn write_lines(
             output.flush().await
         };
         if let Err(error) = written.await {
-            shared.close(&format!("could not write to it ({error})"));
+            shared.close(
+                Unavailability::new(format!("could not write to it ({error})")).with_cause(error),
+            );
             return;
         }
     }
@@ -333,11 +342,14 @@ async fn read_messages(
                 ),
             },
             Ok(None) => {
-                shared.close("it closed its output");
+                shared.close(Unavailability::new("it closed its output"));
                 return;
             }
             Err(error) => {
-                shared.close(&format!("could not read from it ({error})"));
+                shared.close(
+                    Unavailability::new(format!("could not read from it ({error})"))
+                        .with_cause(error),
+                );
                 return;
             }
         }

@@ -33,6 +33,7 @@ use tokio::sync::mpsc;
 
 use crate::PROTOCOL_VERSION;
 use crate::connection::{Connection, Shared, dispatch};
+use crate::unavailability::Unavailability;
 
 /// The session header.
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -132,8 +133,8 @@ async fn post_messages(
             if let Some(id) = request_id {
                 // Delivered answers are gone from the table already; this fails the rest.
                 let why = match outcome {
-                    Ok(()) => "the server ended its answer without a result".to_owned(),
-                    Err(why) => why.to_string(),
+                    Ok(()) => Unavailability::new("the server ended its answer without a result"),
+                    Err(why) => Unavailability::new(why.to_string()).with_cause(why),
                 };
                 shared.fail(id, why);
             } else if let Err(why) = outcome {

@@ -55,12 +55,14 @@ pub mod error;
 mod forward;
 mod http;
 mod relay;
+mod unavailability;
 pub mod upstream;
 
 pub use config::{Confirm, ToolOverride, Transport, UpstreamConfig};
 pub use connection::CallError;
 pub use error::{ConfigProblem, GatewayError, HandshakeFailure};
 pub use forward::{definitions, register};
+pub use unavailability::Unavailability;
 pub use upstream::{Upstream, UpstreamState};
 
 /// The MCP protocol revision milpa asks upstreams for.

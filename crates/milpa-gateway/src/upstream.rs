@@ -37,6 +37,7 @@ use crate::PROTOCOL_VERSION;
 use crate::config::{Transport, UpstreamConfig};
 use crate::connection::{CallError, Connection};
 use crate::error::{ConfigProblem, GatewayError, HandshakeFailure};
+use crate::unavailability::Unavailability;
 
 /// The first restart delay.
 const INITIAL_BACKOFF: Duration = Duration::from_millis(500);
@@ -108,7 +109,7 @@ impl Shared {
         if let Some(connection) = self.connection.lock().as_ref() {
             return Ok(Arc::clone(connection));
         }
-        Err(CallError::Unavailable(self.state().to_string()))
+        Err(CallError::unavailable(self.state().to_string()))
     }
 
     fn set_connection(&self, connection: Option<Arc<Connection>>) {
@@ -142,7 +143,7 @@ impl Upstream {
         let live = launch(&config, &list_changed).await?;
         let tools = tokio::time::timeout(HANDSHAKE_TIMEOUT, list_tools(&live.connection))
             .await
-            .unwrap_or_else(|_| Err(CallError::Unavailable("tools/list timed out".into())))
+            .unwrap_or_else(|elapsed| Err(list_timed_out(elapsed)))
             .map_err(|error| GatewayError::Handshake {
                 upstream: config.name.clone(),
                 why: HandshakeFailure::ToolList(error),
@@ -328,8 +329,8 @@ async fn handshake(config: &UpstreamConfig, connection: &Connection) -> Result<(
             .and_then(Value::as_str)
             .is_none()
         {
-            return Err(CallError::Unavailable(
-                "its initialize answer has no protocolVersion".into(),
+            return Err(CallError::unavailable(
+                "its initialize answer has no protocolVersion",
             ));
         }
         connection.notify("notifications/initialized", json!({}))
@@ -365,9 +366,14 @@ async fn list_tools(connection: &Connection) -> Result<Vec<Value>, CallError> {
             _ => return Ok(tools),
         }
     }
-    Err(CallError::Unavailable(format!(
+    Err(CallError::unavailable(format!(
         "tools/list still had more after {MAX_PAGES} pages"
     )))
+}
+
+/// `tools/list` got no answer in time: the timer that ran out is the cause.
+fn list_timed_out(elapsed: tokio::time::error::Elapsed) -> CallError {
+    CallError::Unavailable(Unavailability::new("tools/list timed out").with_cause(elapsed))
 }
 
 /// The child's standard error, line by line, into our log under its name.
@@ -389,11 +395,13 @@ async fn supervise(shared: Arc<Shared>, mut live: Live) {
         };
         let status = child.wait().await;
         tree.kill();
-        let mut why = match status {
-            Ok(status) => format!("the server exited ({status})"),
-            Err(error) => format!("the server could not be watched ({error})"),
+        let ended = match status {
+            Ok(status) => Unavailability::new(format!("the server exited ({status})")),
+            Err(error) => Unavailability::new(format!("the server could not be watched ({error})"))
+                .with_cause(error),
         };
-        live.connection.close(&why);
+        let mut why = ended.reason().to_owned();
+        live.connection.close(ended);
         shared.set_connection(None);
         if up_since.elapsed() >= STABLE_AFTER {
             delay = INITIAL_BACKOFF;
@@ -447,7 +455,7 @@ async fn rediscover(shared: &Arc<Shared>, registry: &ToolRegistry) {
     let listed = match shared.connection() {
         Ok(connection) => tokio::time::timeout(HANDSHAKE_TIMEOUT, list_tools(&connection))
             .await
-            .unwrap_or_else(|_| Err(CallError::Unavailable("tools/list timed out".into()))),
+            .unwrap_or_else(|elapsed| Err(list_timed_out(elapsed))),
         Err(error) => Err(error),
     };
     let tools = match listed {

@@ -37,13 +37,31 @@ pub enum LogLevel {
 }
 
 /// A request the client could not or would not answer.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
+///
+/// What the tool reads is the [`code`](Self::code) and the [`message`](Self::message); the
+/// transport's own reason (a timer that ran out, a client that went away) is kept as the
+/// [`cause`](Self::cause), so a tool that logs the error, or converts it with `?` into a
+/// [`ToolError`](crate::ToolError), keeps the whole chain. Build one with [`new`](Self::new)
+/// or [`with_code`](Self::with_code), then [`with_cause`](Self::with_cause).
+///
+/// ```
+/// use std::error::Error as _;
+///
+/// let parse = "x".parse::<u8>().unwrap_err();
+/// let error = milpa::PeerError::new("the answer is not a number").with_cause(parse);
+/// assert_eq!(error.to_string(), "the answer is not a number");
+/// let cause = error.source().expect("the cause is kept");
+/// assert!(cause.downcast_ref::<std::num::ParseIntError>().is_some());
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct PeerError {
     /// A JSON-RPC error code when the client sent one.
     pub code: Option<i64>,
     /// What went wrong.
     pub message: String,
+    /// The error behind the message, if any; shared, since a `PeerError` is `Clone`.
+    cause: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
 impl PeerError {
@@ -52,7 +70,54 @@ impl PeerError {
         PeerError {
             code: None,
             message: message.into(),
+            cause: None,
         }
+    }
+
+    /// An error with the JSON-RPC code the client answered with (or the transport chose).
+    pub fn with_code(code: i64, message: impl Into<String>) -> Self {
+        PeerError {
+            code: Some(code),
+            message: message.into(),
+            cause: None,
+        }
+    }
+
+    /// The same error, caused by `cause` (code and message unchanged): for a transport that
+    /// words the reason itself but keeps what it came from.
+    pub fn with_cause(mut self, cause: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.cause = Some(Arc::new(cause));
+        self
+    }
+
+    /// The error this one came from, if the transport kept one; its own
+    /// [`source`](std::error::Error::source) continues the chain.
+    pub fn cause(&self) -> Option<&(dyn std::error::Error + Send + Sync + 'static)> {
+        self.cause.as_deref()
+    }
+}
+
+/// Two errors are equal when the tool would read the same: same code, same message (a
+/// cause has no equality of its own).
+impl PartialEq for PeerError {
+    fn eq(&self, other: &Self) -> bool {
+        self.code == other.code && self.message == other.message
+    }
+}
+
+impl Eq for PeerError {}
+
+impl fmt::Display for PeerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for PeerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause
+            .as_deref()
+            .map(|cause| cause as &(dyn std::error::Error + 'static))
     }
 }
 
@@ -190,5 +255,32 @@ impl CallHandle {
     /// The capabilities the client declared, if known.
     pub fn client_capabilities(&self) -> Option<Value> {
         self.peer.as_ref().and_then(|p| p.client_capabilities())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+
+    /// The cause is reachable through `source`, and a clone shares it; what the tool reads
+    /// (code, message, equality) does not depend on it.
+    #[test]
+    fn a_peer_error_keeps_its_cause_without_changing_what_it_reads() {
+        let parse = "x".parse::<u8>().unwrap_err();
+        let error = PeerError::with_code(-32600, "refused").with_cause(parse.clone());
+        assert_eq!(error.to_string(), "refused");
+        assert_eq!(error.code, Some(-32600));
+        let clone = error.clone();
+        let cause = clone.source().expect("the clone keeps the cause");
+        assert_eq!(
+            cause.downcast_ref::<std::num::ParseIntError>(),
+            Some(&parse)
+        );
+        assert!(error.cause().is_some());
+        assert_eq!(error, PeerError::with_code(-32600, "refused"));
+        assert_ne!(error, PeerError::new("refused"));
+        assert!(PeerError::new("no client").source().is_none());
     }
 }

@@ -111,10 +111,8 @@ impl ClientLink {
             return;
         };
         if let Some(sender) = self.pending.remove(n) {
-            let _ = sender.send(result.map_err(|e| PeerError {
-                code: Some(e.code.value()),
-                message: e.message,
-            }));
+            let _ =
+                sender.send(result.map_err(|e| PeerError::with_code(e.code.value(), e.message)));
         }
     }
 

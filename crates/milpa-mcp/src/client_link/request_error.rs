@@ -49,11 +49,12 @@ pub(crate) enum ClientRequestError {
 
 impl From<ClientRequestError> for PeerError {
     /// What a tool sees: the client's own code when it answered with an error, the reason
-    /// as the message.
+    /// as the message and the link's error itself as the cause (its own source, such as
+    /// the timer that ran out, follows it).
     fn from(error: ClientRequestError) -> PeerError {
         match error {
             ClientRequestError::Answered(answer) => answer,
-            other => PeerError::new(other.to_string()),
+            other => PeerError::new(other.to_string()).with_cause(other),
         }
     }
 }
@@ -82,10 +83,39 @@ mod tests {
             "the client did not answer sampling/createMessage within 3 s"
         );
         assert_eq!(peer.code, None);
-        let answered = ClientRequestError::Answered(PeerError {
-            code: Some(-32600),
-            message: "no".into(),
-        });
+        let answered = ClientRequestError::Answered(PeerError::with_code(-32600, "no"));
         assert_eq!(PeerError::from(answered).code, Some(-32600));
+    }
+
+    /// The tool's error has the link's error as its source, of its own kind, and the
+    /// chain goes on to what that one kept (the timer).
+    #[tokio::test]
+    async fn the_peer_error_s_source_is_the_link_s_error() {
+        let elapsed = tokio::time::timeout(Duration::ZERO, std::future::pending::<()>())
+            .await
+            .unwrap_err();
+        let peer = PeerError::from(ClientRequestError::TimedOut {
+            method: "elicitation/create".into(),
+            limit: Duration::from_secs(1),
+            source: elapsed,
+        });
+        let cause = peer.source().expect("the link's error is kept");
+        let kind = cause.downcast_ref::<ClientRequestError>();
+        assert!(
+            matches!(kind, Some(ClientRequestError::TimedOut { .. })),
+            "{kind:?}"
+        );
+        let timer = cause.source().expect("the timer follows");
+        assert!(
+            timer
+                .downcast_ref::<tokio::time::error::Elapsed>()
+                .is_some()
+        );
+        let gone = PeerError::from(ClientRequestError::NotConnected);
+        assert!(matches!(
+            gone.source()
+                .and_then(|cause| cause.downcast_ref::<ClientRequestError>()),
+            Some(ClientRequestError::NotConnected)
+        ));
     }
 }

@@ -37,21 +37,26 @@ pub(crate) enum ToolRequestError {
 
 impl From<ToolRequestError> for PeerError {
     /// What the tool sees: `-32021` for a capability its request did not declare, the
-    /// client's own code when it answered with an error, the reason as the message.
+    /// client's own code when it answered with an error, the reason as the message. The
+    /// cause is the error of the kind that said no: this one, or for the client link's
+    /// reasons the [`ClientRequestError`] itself (which this one only wraps).
     fn from(error: ToolRequestError) -> PeerError {
         match error {
             ToolRequestError::Client(client) => client.into(),
-            error @ ToolRequestError::NotDeclaredByRequest { .. } => PeerError {
-                code: Some(MISSING_REQUIRED_CLIENT_CAPABILITY.value()),
-                message: error.to_string(),
-            },
-            other => PeerError::new(other.to_string()),
+            error @ ToolRequestError::NotDeclaredByRequest { .. } => PeerError::with_code(
+                MISSING_REQUIRED_CLIENT_CAPABILITY.value(),
+                error.to_string(),
+            )
+            .with_cause(error),
+            other => PeerError::new(other.to_string()).with_cause(other),
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::error::Error as _;
+
     use super::*;
 
     #[test]
@@ -69,5 +74,34 @@ mod tests {
         );
         let gone = PeerError::from(ToolRequestError::from(ClientRequestError::NotConnected));
         assert_eq!(gone, PeerError::new("the client is not connected"));
+    }
+
+    /// Each kind stays reachable as the tool's error's source.
+    #[test]
+    fn the_peer_error_s_source_is_the_refusal_of_its_kind() {
+        let missing = PeerError::from(ToolRequestError::NotDeclaredByRequest {
+            capability: "elicitation",
+        });
+        assert!(matches!(
+            missing
+                .source()
+                .and_then(|cause| cause.downcast_ref::<ToolRequestError>()),
+            Some(ToolRequestError::NotDeclaredByRequest {
+                capability: "elicitation"
+            })
+        ));
+        let cancelled = PeerError::from(ToolRequestError::Cancelled);
+        assert!(matches!(
+            cancelled
+                .source()
+                .and_then(|cause| cause.downcast_ref::<ToolRequestError>()),
+            Some(ToolRequestError::Cancelled)
+        ));
+        let gone = PeerError::from(ToolRequestError::from(ClientRequestError::NoStream));
+        assert!(matches!(
+            gone.source()
+                .and_then(|cause| cause.downcast_ref::<ClientRequestError>()),
+            Some(ClientRequestError::NoStream)
+        ));
     }
 }
