@@ -75,7 +75,7 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
             tools_command(&registry, &upstreams, args)
         }
         Command::Call(args) => {
-            let audit = with_store_trail(Arc::new(TracingAuditSink), &stores);
+            let audit = with_store_trail(Arc::new(TracingAuditSink::line()), &stores);
             let mut registry = registry(&manifest, &stores, Some(audit), notifier.as_ref(), tools)?;
             let _upstreams = start_upstreams(&runtime, &mut registry, upstream_configs(&manifest))?;
             runtime.block_on(async {
@@ -122,7 +122,7 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
             )
         }
         Command::Approvals(args) => {
-            let audit = with_store_trail(Arc::new(TracingAuditSink), &stores);
+            let audit = with_store_trail(Arc::new(TracingAuditSink::line()), &stores);
             let registry = registry(&manifest, &stores, Some(audit), None, tools)?;
             runtime.block_on(approvals::run(
                 &registry,
@@ -582,7 +582,7 @@ fn serve(
         Some(path) => Arc::new(JsonLinesAuditSink::append_to(path).map_err(|e| {
             CliError::usage(format!("--audit {}: cannot open: {e}", path.display()))
         })?),
-        None => Arc::new(TracingAuditSink),
+        None => Arc::new(TracingAuditSink::line()),
     };
     // A server meets floods of refusals (unknown names, anonymous callers): repeats of one
     // caller's refusal are counted into one record instead of one record each.

@@ -848,7 +848,9 @@ impl ToolRegistryBuilder {
                     .approvals
                     .unwrap_or_else(|| Arc::new(ApprovalQueue::in_memory())),
                 dispatcher: self.dispatcher,
-                audit: self.audit.unwrap_or_else(|| Arc::new(TracingAuditSink)),
+                audit: self
+                    .audit
+                    .unwrap_or_else(|| Arc::new(TracingAuditSink::default())),
                 redactor: self.redactor,
                 audit_limits: self.audit_limits,
                 max_result_bytes: self.max_result_bytes,
