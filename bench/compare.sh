@@ -3,7 +3,7 @@
 # `milpa serve` gets without configuration) and milpa with `--store memory`, over stdio and
 # over Streamable HTTP (SSE answers, protocol 2025-06-18), one call in flight and many.
 #
-#   cargo build --release -p milpa-cli -p milpa-mcp --examples
+#   cargo build --release -p milpa-cli --bin milpa -p milpa-mcp --example bench_stdio --example bench_http
 #   cargo build --release --manifest-path bench/rmcp-add/Cargo.toml
 #   bench/compare.sh [--rounds 3] [--seconds 2] [--connections 16]
 #
@@ -12,6 +12,7 @@
 # them alike. Printed: the median of the rounds (with their range) and the ratio of each
 # milpa median to rmcp's, and the machine's load before and after. Each `milpa` gets a
 # state folder of its own (MILPA_HOME) under a temporary folder deleted at the end.
+# MILPA_BIN names another `milpa` binary to measure (a build of an earlier commit, say).
 set -euo pipefail
 
 rounds=3
@@ -27,9 +28,11 @@ while [[ $# -gt 0 ]]; do
 done
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-milpa="$root/target/release/milpa"
-bench_stdio="$root/target/release/examples/bench_stdio"
-bench_http="$root/target/release/examples/bench_http"
+# Where cargo put the release build (CARGO_TARGET_DIR when set, as cargo reads it).
+target="${CARGO_TARGET_DIR:-$root/target}"
+milpa="${MILPA_BIN:-$target/release/milpa}"
+bench_stdio="$target/release/examples/bench_stdio"
+bench_http="$target/release/examples/bench_http"
 rmcp="$root/bench/rmcp-add/target/release/rmcp-add"
 for binary in "$milpa" "$bench_stdio" "$bench_http" "$rmcp"; do
     [[ -x "$binary" ]] || { echo "$binary is missing: build it first (see the top of $0)" >&2; exit 2; }
