@@ -31,7 +31,7 @@ use crate::relay::{self, CallTarget};
 use crate::unavailability::Unavailability;
 
 /// JSON-RPC "method not found".
-const METHOD_NOT_FOUND: i64 = -32601;
+const METHOD_NOT_FOUND: i64 = milpa_mcp::jsonrpc::ErrorCode::METHOD_NOT_FOUND.value();
 
 /// Why a request to the upstream got no result.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -16,7 +16,7 @@ use crate::error::GatewayError;
 use crate::upstream::{Shared, Upstream};
 
 /// JSON-RPC "invalid params": the upstream refused the arguments.
-const INVALID_PARAMS: i64 = -32602;
+const INVALID_PARAMS: i64 = milpa_mcp::jsonrpc::ErrorCode::INVALID_PARAMS.value();
 
 /// The definitions of `upstream`'s tools (hidden ones left out), in the order it listed
 /// them. Entries without a name are skipped with a warning.

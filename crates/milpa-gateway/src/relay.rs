@@ -23,9 +23,9 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
 
 /// JSON-RPC "method not found": what a client that cannot sample answers.
-const METHOD_NOT_FOUND: i64 = -32601;
+const METHOD_NOT_FOUND: i64 = milpa_mcp::jsonrpc::ErrorCode::METHOD_NOT_FOUND.value();
 /// JSON-RPC "internal error": the relay itself failed (the client went away, the call ended).
-const INTERNAL_ERROR: i64 = -32603;
+const INTERNAL_ERROR: i64 = milpa_mcp::jsonrpc::ErrorCode::INTERNAL_ERROR.value();
 
 /// The capabilities the gateway declares to an upstream at `initialize`: it may ask for
 /// sampling and (form-mode) elicitation, which are relayed or declined per call.

@@ -442,7 +442,7 @@ mod tests {
             .trim_end();
         assert_eq!(
             args_field,
-            r#"{"note":"a\u{2028}b","password":"***REDACTED***"}"#.replace("\\u{2028}", "\u{2028}")
+            r#"{"password":"***REDACTED***","note":"a\u{2028}b"}"#.replace("\\u{2028}", "\u{2028}")
         );
         assert_eq!(
             line,
