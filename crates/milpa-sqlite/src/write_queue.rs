@@ -11,14 +11,6 @@
 //! nothing a caller waits for is delayed, and a clean shutdown still loses nothing; a
 //! `kill -9` loses the records of the last linger at most (each batch is one
 //! transaction: never a torn or unchained record).
-//!
-//! After committing a batch of records the writer does not go to sleep at once: it waits
-//! one more linger, on a timer, for the next records. At a steady pace those find it
-//! waiting and need not wake it, so a batch costs the writer one wake-up (its timer)
-//! instead of two (the first record's, then the timer's); only a linger with no record at
-//! all puts it back to sleep until the next one. Measured with `bench_paced` on `milpa
-//! serve` (100 calls a second, 25 ms linger), the first wake-up was half the writer's
-//! wake-ups.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -46,12 +38,6 @@ struct State<T> {
     urgent: bool,
     /// The writer waits without a deadline: the next item must wake it.
     idle: bool,
-    /// The writer's last batch was records that lingered: it waits one more linger for
-    /// the next ones (without being woken) before it goes idle.
-    watching: bool,
-    /// Pushes that woke the writer.
-    #[cfg(test)]
-    wakes: u64,
     /// No more items: senders are gone (the store was dropped) or the writer stopped.
     closed: bool,
 }
@@ -67,9 +53,6 @@ impl<T: Urgency> WriteQueue<T> {
                 items: VecDeque::new(),
                 urgent: false,
                 idle: false,
-                watching: false,
-                #[cfg(test)]
-                wakes: 0,
                 closed: false,
             }),
             wake: Condvar::new(),
@@ -90,10 +73,6 @@ impl<T: Urgency> WriteQueue<T> {
         let wake = state.idle || (urgent && !state.urgent) || self.linger.is_zero();
         state.urgent |= urgent;
         state.idle = false;
-        #[cfg(test)]
-        {
-            state.wakes += u64::from(wake);
-        }
         drop(state);
         if wake {
             self.wake.notify_one();
@@ -125,7 +104,6 @@ impl<T: Urgency> WriteQueue<T> {
     pub(crate) fn take(&self, into: &mut Vec<T>, max: usize) -> Result<(), Closed> {
         let mut state = self.state.lock();
         let mut deadline: Option<Instant> = None;
-        let mut watching = std::mem::take(&mut state.watching);
         loop {
             if !state.items.is_empty() {
                 if state.urgent || state.closed || self.linger.is_zero() || state.items.len() >= max
@@ -142,39 +120,16 @@ impl<T: Urgency> WriteQueue<T> {
                 let _timed_out = self.wake.wait_until(&mut state, until);
             } else if state.closed {
                 return Err(Closed);
-            } else if watching {
-                // Records came at a steady pace: wait for the next on a timer. The ones
-                // that come meanwhile do not wake the writer (it is not idle) and are
-                // taken when this linger ends, so none waits longer than one linger.
-                let now = Instant::now();
-                let until = *deadline.get_or_insert(now + self.linger);
-                if now >= until {
-                    watching = false;
-                    deadline = None;
-                    continue;
-                }
-                state.idle = false;
-                let _timed_out = self.wake.wait_until(&mut state, until);
             } else {
                 state.idle = true;
                 self.wake.wait(&mut state);
             }
         }
-        // A batch of records that waited out their linger (nothing urgent, not closing,
-        // not cut at `max`): the next ones are likely on their way.
-        state.watching =
-            !state.urgent && !state.closed && !self.linger.is_zero() && state.items.len() <= max;
         let count = state.items.len().min(max);
         into.extend(state.items.drain(..count));
         state.urgent = state.items.iter().any(Urgency::is_urgent);
         state.idle = false;
         Ok(())
-    }
-
-    /// How many times a push has woken the writer (for the tests of the wake-up rule).
-    #[cfg(test)]
-    fn wakes(&self) -> u64 {
-        self.state.lock().wakes
     }
 }
 
@@ -277,75 +232,5 @@ mod tests {
         let mut taken = Vec::new();
         assert!(queue.take(&mut taken, 3).is_ok());
         assert_eq!(taken, [Item::Audit(0), Item::Audit(1), Item::Audit(2)]);
-    }
-
-    /// At a steady pace, records after the first batch find the writer waiting on its
-    /// timer: they do not wake it, and still wait one linger at most.
-    #[test]
-    fn records_at_a_steady_pace_wake_the_writer_once() {
-        let linger = Duration::from_millis(40);
-        let queue = Arc::new(WriteQueue::new(linger));
-        let writer = {
-            let queue = Arc::clone(&queue);
-            std::thread::spawn(move || {
-                let mut batches = Vec::new();
-                let mut taken = Vec::new();
-                while queue.take(&mut taken, 100).is_ok() {
-                    batches.push((Instant::now(), std::mem::take(&mut taken)));
-                }
-                batches
-            })
-        };
-        let mut pushed = Vec::new();
-        for n in 0..12 {
-            pushed.push(Instant::now());
-            assert!(queue.push(Item::Audit(n)));
-            std::thread::sleep(Duration::from_millis(15));
-        }
-        let wakes = queue.wakes();
-        queue.close();
-        let batches = writer.join().unwrap();
-        let all: Vec<_> = batches.iter().flat_map(|(_, items)| items).collect();
-        let expected: Vec<Item> = (0..12).map(Item::Audit).collect();
-        assert_eq!(all, expected.iter().collect::<Vec<_>>());
-        // The first record found the writer idle; the others came while it watched (a
-        // slow machine may let it fall idle once). Waking per batch would be four or more.
-        assert!(wakes <= 2, "{wakes} wake-ups for twelve records");
-        // Every record, except those the close handed over, waited one linger at most
-        // (plus the scheduler's slack).
-        for (n, at) in pushed.iter().enumerate() {
-            let (taken_at, _) = batches
-                .iter()
-                .find(|(_, items)| items.contains(&Item::Audit(n as u32)))
-                .unwrap();
-            assert!(
-                taken_at.duration_since(*at) < linger + Duration::from_millis(200),
-                "record {n} waited {:?}",
-                taken_at.duration_since(*at)
-            );
-        }
-    }
-
-    /// A linger with no record at all puts the writer to sleep: the next record wakes it.
-    #[test]
-    fn a_quiet_linger_puts_the_writer_to_sleep() {
-        let linger = Duration::from_millis(10);
-        let queue = Arc::new(WriteQueue::new(linger));
-        let writer = {
-            let queue = Arc::clone(&queue);
-            std::thread::spawn(move || {
-                let mut taken = Vec::new();
-                while queue.take(&mut taken, 100).is_ok() {}
-                taken
-            })
-        };
-        std::thread::sleep(Duration::from_millis(50));
-        assert!(queue.push(Item::Audit(1)));
-        std::thread::sleep(Duration::from_millis(200));
-        assert!(queue.push(Item::Audit(2)));
-        std::thread::sleep(Duration::from_millis(100));
-        assert_eq!(queue.wakes(), 2, "each record after a quiet linger woke it");
-        queue.close();
-        assert_eq!(writer.join().unwrap(), [Item::Audit(1), Item::Audit(2)]);
     }
 }
