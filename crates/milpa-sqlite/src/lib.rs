@@ -8,7 +8,7 @@
 //! Durability: WAL mode, `synchronous = NORMAL`. Every write is committed before the store
 //! answers it, so a crash of the process loses no committed state, and only the audit
 //! records still queued for the writer: those of the last
-//! [`audit_linger`](SqliteOptions::audit_linger) at most (25 ms by default), each batch
+//! [`audit_linger`](SqliteOptions::audit_linger) at most (100 ms by default), each batch
 //! being one transaction, so never a torn or unchained record. A clean shutdown (dropping
 //! the store, or [`AuditSink::flush`](milpa::audit::AuditSink::flush)) loses nothing. A
 //! power loss may roll back the transactions committed since the last WAL checkpoint (the
