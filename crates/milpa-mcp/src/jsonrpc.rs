@@ -279,10 +279,14 @@ fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, 
     Value::deserialize(deserializer).map(Some)
 }
 
-/// Parses one frame: a single message or a batch of at most
-/// [`DEFAULT_MAX_BATCH_LEN`](crate::protocol::DEFAULT_MAX_BATCH_LEN) messages.
+/// Default largest batch (JSON array of messages): 100 messages. Also reachable as
+/// `protocol::DEFAULT_MAX_BATCH_LEN`, beside the other server limits.
+pub const DEFAULT_MAX_BATCH_LEN: usize = 100;
+
+/// Parses one frame: a single message or a batch of at most [`DEFAULT_MAX_BATCH_LEN`]
+/// messages.
 pub fn parse(bytes: &[u8]) -> Parsed {
-    parse_limited(bytes, crate::protocol::DEFAULT_MAX_BATCH_LEN)
+    parse_limited(bytes, DEFAULT_MAX_BATCH_LEN)
 }
 
 /// Parses one frame: a single message or a batch of at most `max_batch_len` messages. A
@@ -668,7 +672,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // The default limit applies to `parse`.
-        let limit = crate::protocol::DEFAULT_MAX_BATCH_LEN;
+        let limit = DEFAULT_MAX_BATCH_LEN;
         assert!(matches!(parse(batch(limit).as_bytes()), Parsed::Batch(_)));
         assert!(matches!(
             parse(batch(limit + 1).as_bytes()),

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use milpa::LogLevel;
 
+pub use crate::jsonrpc::DEFAULT_MAX_BATCH_LEN;
+
 /// The protocol versions this server speaks, newest (preferred) first.
 pub const SUPPORTED_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 
@@ -90,9 +92,6 @@ impl std::fmt::Debug for StateSecret {
         f.write_str("StateSecret(..)")
     }
 }
-
-/// Default largest batch (JSON array of messages): 100 messages.
-pub const DEFAULT_MAX_BATCH_LEN: usize = 100;
 
 /// Default largest message (a stdio line or an HTTP body): 4 MiB.
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
