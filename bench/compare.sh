@@ -104,6 +104,10 @@ mkdir -p "$tmp/stdio-default" "$tmp/stdio-memory"
 servers=(rmcp default memory)
 results="$tmp/results"
 : >"$results"
+# The machine's own noise: its load, and the share of CPU time the hypervisor took away
+# (steal) while the rounds ran; figures from a sitting with much steal are not comparable.
+cpu_times() { awk '/^cpu /{print $2+$3+$4+$5+$6+$7+$8+$9, $9}' /proc/stat; }
+read -r total_before steal_before < <(cpu_times)
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for round in $(seq "$rounds"); do
     for server in "${servers[@]}"; do
@@ -126,6 +130,8 @@ for round in $(seq "$rounds"); do
     done
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+read -r total_after steal_after < <(cpu_times)
+echo "steal during the rounds: $(( 100 * (steal_after - steal_before) / (total_after - total_before + 1) ))% of CPU time"
 
 python3 - "$results" "$rounds" "$seconds" <<'EOF'
 import statistics, sys
