@@ -5,11 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use milpa_cli::command_tool::CommandTool;
 use milpa_cli::manifest::Manifest;
-use milpa_cli::setup;
-use milpa_cli::store::{StoreUrl, Stores};
-use serde_json::json;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
@@ -23,16 +19,7 @@ fuzz_target!(|data: &[u8]| {
             return;
         }
     };
-    // The store a manifest names parses or is refused; the registry is built on memory.
-    if let Some(url) = &manifest.store.url {
-        let _ = StoreUrl::parse(url.get_ref(), manifest.base_dir());
-    }
-    let _ = setup::build_registry(&manifest, &Stores::memory(), None, Box::new(|_, _| Ok(())));
-    let _ = setup::authenticator(&manifest);
-    let _ = setup::server_options(&manifest);
-    for spec in &manifest.tools {
-        let tool = CommandTool::from_spec(spec, None);
-        let _ = tool.argv(&json!({}));
-        let _ = spec.input_schema();
-    }
+    // The store URL it names, the registry on memory stores, the authenticator, the
+    // server options and each command tool's argv: built, never run.
+    milpa_cli::build_all_of(&manifest);
 });

@@ -73,6 +73,34 @@ use crate::cli::Cli;
 use crate::manifest::Manifest;
 use crate::setup::Setup;
 
+/// Builds everything a parsed manifest describes, running none of it: the store URL it
+/// names (parsed, not opened), the registry on memory stores (policy, rules, rate limit,
+/// verification, command tools), the authenticator, the server options, and each command
+/// tool's argv for empty arguments and its input schema.
+///
+/// For the fuzz target `fuzz/fuzz_targets/manifest.rs`, which must reach the code a served
+/// manifest reaches while the CLI's internals stay private. Panics are the finding; every
+/// refusal is returned or dropped.
+#[doc(hidden)]
+pub fn build_all_of(manifest: &Manifest) {
+    if let Some(url) = &manifest.store.url {
+        let _ = store::StoreUrl::parse(url.get_ref(), manifest.base_dir());
+    }
+    let _ = setup::build_registry(
+        manifest,
+        &store::Stores::memory(),
+        None,
+        Box::new(|_, _| Ok(())),
+    );
+    let _ = setup::authenticator(manifest);
+    let _ = setup::server_options(manifest);
+    for spec in &manifest.tools {
+        let tool = command_tool::CommandTool::from_spec(spec, None);
+        let _ = tool.argv(&serde_json::json!({}));
+        let _ = spec.input_schema();
+    }
+}
+
 /// Exit code of a successful run.
 pub(crate) const EXIT_OK: u8 = 0;
 /// Exit code of a refused or failed call.
