@@ -81,6 +81,8 @@ pub mod content;
 #[cfg(feature = "http")]
 mod http;
 pub mod jsonrpc;
+#[cfg(feature = "http")]
+mod listener;
 pub mod mapping;
 mod method;
 mod peer;

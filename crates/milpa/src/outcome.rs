@@ -257,6 +257,7 @@ pub enum SentToken {
 /// an object are left for `validate` to refuse). What every legacy edge calls before
 /// handing the call to the core, so a schema with `additionalProperties: false` does not
 /// refuse a replay.
+#[inline]
 pub fn split_confirm_token(args: &mut Value) -> SentToken {
     let Value::Object(map) = args else {
         return SentToken::None;

@@ -225,6 +225,7 @@ impl Meta {
     }
 
     /// One of the other fields (`type`, `pagination`, `retry_after_seconds`, …).
+    #[inline]
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.fields.as_ref()?.get(key)
     }

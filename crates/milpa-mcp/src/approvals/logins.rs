@@ -18,7 +18,7 @@ use subtle::ConstantTimeEq;
 
 use super::render::Notice;
 use crate::auth::Identity;
-use crate::http::expiring_table::{ExpiringTable, Lifetime};
+use crate::listener::expiring_table::{ExpiringTable, Lifetime};
 
 /// How many login sessions may exist and how long they live.
 #[derive(Debug, Clone, Copy)]

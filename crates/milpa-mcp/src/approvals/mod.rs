@@ -20,7 +20,7 @@
 //!
 //! Failed sign-ins are counted per client address: after 5 within 5 minutes the address
 //! gets `429` with `Retry-After` until the 5 minutes are over (each failure is logged
-//! with the address; the counting is the HTTP layer's `FailureThrottle`, the one that
+//! with the address; the counting is the listener's `FailureThrottle`, the one that
 //! also counts bad bearer tokens, here with the limits `SIGN_IN_THROTTLE`).
 //!
 //! Sessions live in memory (random 128-bit ids, at most 1000, ended after 30 min idle or
@@ -67,8 +67,8 @@ use milpa::ToolRegistry;
 use tower_http::validate_request::ValidateRequestHeaderLayer;
 
 use crate::auth::Authenticator;
-use crate::http::HostOriginCheck;
-use crate::http::throttle::{FailureThrottle, ThrottleLimits};
+use crate::listener::HostOriginCheck;
+use crate::listener::throttle::{FailureThrottle, ThrottleLimits};
 use login_csrf::LoginCsrf;
 pub(crate) use logins::LoginLimits;
 use logins::{Login, LoginSessions};

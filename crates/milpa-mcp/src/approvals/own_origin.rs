@@ -1,7 +1,7 @@
 //! The page accepts a browser's request only from its own origin: the same scheme, host
 //! and port, as a tower layer.
 //!
-//! The listener's `Host`/`Origin` check ([`HostOriginCheck`](crate::http::HostOriginCheck))
+//! The listener's `Host`/`Origin` check ([`HostOriginCheck`](crate::listener::HostOriginCheck))
 //! compares host names only, so a page served on another loopback port (another program on
 //! the same machine) would pass it; cookies do not separate ports either. Here an `Origin`,
 //! when a browser sends one, must be exactly the page's: the configured origin (a host name

@@ -37,7 +37,7 @@ use webauthn_rs::prelude::{
     Webauthn, WebauthnBuilder, WebauthnError,
 };
 
-use crate::http::expiring_table::{ExpiringTable, Lifetime};
+use crate::listener::expiring_table::{ExpiringTable, Lifetime};
 
 /// How long a started enrolment or assertion may take to finish.
 pub const CEREMONY_TTL: Duration = Duration::from_secs(120);

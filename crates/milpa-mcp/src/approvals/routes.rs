@@ -21,7 +21,7 @@ use super::logins::Login;
 use super::render::{self, LoginForm, Notice, Viewer};
 use super::signed_in_form::{self, FormRefusal, SignedInForm};
 use super::{MAX_REASON_CHARS, PAGE_PATH, PageState, cookies, form};
-use crate::http::throttle::retry_after_secs;
+use crate::listener::throttle::retry_after_secs;
 
 /// How many pending items the queue shows.
 const PENDING_SHOWN: usize = 100;

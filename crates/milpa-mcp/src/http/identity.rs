@@ -33,12 +33,12 @@ use axum::middleware::Next;
 use super::rejection::HttpRejection;
 #[cfg(feature = "oauth")]
 use super::scope_challenge;
-use super::throttle::{Failure, FailureThrottle};
 use crate::auth::Authenticator;
 #[cfg(feature = "oauth")]
 use crate::auth::challenge;
 #[cfg(feature = "oauth")]
 use crate::auth::oauth::OAuthResource;
+use crate::listener::throttle::{Failure, FailureThrottle};
 use crate::session::Caller;
 
 /// What the identity layer checks tokens with.

@@ -12,9 +12,9 @@ use axum::response::IntoResponse;
 use milpa::ToolRegistry;
 use tower_http::validate_request::ValidateRequestHeaderLayer;
 
-use super::guard::HostOriginCheck;
-use super::rejection::json_body;
 use crate::auth::oauth::{METADATA_PATH, OAuthResource};
+use crate::listener::HostOriginCheck;
+use crate::listener::json_body;
 
 /// Every scope a tool asks for, sorted, without duplicates (`scopes_supported`).
 pub(super) fn tool_scopes(registry: &ToolRegistry) -> Vec<String> {

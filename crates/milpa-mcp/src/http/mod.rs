@@ -74,7 +74,6 @@ mod accept;
 mod body_budget;
 mod connection_share;
 mod delete;
-pub(crate) mod expiring_table;
 mod get;
 mod guard;
 mod identity;
@@ -89,16 +88,13 @@ mod scope_challenge;
 mod sessions;
 mod stream;
 mod stream_budget;
-pub(crate) mod throttle;
 
-#[cfg(feature = "approvals-page")]
-pub(crate) use guard::HostOriginCheck;
-
+use crate::listener::HostOriginCheck;
+use crate::listener::throttle::{FailureThrottle, ThrottleLimits};
 use accept::ConnectionLimits;
 use rejection::HttpRejection;
 use sessions::{SessionLimits, Sessions};
 use stream_budget::{StreamBudget, StreamLimits};
-use throttle::{FailureThrottle, ThrottleLimits};
 
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -505,7 +501,7 @@ impl HttpServer {
 
     /// The endpoint's state and, when the page is served, the page's (and the checks).
     fn into_state(self, page_url: Option<String>) -> (Endpoint, Option<Page>) {
-        let check = guard::HostOriginCheck::new(self.hosts.clone(), self.origins.clone());
+        let check = HostOriginCheck::new(self.hosts.clone(), self.origins.clone());
         #[cfg(not(feature = "approvals-page"))]
         let page = None;
         #[cfg(feature = "approvals-page")]
@@ -632,7 +628,7 @@ struct Endpoint {
     path: String,
     gate: Arc<identity::Gate>,
     budget: Arc<body_budget::BodyBudget>,
-    check: guard::HostOriginCheck,
+    check: HostOriginCheck,
     state: Arc<HttpState>,
 }
 

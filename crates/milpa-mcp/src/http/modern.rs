@@ -29,13 +29,14 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::HttpState;
-use super::rejection::{HttpRejection, json_body};
+use super::rejection::HttpRejection;
 use super::stream::{CancelOnDrop, notification_sse, sse};
 use super::stream_budget::StreamTicket;
 use crate::jsonrpc::{
     self, ErrorObject, INVALID_PARAMS, INVALID_REQUEST, Incoming, METHOD_NOT_FOUND, Parsed,
     RequestId,
 };
+use crate::listener::json_body;
 use crate::method::Method;
 use crate::protocol::{
     HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,

@@ -14,11 +14,12 @@ use milpa::generate_request_id;
 use tokio::sync::mpsc;
 
 use super::body_budget::BodyLimit;
-use super::rejection::{HttpRejection, json_body};
+use super::rejection::HttpRejection;
 use super::sessions::{HttpSession, Lookup};
 use super::stream::{CancelOnDrop, sse};
 use super::{HttpState, SESSION_HEADER, session_id};
 use crate::jsonrpc::{self, ErrorObject, Incoming, METHOD_NOT_FOUND, Parsed, RequestId};
+use crate::listener::json_body;
 use crate::method::{Era, Method};
 use crate::session::{
     CallCancel, CallFuture, Caller, Dispatch, Out, ReadParams, Reply, Route, Session, batch_json,

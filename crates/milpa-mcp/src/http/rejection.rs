@@ -8,8 +8,9 @@ use std::time::Duration;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::throttle::retry_after_secs;
 use crate::jsonrpc::{self, ErrorObject, INVALID_REQUEST, Rejected, RequestId, SERVER_ERROR};
+use crate::listener::json_body;
+use crate::listener::throttle::retry_after_secs;
 use crate::protocol;
 
 /// The JSON-RPC code for a session that ended or never existed.
@@ -18,10 +19,6 @@ const SESSION_NOT_FOUND: jsonrpc::ErrorCode = jsonrpc::ErrorCode::SESSION_NOT_FO
 /// Why the HTTP transport refused a request.
 #[derive(Debug)]
 pub(crate) enum HttpRejection {
-    /// `Host` names a host that is not allowed (DNS-rebinding defence).
-    HostNotAllowed,
-    /// `Origin` names an origin that is not allowed.
-    OriginNotAllowed,
     /// `MCP-Protocol-Version` names a version this server does not speak.
     UnsupportedProtocolVersion,
     /// A `POST` whose `Content-Type` is not JSON.
@@ -105,9 +102,6 @@ pub(crate) enum HttpRejection {
 impl HttpRejection {
     fn status(&self) -> StatusCode {
         match self {
-            HttpRejection::HostNotAllowed | HttpRejection::OriginNotAllowed => {
-                StatusCode::FORBIDDEN
-            }
             HttpRejection::UnsupportedProtocolVersion
             | HttpRejection::BodyUnreadable
             | HttpRejection::SessionRequired { .. }
@@ -139,10 +133,6 @@ impl HttpRejection {
         let plain =
             |code: jsonrpc::ErrorCode, message: &str| (None, ErrorObject::new(code, message));
         match self {
-            HttpRejection::HostNotAllowed => {
-                plain(SERVER_ERROR, "Forbidden: Host header not allowed")
-            }
-            HttpRejection::OriginNotAllowed => plain(SERVER_ERROR, "Forbidden: Origin not allowed"),
             HttpRejection::UnsupportedProtocolVersion => plain(
                 INVALID_REQUEST,
                 &format!(
@@ -310,17 +300,4 @@ impl IntoResponse for HttpRejection {
 fn rejection_body(status: StatusCode, rejection: HttpRejection) -> Response {
     let (id, error) = rejection.error();
     json_body(status, jsonrpc::error_response(id.as_ref(), &error))
-}
-
-/// A JSON response with `status`.
-pub(crate) fn json_body(status: StatusCode, body: String) -> Response {
-    (
-        status,
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        body,
-    )
-        .into_response()
 }

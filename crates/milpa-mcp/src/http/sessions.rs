@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::Semaphore;
 
-use super::expiring_table::{ExpiringTable, Lifetime};
 use super::rejection::HttpRejection;
 use super::resume::CallStreams;
 use crate::jsonrpc::RequestId;
+use crate::listener::expiring_table::{ExpiringTable, Lifetime};
 use crate::session::{Caller, Session};
 
 /// How many sessions may exist and how long unused ones live.

@@ -76,12 +76,12 @@ pub(crate) fn conclude(call: Audited<'_>, terminal: &mut Terminal) {
         .meta
         .set_runtime(RuntimeMeta::new(tool_name, call.took_ms, call.ctx));
     // What goes back to the caller quotes no secret argument: scrubbed here, once, for every
-    // transport. A call without secret-keyed arguments finds none and allocates nothing.
-    let secrets = wiring.redactor.argument_secrets(call.args);
-    if !secrets.is_empty() {
+    // transport. A call without secret-keyed arguments finds none and allocates nothing; a
+    // result without texts (or a call without keyed arguments) is not even looked at.
+    if outgoing::may_quote_secrets(call.args, result) {
+        let secrets = wiring.redactor.argument_secrets(call.args);
         outgoing::scrub_result(result, &secrets);
     }
-    drop(secrets);
     let result = &*result;
     let limits = &wiring.audit_limits;
     // A tool's error may quote its arguments (a command's stderr echoing a password): the

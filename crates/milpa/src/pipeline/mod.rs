@@ -458,7 +458,13 @@ pub(crate) async fn execute_call<C: Conclusion>(
         call_span::record_result(&span, &terminal.result);
     }
     drop(call.args);
-    drop(call.confirm_token);
+    // A fresh call (no token) has nothing to drop: the out-of-line drop glue of `TokenArg`
+    // was 34 instructions of every trivial call (callgrind).
+    if !matches!(call.confirm_token, TokenArg::Absent) {
+        drop(call.confirm_token);
+    } else {
+        std::mem::forget(call.confirm_token);
+    }
     drop(call.raw);
     let ticket = call.ticket.take();
     match call.terminal {

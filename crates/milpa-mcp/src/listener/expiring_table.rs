@@ -1,5 +1,5 @@
 //! A table of entries that expire: the shape shared by the MCP endpoint's HTTP sessions
-//! (`sessions.rs`), the approvals page's logins (`approvals/logins.rs`) and its passkey
+//! (`http/sessions.rs`), the approvals page's logins (`approvals/logins.rs`) and its passkey
 //! ceremonies under way (`approvals/passkeys.rs`).
 //!
 //! Each entry remembers when it was created and when it was last used. It expires after
