@@ -6,7 +6,7 @@ use milpa::confirm::{ConfirmationBinding, ConfirmationStore, PendingConfirmation
 use milpa::{Deferred, StoreError};
 use redis::Script;
 
-use crate::store::Shared;
+use crate::shared::Shared;
 
 /// The binding-checked redemption script (`scripts/redeem.lua`).
 static REDEEM: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/redeem.lua")));

@@ -21,6 +21,7 @@ mod keys;
 mod options;
 mod passkeys;
 mod rate_limit;
+mod shared;
 mod store;
 mod verification;
 

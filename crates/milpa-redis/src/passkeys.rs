@@ -7,7 +7,7 @@ use milpa::approval::passkeys::{PasskeyRecord, PasskeyStore};
 use milpa::{Deferred, StoreError};
 use redis::Script;
 
-use crate::store::Shared;
+use crate::shared::Shared;
 
 static ADD: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/passkey_add.lua")));

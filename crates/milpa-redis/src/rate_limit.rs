@@ -7,7 +7,7 @@ use milpa::rate_limit::{Quota, RateDecision, RateKey, RateLimiter};
 use milpa::{Deferred, StoreError};
 use redis::Script;
 
-use crate::store::Shared;
+use crate::shared::Shared;
 
 /// The GCRA consume script (`scripts/gcra.lua`).
 static GCRA: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/gcra.lua")));

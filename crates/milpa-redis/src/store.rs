@@ -1,7 +1,6 @@
 //! [`RedisStore`]: one connection to Redis and the stores built on it.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use milpa::StoreError;
 use milpa::confirm::ConfirmationStore;
@@ -13,18 +12,11 @@ use crate::connection::Link;
 use crate::keys::KeySpace;
 use crate::options::RedisOptions;
 use crate::rate_limit::RedisRateLimiter;
+use crate::shared::Shared;
 use crate::verification::RedisVerificationStore;
 
 /// How many random bytes a new shared secret has.
 const SECRET_LEN: usize = 32;
-
-/// What every store of one [`RedisStore`] shares.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub(crate) link: Link,
-    pub(crate) keys: KeySpace,
-    pub(crate) verification_retention: Duration,
-}
 
 /// The confirmation, verification and rate-limit stores on one Redis.
 ///

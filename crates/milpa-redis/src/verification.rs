@@ -11,7 +11,7 @@ use milpa::verification::{
 use milpa::{Deferred, StoreError};
 use redis::Script;
 
-use crate::store::Shared;
+use crate::shared::Shared;
 
 /// The create-unless-taken script (`scripts/verification_create.lua`).
 static CREATE: LazyLock<Script> =

@@ -12,7 +12,7 @@ use milpa::confirm::unix_millis;
 use rusqlite::types::Value as SqlValue;
 
 use crate::error::store_error;
-use crate::store::Shared;
+use crate::shared::Shared;
 use crate::writer::AuditEntry;
 
 /// Appends every record, sealed onto the file's hash chain, through the store's writer.

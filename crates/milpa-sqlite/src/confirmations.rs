@@ -11,7 +11,7 @@ use milpa::confirm::{
 use rusqlite::{OptionalExtension, params};
 
 use crate::error::unreadable;
-use crate::store::Shared;
+use crate::shared::Shared;
 use crate::writer::sql;
 
 /// Expired tokens are deleted once every this many inserts (per process).

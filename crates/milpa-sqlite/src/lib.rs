@@ -23,6 +23,7 @@ mod passkeys;
 pub mod private_files;
 mod rate_limit;
 mod secrets;
+mod shared;
 mod store;
 mod verifications;
 mod write_queue;

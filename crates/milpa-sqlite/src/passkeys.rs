@@ -8,7 +8,7 @@ use milpa::{Deferred, StoreError};
 use rusqlite::{OptionalExtension, params};
 
 use crate::error::store_error;
-use crate::store::Shared;
+use crate::shared::Shared;
 use crate::writer::sql;
 
 /// Passkeys in the store's file, shared by every process on it. Writes run in the writer's

@@ -9,7 +9,7 @@ use milpa::rate_limit::{Gcra, GcraState, Quota, RateDecision, RateKey, RateLimit
 use milpa::{Deferred, StoreError};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::store::Shared;
+use crate::shared::Shared;
 use crate::writer::sql;
 
 /// Windows longer than this are charged as this long: the theoretical arrival times are

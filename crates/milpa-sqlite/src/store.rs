@@ -1,6 +1,6 @@
 //! [`SqliteStore`]: one SQLite file holding every store, and the handles onto it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,7 +11,6 @@ use milpa::audit::trail::AuditTrail;
 use milpa::confirm::ConfirmationStore;
 use milpa::rate_limit::RateLimiter;
 use milpa::verification::VerificationStore;
-use parking_lot::Mutex;
 use rusqlite::Connection;
 
 use crate::audit::{SqliteAuditSink, SqliteAuditTrail};
@@ -21,6 +20,7 @@ use crate::migrations::{MIGRATIONS, migrate};
 use crate::passkeys::SqlitePasskeyStore;
 use crate::private_files;
 use crate::rate_limit::SqliteRateLimiter;
+use crate::shared::Shared;
 use crate::verifications::SqliteVerificationStore;
 use crate::writer::Writer;
 
@@ -75,27 +75,6 @@ impl SqliteOptions {
     pub fn with_audit_linger(mut self, linger: Duration) -> SqliteOptions {
         self.audit_linger = linger;
         self
-    }
-}
-
-/// What every handle of one open store shares. Dropped with the last handle: the writer
-/// commits what is queued and its thread is joined.
-pub(crate) struct Shared {
-    pub(crate) path: PathBuf,
-    pub(crate) writer: Writer,
-    /// For reads that need no transaction with writes (a verification request, the
-    /// audit trail): WAL lets them run beside the writer.
-    reader: Mutex<Connection>,
-}
-
-impl Shared {
-    /// Runs `read` on the read connection.
-    pub(crate) fn read<T>(
-        &self,
-        read: impl FnOnce(&Connection) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let conn = self.reader.lock();
-        read(&conn)
     }
 }
 
@@ -168,11 +147,11 @@ impl SqliteStore {
         migrate(&mut writer, MIGRATIONS, &path)?;
         let reader = connection::open(&path)?;
         Ok(SqliteStore {
-            shared: Arc::new(Shared {
+            shared: Arc::new(Shared::new(
                 path,
-                writer: Writer::start(writer, options.audit_linger)?,
-                reader: Mutex::new(reader),
-            }),
+                Writer::start(writer, options.audit_linger)?,
+                reader,
+            )),
         })
     }
 

@@ -9,7 +9,7 @@ use milpa::{Deferred, StoreError};
 use rusqlite::{OptionalExtension, params};
 
 use crate::error::{store_error, unreadable};
-use crate::store::Shared;
+use crate::shared::Shared;
 use crate::writer::sql;
 
 /// Verification requests in the store's file. `create` and `compare_and_set` run in the

@@ -23,7 +23,7 @@ use serde_json::json;
 use super::logins::Login;
 use super::render::{self, Notice};
 use super::routes::{login_form, message, now_ms, passkey_host_note, see_other, viewer};
-use super::security_headers::PASSKEY_CONTENT_SECURITY_POLICY;
+use super::security_headers::with_passkey_policy;
 use super::signed_in_form::{self, FormRefusal, SignedInForm};
 use super::{PAGE_PATH, PageState};
 
@@ -237,13 +237,4 @@ pub(crate) async fn challenge(
         Ok(options) => Json(options).into_response(),
         Err(refusal) => refuse(StatusCode::SERVICE_UNAVAILABLE, &refusal.to_string()),
     }
-}
-
-/// `response` with the content security policy that lets the page run its own script.
-pub(crate) fn with_passkey_policy(mut response: Response) -> Response {
-    response.headers_mut().insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(PASSKEY_CONTENT_SECURITY_POLICY),
-    );
-    response
 }

@@ -534,7 +534,7 @@ pub(crate) async fn decision_viewer<'a>(
 /// A decision page of an approver with a passkey runs the passkey script.
 fn passkey_policy(viewer: &Viewer<'_>, response: Response) -> Response {
     if viewer.passkey {
-        super::passkey_routes::with_passkey_policy(response)
+        super::security_headers::with_passkey_policy(response)
     } else {
         response
     }

@@ -13,6 +13,7 @@
 
 use axum::Router;
 use axum::http::{HeaderName, HeaderValue, header};
+use axum::response::Response;
 use tower_http::set_header::SetResponseHeaderLayer;
 
 /// The page's content security policy.
@@ -21,6 +22,15 @@ pub(crate) const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 
 /// The policy of a page that runs the passkey script: the same, plus scripts and requests
 /// from the page's own origin only (no inline script, no `eval`).
 pub(crate) const PASSKEY_CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/// `response` with the content security policy that lets the page run its own script.
+pub(crate) fn with_passkey_policy(mut response: Response) -> Response {
+    response.headers_mut().insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(PASSKEY_CONTENT_SECURITY_POLICY),
+    );
+    response
+}
 
 const HEADERS: [(HeaderName, &str); 4] = [
     (header::X_FRAME_OPTIONS, "DENY"),
