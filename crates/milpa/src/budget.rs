@@ -22,7 +22,7 @@
 
 use serde::Serialize;
 
-use crate::listing::ToolSummary;
+use crate::tool_summary::ToolSummary;
 
 /// Bytes per estimated token.
 pub const CHARS_PER_TOKEN: usize = 4;

@@ -32,6 +32,7 @@ use tracing::Span;
 use tracing::field::Empty;
 
 use crate::context::ToolContext;
+pub use crate::mcp_attributes::McpAttributes;
 use crate::result::ToolResult;
 
 /// The tracing name of the call span (exporters show its `otel.name`, `execute_tool <tool>`).
@@ -39,49 +40,6 @@ pub const SPAN_NAME: &str = "execute_tool";
 
 /// The tracing target of the call span, for a subscriber's filters.
 pub const SPAN_TARGET: &str = "milpa::call";
-
-/// What a transport knows about a call that the MCP semantic conventions record on its span.
-/// Set with [`ToolContextBuilder::mcp_attributes`](crate::ToolContextBuilder::mcp_attributes).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct McpAttributes {
-    /// `mcp.method.name`, e.g. `tools/call`.
-    pub method: String,
-    /// `mcp.session.id`: the session the request belongs to, when there is one.
-    pub session_id: Option<String>,
-    /// `mcp.protocol.version`: the protocol revision the request speaks.
-    pub protocol_version: Option<String>,
-    /// `jsonrpc.request.id`: the JSON-RPC id of the request, as text.
-    pub request_id: Option<String>,
-}
-
-impl McpAttributes {
-    /// The attributes of a request of `method` (e.g. `tools/call`).
-    pub fn new(method: impl Into<String>) -> Self {
-        McpAttributes {
-            method: method.into(),
-            ..McpAttributes::default()
-        }
-    }
-
-    /// With `mcp.session.id`.
-    pub fn session_id(mut self, session_id: impl Into<String>) -> Self {
-        self.session_id = Some(session_id.into());
-        self
-    }
-
-    /// With `mcp.protocol.version`.
-    pub fn protocol_version(mut self, version: impl Into<String>) -> Self {
-        self.protocol_version = Some(version.into());
-        self
-    }
-
-    /// With `jsonrpc.request.id`.
-    pub fn request_id(mut self, request_id: impl Into<String>) -> Self {
-        self.request_id = Some(request_id.into());
-        self
-    }
-}
 
 /// The span of one call of `name`. Disabled (and nothing below evaluated) unless a
 /// subscriber wants it.

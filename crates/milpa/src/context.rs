@@ -7,7 +7,7 @@ use serde::ser::SerializeStruct;
 use serde_json::{Map, Value};
 
 use crate::call_handle::CallHandle;
-use crate::call_span::McpAttributes;
+use crate::mcp_attributes::McpAttributes;
 
 /// Names of the channels the runtime ships a policy for.
 pub mod channel {
@@ -441,7 +441,7 @@ impl ToolContextBuilder {
 
 /// A fresh request id: 16 bytes from a CSPRNG as 32 lowercase hex characters.
 pub fn generate_request_id() -> String {
-    crate::confirm::random_hex_128()
+    crate::random_id::random_hex_128()
 }
 
 #[cfg(test)]

@@ -38,7 +38,7 @@
 use serde_json::Value;
 
 use crate::deferred::Deferred;
-use crate::listing::ToolSummary;
+use crate::tool_summary::ToolSummary;
 
 /// The `max_tokens` to pass when the caller has no opinion (as in the original).
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
