@@ -15,11 +15,10 @@
 //! so the pipeline never sees a reserved argument.
 
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use serde_json::{Value, json};
 
-use crate::pipeline::confirm::iso_seconds;
 use crate::result::{ErrorCode, RuntimeMeta, ToolResult};
 
 /// The reserved argument that carries a confirmation token or an approval id on the wire.
@@ -328,5 +327,30 @@ impl Conclusion for CallOutcome {
                 CallOutcome::AwaitingApproval(ticket)
             }
         }
+    }
+}
+
+/// `YYYY-MM-DDTHH:MM:SS+00:00`, as the original wrote expiries.
+fn iso_seconds(time: SystemTime) -> String {
+    let secs = time
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO)
+        .as_secs();
+    let format =
+        time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]+00:00");
+    time::OffsetDateTime::from_unix_timestamp(secs as i64)
+        .ok()
+        .and_then(|t| t.format(&format).ok())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_has_the_original_shape() {
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert_eq!(iso_seconds(t), "2023-11-14T22:13:20+00:00");
     }
 }

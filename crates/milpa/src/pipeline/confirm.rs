@@ -11,7 +11,7 @@
 //! instead (`approval_gate`): the same stage, the same token argument, but the call waits in
 //! the approval queue until someone other than the caller decides.
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use serde_json::Value;
 
@@ -161,20 +161,6 @@ pub(crate) fn action_summary(name: &str, args: &Value, redactor: &Redactor) -> S
     format!("{name}({})", parts.join(", "))
 }
 
-/// `YYYY-MM-DDTHH:MM:SS+00:00`, as the original wrote expiries.
-pub(crate) fn iso_seconds(time: SystemTime) -> String {
-    let secs = time
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or(Duration::ZERO)
-        .as_secs();
-    let format =
-        time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]+00:00");
-    time::OffsetDateTime::from_unix_timestamp(secs as i64)
-        .ok()
-        .and_then(|t| t.format(&format).ok())
-        .unwrap_or_default()
-}
-
 pub(crate) fn describe(facts: &StageFacts<'_>) -> InvocationStep {
     if let Some(step) = unreachable_in_plan_mode(facts, StepKind::Confirm, StepRole::Branch) {
         return step;
@@ -255,11 +241,5 @@ mod tests {
             summary,
             "login(password=[REDACTED], note=[REDACTED] again, url=https://u:[REDACTED]@h)"
         );
-    }
-
-    #[test]
-    fn iso_has_the_original_shape() {
-        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-        assert_eq!(iso_seconds(t), "2023-11-14T22:13:20+00:00");
     }
 }
