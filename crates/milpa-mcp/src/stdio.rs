@@ -725,23 +725,17 @@ mod unix {
                     Err(error) if error.kind() != io::ErrorKind::WouldBlock => {
                         return Poll::Ready(Err(error));
                     }
-                    Err(_) => break,
+                    Err(_) => {}
                 }
-            }
-            loop {
                 std::task::ready!(this.registered.poll_read_ready(cx))?;
                 // Clears the reactor's readiness when there is nothing after all, so the
-                // next `poll_read_ready` waits for a new event. The direct descriptor is
-                // not read again here: it just said there was nothing, and a readiness
-                // the reactor reported before that read is stale (strace at 100 calls/s
-                // showed that extra `read` as one of five per call, all but one `EAGAIN`).
+                // next `poll_read_ready` waits for a new event.
                 match this.registered.try_read(scratch) {
                     Ok(n) => {
                         buf.put_slice(&scratch[..n]);
                         return Poll::Ready(Ok(()));
                     }
                     Err(error) if error.kind() == io::ErrorKind::WouldBlock => continue,
-                    Err(error) if error.kind() == io::ErrorKind::Interrupted => continue,
                     Err(error) => return Poll::Ready(Err(error)),
                 }
             }
