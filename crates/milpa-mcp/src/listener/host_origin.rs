@@ -130,10 +130,25 @@ fn host_name(authority: &str) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn refusals_say_which_header_and_forbid() {
-        let response = HostOriginRefusal::Origin.into_response();
-        assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    #[tokio::test]
+    async fn refusals_say_which_header_and_forbid() {
+        for (refusal, message) in [
+            (
+                HostOriginRefusal::Host,
+                "Forbidden: Host header not allowed",
+            ),
+            (HostOriginRefusal::Origin, "Forbidden: Origin not allowed"),
+        ] {
+            let response = refusal.into_response();
+            assert_eq!(response.status(), StatusCode::FORBIDDEN);
+            let body = axum::body::to_bytes(response.into_body(), 1024)
+                .await
+                .unwrap();
+            let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(body["error"]["message"], message, "{body}");
+            assert_eq!(body["error"]["code"], -32000, "{body}");
+            assert!(body["id"].is_null(), "{body}");
+        }
         let check = HostOriginCheck::new(Some(vec!["example.test".into()]), vec![]);
         let mut headers = HeaderMap::new();
         headers.insert(header::HOST, "EXAMPLE.test:8080".parse().unwrap());
