@@ -27,6 +27,7 @@ fn write(sink: &dyn AuditSink, n: u64) {
         request_id: &format!("req-{n}"),
         channel: "mcp",
         tool: "echo",
+        kind: Default::default(),
         principal: Some("alice"),
         outcome: AuditOutcome::Executed,
         success: true,

@@ -16,6 +16,7 @@ fn write(sink: &dyn AuditSink, tool: &str, principal: Option<&str>, outcome: Aud
         request_id: &format!("req-{n}"),
         channel: "mcp",
         tool,
+        kind: Default::default(),
         principal,
         outcome,
         success: outcome == AuditOutcome::Executed,

@@ -45,6 +45,7 @@ mod bind;
 pub mod budget;
 pub mod call_handle;
 pub mod call_span;
+pub mod catalog;
 pub mod confirm;
 mod context;
 mod deferred;

@@ -1,6 +1,12 @@
 //! [`ToolRegistry`]: holds the tools and their collaborators, and runs every call through
 //! the pipeline.
 
+use std::collections::BTreeMap;
+
+use crate::catalog::{
+    AccessRefusal, Catalog, CatalogError, Completion, CompletionRef, Prompt, PromptProvider,
+    PromptReply, Resource, ResourceContents, ResourceProvider, ResourceTemplate,
+};
 use std::collections::HashMap;
 use std::future::Future;
 use std::ops::Deref;
@@ -222,6 +228,8 @@ pub struct ToolRegistry {
     changes: watch::Sender<u64>,
     default_quota: Quota,
     tool_quotas: HashMap<String, Quota>,
+    /// The resources and prompts, beside the tools.
+    catalog: Catalog,
     wiring: Wiring,
 }
 
@@ -698,6 +706,98 @@ impl ToolRegistry {
     pub(crate) fn wiring(&self) -> &Wiring {
         &self.wiring
     }
+
+    /// The budget a tool without its own quota is charged against (reads and prompts
+    /// too).
+    pub(crate) fn default_quota(&self) -> Quota {
+        self.default_quota
+    }
+
+    /// The resources and prompts.
+    pub(crate) fn catalog(&self) -> &Catalog {
+        &self.catalog
+    }
+}
+
+/// Resources and prompts: registered beside the tools, served through the same gates (see
+/// [`catalog`](crate::catalog)).
+impl ToolRegistry {
+    /// Adds a resource provider. Its listing is read now; a URI or template another
+    /// provider offers is refused, and nothing of this provider is added.
+    pub fn register_resources(
+        &mut self,
+        provider: impl ResourceProvider,
+    ) -> Result<(), CatalogError> {
+        self.catalog.add_resources(Arc::new(provider))
+    }
+
+    /// Adds a prompt provider. Its listing is read now; a name another provider offers is
+    /// refused, and nothing of this provider is added.
+    pub fn register_prompts(&mut self, provider: impl PromptProvider) -> Result<(), CatalogError> {
+        self.catalog.add_prompts(Arc::new(provider))
+    }
+
+    /// The fixed resources, in registration order.
+    pub fn resources(&self) -> impl Iterator<Item = &Resource> {
+        self.catalog.resources()
+    }
+
+    /// The resource templates, in registration order.
+    pub fn resource_templates(&self) -> impl Iterator<Item = &ResourceTemplate> {
+        self.catalog.templates()
+    }
+
+    /// The prompts, in registration order.
+    pub fn prompts(&self) -> impl Iterator<Item = &Prompt> {
+        self.catalog.prompts()
+    }
+
+    /// Whether any resource provider is registered.
+    pub fn has_resources(&self) -> bool {
+        self.catalog.has_resources()
+    }
+
+    /// Whether any prompt provider is registered.
+    pub fn has_prompts(&self) -> bool {
+        self.catalog.has_prompts()
+    }
+
+    /// Reads `uri` for `ctx`: resolve (a fixed resource, else the first matching
+    /// template), authorize (channel policy, the resource's scopes, rules matched on its
+    /// URI or template, then the call policy's
+    /// [`evaluate_access`](crate::policy::CallPolicy::evaluate_access)), rate limit (its
+    /// own bucket, the default quota), read, audit (kind `read_resource`).
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        ctx: &ToolContext,
+    ) -> Result<Vec<ResourceContents>, AccessRefusal> {
+        crate::catalog::read_resource(self, uri, ctx).await
+    }
+
+    /// Renders prompt `name` with `arguments` for `ctx`, through the same stages as
+    /// [`read_resource`](Self::read_resource) (a missing required argument is refused at
+    /// resolve); audited with kind `get_prompt`.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: &BTreeMap<String, String>,
+        ctx: &ToolContext,
+    ) -> Result<PromptReply, AccessRefusal> {
+        crate::catalog::get_prompt(self, name, arguments, ctx).await
+    }
+
+    /// Suggestions for `argument` of a prompt or resource template, for a caller the gate
+    /// lets use it (see [`catalog`](crate::catalog)).
+    pub async fn complete(
+        &self,
+        reference: CompletionRef<'_>,
+        argument: &str,
+        value: &str,
+        ctx: &ToolContext,
+    ) -> Result<Completion, AccessRefusal> {
+        crate::catalog::complete(self, reference, argument, value, ctx).await
+    }
 }
 
 fn valid_tool_name(name: &str) -> bool {
@@ -839,6 +939,7 @@ impl ToolRegistryBuilder {
             changes: watch::Sender::new(0),
             default_quota: self.default_quota,
             tool_quotas: self.tool_quotas,
+            catalog: Catalog::default(),
             wiring: Wiring {
                 gate: self.gate,
                 rate_limiter: self.rate_limiter,

@@ -26,6 +26,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 use super::{AuditOutcome, AuditRecord, AuditSink, Redactor};
+use crate::policy::Access;
 use crate::result::ErrorCode;
 
 /// How long refusals of one caller fold into one record when nothing else is configured.
@@ -64,6 +65,7 @@ struct FoldKey {
     /// Only for anonymous callers: an authenticated one is its principal wherever it is.
     ip: Option<String>,
     tool: String,
+    kind: Access,
     outcome: AuditOutcome,
     code: Option<ErrorCode>,
 }
@@ -133,6 +135,7 @@ impl FoldingAuditSink {
             request_id: &folded.request_id,
             channel: &key.channel,
             tool: &key.tool,
+            kind: key.kind,
             principal: key.principal.as_deref(),
             outcome: key.outcome,
             success: folded.success,
@@ -184,6 +187,7 @@ impl AuditSink for FoldingAuditSink {
                 Some(_) => None,
             },
             tool: record.tool.to_owned(),
+            kind: record.kind,
             outcome: record.outcome,
             code: record.code.cloned(),
         };

@@ -10,6 +10,7 @@ use crate::audit::limits::clip;
 use crate::audit::redact::{RedactedValue, Redactor};
 use crate::json_size;
 use crate::json_write::{FieldVisitor, ObjectWriter, SerdeFields};
+use crate::policy::Access;
 use crate::result::ErrorCode;
 
 /// How a call ended. Every terminal path of the pipeline has one.
@@ -115,8 +116,11 @@ pub struct AuditRecord<'a> {
     pub request_id: &'a str,
     /// The context's channel.
     pub channel: &'a str,
-    /// The tool name as called.
+    /// The tool name as called (for a read, the URI; for a prompt, its name).
     pub tool: &'a str,
+    /// What the request was: a tool call, a resource read, a prompt. Written as `kind`
+    /// only when it is not a tool call (a call's record keeps the shape it always had).
+    pub kind: Access,
     /// The caller (`None` when anonymous).
     pub principal: Option<&'a str>,
     /// How the call ended.
@@ -261,6 +265,9 @@ impl AuditRecord<'_> {
         if self.count != 1 {
             fields.unsigned("count", self.count);
         }
+        if self.kind != Access::CallTool {
+            fields.string("kind", self.kind.as_str());
+        }
     }
 
     /// The arguments, redacted as they are written, and cut when over the cap.
@@ -288,7 +295,7 @@ impl AuditRecord<'_> {
     /// let redactor = Redactor::default();
     /// let args = json!({"password": "hunter2", "n": 1});
     /// let record = AuditRecord {
-    ///     request_id: "r1", channel: "cli", tool: "t", principal: None,
+    ///     request_id: "r1", channel: "cli", tool: "t", kind: Default::default(), principal: None,
     ///     outcome: AuditOutcome::Executed, success: true, code: None, error: None,
     ///     took_ms: 0, timeout_exceeded: false, args: &args, redactor: &redactor,
     ///     count: 1, ip: None, max_args_bytes: 16 * 1024,
@@ -347,6 +354,7 @@ mod tests {
                     request_id: if i % 2 == 0 { "req-1" } else { "req \"2\"" },
                     channel: "mcp",
                     tool: "notes.add",
+                    kind: Default::default(),
                     principal: if i % 2 == 0 { Some("alice\\bob") } else { None },
                     outcome,
                     success: i % 2 == 1,

@@ -14,6 +14,7 @@ use tracing::Level;
 use crate::audit::chain::{ChainHead, seal};
 use crate::audit::record::{AuditOutcome, AuditRecord};
 use crate::escape::EscapeControl;
+use crate::policy::Access;
 use crate::result::ErrorCode;
 
 /// Receives every audit record. Called inline at the end of each call: keep it quick (a
@@ -133,9 +134,15 @@ struct AuditMessage<'r, 'a> {
 impl fmt::Display for AuditMessage<'_, '_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let r = self.record;
+        // A read or a prompt says so before its name; a call's line is as it always was.
+        let noun = match r.kind {
+            Access::CallTool => "",
+            Access::ReadResource => "resource ",
+            Access::GetPrompt => "prompt ",
+        };
         write!(
             f,
-            "[ToolAudit] {} | {} | {} | {} | {}ms | {}",
+            "[ToolAudit] {} | {} | {noun}{} | {} | {}ms | {}",
             EscapeControl::all(r.request_id),
             EscapeControl::all(r.channel),
             EscapeControl::all(r.tool),
@@ -312,6 +319,13 @@ pub struct OwnedAuditRecord {
     /// How many refusals the record stands for (1 unless folded).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub count: u64,
+    /// What the request was (a tool call unless written otherwise).
+    #[serde(default, skip_serializing_if = "is_call")]
+    pub kind: Access,
+}
+
+fn is_call(kind: &Access) -> bool {
+    *kind == Access::CallTool
 }
 
 fn one() -> u64 {
@@ -337,6 +351,7 @@ impl From<&AuditRecord<'_>> for OwnedAuditRecord {
             timeout_exceeded: r.timeout_exceeded,
             args: r.redacted_args(),
             count: r.count,
+            kind: r.kind,
         }
     }
 }
@@ -416,6 +431,7 @@ mod tests {
             request_id: "r\n1",
             channel: "mcp",
             tool: "notes_add",
+            kind: Default::default(),
             principal: Some("ann"),
             outcome: AuditOutcome::Failed,
             success: false,

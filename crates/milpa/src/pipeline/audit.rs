@@ -94,6 +94,7 @@ pub(crate) fn conclude(call: Audited<'_>, terminal: &mut Terminal) {
         request_id: call.ctx.request_id(),
         channel: call.ctx.channel(),
         tool: &name,
+        kind: Default::default(),
         principal: call.ctx.principal(),
         outcome,
         success: result.success,

@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::context::ToolContext;
 use crate::deferred::Deferred;
 use crate::definition::ToolDefinition;
+use crate::policy::subject::Access;
 
 /// The call a [`CallPolicy`] judges.
 #[derive(Debug, Clone, Copy)]
@@ -30,6 +31,33 @@ impl<'a> PolicyInput<'a> {
     /// The input for a call of `tool` with `args` in `ctx`.
     pub fn new(ctx: &'a ToolContext, tool: &'a ToolDefinition, args: &'a Value) -> Self {
         PolicyInput { ctx, tool, args }
+    }
+}
+
+/// A resource read or a prompt request a [`CallPolicy`] judges (see
+/// [`CallPolicy::evaluate_access`]).
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct AccessInput<'a> {
+    /// The caller, channel and mode.
+    pub ctx: &'a ToolContext,
+    /// What is asked: [`Access::ReadResource`] or [`Access::GetPrompt`].
+    pub access: Access,
+    /// The resource's URI, or the prompt's name.
+    pub name: &'a str,
+    /// The prompt's arguments (an object of strings); `{}` for a read.
+    pub args: &'a Value,
+}
+
+impl<'a> AccessInput<'a> {
+    /// The input for `access` of `name` with `args` in `ctx`.
+    pub fn new(ctx: &'a ToolContext, access: Access, name: &'a str, args: &'a Value) -> Self {
+        AccessInput {
+            ctx,
+            access,
+            name,
+            args,
+        }
     }
 }
 
@@ -51,4 +79,17 @@ pub trait CallPolicy: Send + Sync + 'static {
     /// For `inspect`: what is wired and which of its policies can apply to `tool` (one
     /// line, e.g. `cedar (policy.cedar, default allow): may apply: deny-big-refunds`).
     fn describe(&self, tool: &ToolDefinition) -> String;
+
+    /// Judges a resource read or a prompt request, after the scopes, the channel and the
+    /// rules allowed it.
+    ///
+    /// The default denies: a policy written for tool calls has not said what it allows of
+    /// the rest, and the gate fails closed rather than let a read through unjudged.
+    fn evaluate_access<'a>(&'a self, input: AccessInput<'a>) -> Deferred<'a, PolicyDecision> {
+        Deferred::ready(PolicyDecision::Deny(format!(
+            "The call policy judges tool calls only; {} '{}' is denied (fail-closed).",
+            input.access.noun(),
+            input.name
+        )))
+    }
 }

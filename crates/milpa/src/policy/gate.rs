@@ -7,6 +7,7 @@ use crate::definition::ToolDefinition;
 use crate::policy::call_policy::CallPolicy;
 use crate::policy::channel::ChannelPolicy;
 use crate::policy::rules::{PolicyRuleProvider, RuleEffect, RuleQuery};
+use crate::policy::subject::Subject;
 
 /// The gate's verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -176,11 +177,23 @@ impl PolicyGate {
         }
     }
 
+    #[inline]
     pub(crate) async fn authorize_under(
         &self,
         policy: &ChannelPolicy,
         ctx: &ToolContext,
         tool: &ToolDefinition,
+    ) -> Authorization {
+        self.authorize_subject(policy, ctx, Subject::tool(tool))
+            .await
+    }
+
+    /// The gate's checks on any subject: a tool call, a resource read, a prompt.
+    pub(crate) async fn authorize_subject(
+        &self,
+        policy: &ChannelPolicy,
+        ctx: &ToolContext,
+        tool: Subject<'_>,
     ) -> Authorization {
         if let Some(denied) = check_caller(policy, ctx, tool) {
             return match denied {
@@ -207,7 +220,7 @@ impl PolicyGate {
     async fn with_rule_scopes(
         &self,
         ctx: &ToolContext,
-        tool: &ToolDefinition,
+        tool: Subject<'_>,
         reason: String,
         mut needed: Vec<String>,
     ) -> Authorization {
@@ -220,10 +233,10 @@ impl PolicyGate {
     }
 }
 
-fn rule_query<'a>(ctx: &'a ToolContext, tool: &'a ToolDefinition) -> RuleQuery<'a> {
-    RuleQuery::new(ctx.channel(), tool.name())
+fn rule_query<'a>(ctx: &'a ToolContext, tool: Subject<'a>) -> RuleQuery<'a> {
+    RuleQuery::new(ctx.channel(), tool.name)
         .with_principal(ctx.principal())
-        .with_mutating(tool.is_mutating())
+        .with_mutating(tool.mutating)
 }
 
 /// Appends the scopes `needed` does not list yet.
@@ -267,10 +280,20 @@ pub(crate) fn caller_denial(
     ctx: &ToolContext,
     tool: &ToolDefinition,
 ) -> Option<CallerDenial> {
+    subject_denial(policy, ctx, Subject::tool(tool))
+}
+
+/// [`caller_denial`] of any subject.
+#[inline]
+pub(crate) fn subject_denial(
+    policy: &ChannelPolicy,
+    ctx: &ToolContext,
+    tool: Subject<'_>,
+) -> Option<CallerDenial> {
     if policy.require_auth && ctx.principal().is_none() {
         return Some(CallerDenial::Unauthenticated);
     }
-    let scopes = tool.scopes();
+    let scopes = tool.scopes;
     if !scopes.is_empty() && !ctx.has_any_scope(scopes) {
         return Some(CallerDenial::MissingScope);
     }
@@ -288,21 +311,22 @@ pub(crate) fn blocks_mutating(policy: &ChannelPolicy, tool: &ToolDefinition) -> 
 fn check_caller(
     policy: &ChannelPolicy,
     ctx: &ToolContext,
-    tool: &ToolDefinition,
+    tool: Subject<'_>,
 ) -> Option<Authorization> {
-    Some(match caller_denial(policy, ctx, tool)? {
+    Some(match subject_denial(policy, ctx, tool)? {
         CallerDenial::Unauthenticated => Authorization::Denied(format!(
             "channel '{}' requires an authenticated principal (require_auth) — none provided.",
             ctx.channel()
         )),
         CallerDenial::MissingScope => {
-            let mut needed = Vec::with_capacity(tool.scopes().len());
-            add_scopes(&mut needed, tool.scopes());
+            let mut needed = Vec::with_capacity(tool.scopes.len());
+            add_scopes(&mut needed, tool.scopes);
             Authorization::InsufficientScope {
                 reason: format!(
-                    "Missing required scope for tool '{}'. Need one of: {} — context has: {}.",
-                    tool.name(),
-                    tool.scopes().join(", "),
+                    "Missing required scope for {} '{}'. Need one of: {} — context has: {}.",
+                    tool.access.noun(),
+                    tool.name,
+                    tool.scopes.join(", "),
                     held_scopes(ctx)
                 ),
                 needed,
@@ -315,19 +339,19 @@ fn check_caller(
 async fn check_rules(
     provider: &dyn PolicyRuleProvider,
     ctx: &ToolContext,
-    tool: &ToolDefinition,
+    tool: Subject<'_>,
 ) -> Option<Authorization> {
-    let (channel, name) = (ctx.channel(), tool.name());
+    let (channel, name, noun) = (ctx.channel(), tool.name, tool.access.noun());
     let rule = provider.find_matching_rule(rule_query(ctx, tool)).await?;
     let id = rule.id.map(|id| id.to_string()).unwrap_or_default();
     if !rule.requires_scopes.is_empty() && !ctx.has_any_scope(&rule.requires_scopes) {
         // The tool's own scopes are held (checked before); the call needs them still.
         let mut needed = Vec::new();
-        add_scopes(&mut needed, tool.scopes());
+        add_scopes(&mut needed, tool.scopes);
         add_scopes(&mut needed, &rule.requires_scopes);
         return Some(Authorization::InsufficientScope {
             reason: format!(
-                "Policy rule #{id} for tool '{name}' requires one of these scopes: {} — context has: {}.",
+                "Policy rule #{id} for {noun} '{name}' requires one of these scopes: {} — context has: {}.",
                 rule.requires_scopes.join(", "),
                 held_scopes(ctx)
             ),
@@ -338,7 +362,7 @@ async fn check_rules(
         RuleEffect::Allow => Authorization::Allowed,
         RuleEffect::Deny => Authorization::Denied(rule.description.unwrap_or_else(|| {
             format!(
-                "Denied by policy rule #{id} for tool '{name}' on channel '{channel}' (principal: {}).",
+                "Denied by policy rule #{id} for {noun} '{name}' on channel '{channel}' (principal: {}).",
                 ctx.principal().unwrap_or("(none)")
             )
         })),
@@ -347,15 +371,11 @@ async fn check_rules(
 
 /// [`blocks_mutating`], worded as the original denies it.
 #[inline]
-fn check_channel(
-    policy: &ChannelPolicy,
-    ctx: &ToolContext,
-    tool: &ToolDefinition,
-) -> Authorization {
-    if blocks_mutating(policy, tool) {
+fn check_channel(policy: &ChannelPolicy, ctx: &ToolContext, tool: Subject<'_>) -> Authorization {
+    if !policy.allow_all && policy.block_mutating && tool.mutating {
         return Authorization::Denied(format!(
             "Mutating tool '{}' is blocked on channel '{}' (block_mutating policy).",
-            tool.name(),
+            tool.name,
             ctx.channel()
         ));
     }

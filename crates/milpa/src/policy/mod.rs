@@ -4,8 +4,9 @@ mod call_policy;
 mod channel;
 mod gate;
 mod rules;
+mod subject;
 
-pub use call_policy::{CallPolicy, PolicyDecision, PolicyInput};
+pub use call_policy::{AccessInput, CallPolicy, PolicyDecision, PolicyInput};
 pub use channel::ChannelPolicy;
 pub use gate::{Authorization, Confirmation, PolicyGate};
 pub(crate) use gate::{CallerDenial, blocks_mutating, caller_denial};
@@ -13,3 +14,5 @@ pub use rules::{
     PolicyRule, PolicyRuleProvider, RuleEffect, RuleQuery, StaticRule, StaticRuleProvider,
     glob_matches,
 };
+pub use subject::Access;
+pub(crate) use subject::Subject;

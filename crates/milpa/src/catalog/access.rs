@@ -1,0 +1,445 @@
+//! The governed path of a resource read and a prompt request: [`AccessStep::ORDER`], run
+//! by [`read_resource`] and [`get_prompt`] step by step.
+//!
+//! ```text
+//! resolve → authorize → rate_limit → execute → audit
+//! ```
+//!
+//! A tool call's other stages have nothing to do here: there are no arguments to validate
+//! against a schema or clamp (a prompt's required arguments are checked at `resolve`), a
+//! read changes nothing (so no plan mode and no confirmation), and there is no listener
+//! that could answer instead. What is left runs in the call's order, with the call's
+//! collaborators: the same gate, limiter, audit sink and redactor.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use crate::audit::{AuditOutcome, AuditRecord, MAX_TOOL_NAME_BYTES, clip};
+use crate::catalog::{CatalogError, PromptReply, ResourceContents};
+use crate::context::ToolContext;
+use crate::policy::{Access, AccessInput, Authorization, PolicyDecision, Subject};
+use crate::rate_limit::{COST_READ, RateDecision, RateKey};
+use crate::registry::ToolRegistry;
+use crate::result::ErrorCode;
+use crate::wiring::Wiring;
+
+/// One stage of a read or a prompt request, in execution order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AccessStep {
+    /// Find who serves the URI or the prompt (and check a prompt's required arguments).
+    Resolve,
+    /// Ask the policy gate, then the call policy.
+    Authorize,
+    /// Charge the caller's budget.
+    RateLimit,
+    /// Read the resource, or render the prompt.
+    Execute,
+    /// Record the outcome.
+    Audit,
+}
+
+impl AccessStep {
+    /// Every stage, in the order [`ToolRegistry::read_resource`] and
+    /// [`ToolRegistry::get_prompt`] run them.
+    pub const ORDER: [AccessStep; 5] = [
+        AccessStep::Resolve,
+        AccessStep::Authorize,
+        AccessStep::RateLimit,
+        AccessStep::Execute,
+        AccessStep::Audit,
+    ];
+
+    /// The wire name, e.g. `rate_limit` (as the call's [`StepKind`](crate::StepKind)).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AccessStep::Resolve => "resolve",
+            AccessStep::Authorize => "authorize",
+            AccessStep::RateLimit => "rate_limit",
+            AccessStep::Execute => "execute",
+            AccessStep::Audit => "audit",
+        }
+    }
+}
+
+/// Why a read or a prompt request was refused or failed: the call's error code and
+/// message (the same self-explaining denials a tool call gets).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+#[non_exhaustive]
+pub struct AccessRefusal {
+    code: ErrorCode,
+    message: String,
+    required_scopes: Vec<String>,
+    retry_after_seconds: Option<u64>,
+}
+
+impl AccessRefusal {
+    pub(crate) fn new(code: ErrorCode, message: impl Into<String>) -> AccessRefusal {
+        AccessRefusal {
+            code,
+            message: message.into(),
+            required_scopes: Vec::new(),
+            retry_after_seconds: None,
+        }
+    }
+
+    /// The code, as a tool result would carry it: `NOT_FOUND`, `VALIDATION_ERROR`,
+    /// `FORBIDDEN`, `RATE_LIMITED`, `RESULT_TOO_LARGE`, `UNAVAILABLE`, `INTERNAL_ERROR`.
+    pub fn code(&self) -> &ErrorCode {
+        &self.code
+    }
+
+    /// What the caller is told.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// For a missing scope: every scope the request needs (for an OAuth challenge).
+    pub fn required_scopes(&self) -> &[String] {
+        &self.required_scopes
+    }
+
+    /// For a rate limit: when to try again, in seconds.
+    pub fn retry_after_seconds(&self) -> Option<u64> {
+        self.retry_after_seconds
+    }
+}
+
+/// One request on its way through the stages.
+struct Governed<'a> {
+    wiring: &'a Wiring,
+    ctx: &'a ToolContext,
+    access: Access,
+    /// What the caller asked for (a URI, a prompt name).
+    asked: &'a str,
+    /// What the gate and the limiter see: the resource's URI or its template, the prompt.
+    name: &'a str,
+    scopes: &'a [String],
+    args: &'a Value,
+    started: crate::pipeline::clock::Tick,
+}
+
+impl<'a> Governed<'a> {
+    fn new(
+        wiring: &'a Wiring,
+        ctx: &'a ToolContext,
+        access: Access,
+        asked: &'a str,
+        args: &'a Value,
+    ) -> Self {
+        Governed {
+            wiring,
+            ctx,
+            access,
+            asked,
+            name: asked,
+            scopes: &[],
+            args,
+            started: wiring.clock.now(),
+        }
+    }
+
+    /// The caller's own budget, spent before anything is looked up (as a call's).
+    fn charge_caller(&self) -> Result<(), (AccessRefusal, AuditOutcome)> {
+        if let Some(budget) = &self.wiring.caller_budget
+            && let RateDecision::Denied { retry_after } = budget.charge(self.ctx)
+        {
+            let quota = budget.quota();
+            let mut refusal = AccessRefusal::new(
+                ErrorCode::RateLimited,
+                format!(
+                    "Rate limit exceeded for caller '{}': max {} tokens per {}s.",
+                    self.ctx.principal().unwrap_or("(anonymous)"),
+                    quota.max_tokens,
+                    quota.window.as_secs()
+                ),
+            );
+            refusal.retry_after_seconds = Some(whole_seconds(retry_after));
+            return Err((refusal, AuditOutcome::RateLimited));
+        }
+        Ok(())
+    }
+
+    async fn authorize(&self) -> Result<(), (AccessRefusal, AuditOutcome)> {
+        let gate = &self.wiring.gate;
+        let policy = gate.lookup_warning_if_unknown(self.ctx.channel());
+        let subject = Subject::read(self.access, self.name, self.scopes);
+        let denied = |refusal| Err((refusal, AuditOutcome::Denied));
+        match gate.authorize_subject(&policy, self.ctx, subject).await {
+            Authorization::Allowed => {}
+            Authorization::InsufficientScope { reason, needed } => {
+                let mut refusal = AccessRefusal::new(ErrorCode::Forbidden, reason);
+                refusal.required_scopes = needed;
+                return denied(refusal);
+            }
+            Authorization::Denied(reason) => {
+                return denied(AccessRefusal::new(ErrorCode::Forbidden, reason));
+            }
+        }
+        if let Some(policy) = gate.call_policy() {
+            let input = AccessInput::new(self.ctx, self.access, self.asked, self.args);
+            if let PolicyDecision::Deny(reason) = policy.evaluate_access(input).await {
+                return denied(AccessRefusal::new(ErrorCode::Forbidden, reason));
+            }
+        }
+        Ok(())
+    }
+
+    async fn rate_limit(
+        &self,
+        registry: &ToolRegistry,
+    ) -> Result<(), (AccessRefusal, AuditOutcome)> {
+        let Some(limiter) = self.wiring.rate_limiter.as_ref() else {
+            return Ok(());
+        };
+        // Its own bucket per resource (or template) and prompt: a read never spends a
+        // tool's budget of the same name.
+        let subject = format!("{}:{}", self.access.noun(), self.name);
+        let key = RateKey {
+            channel: self.ctx.channel(),
+            principal: self.ctx.raw_principal().unwrap_or(""),
+            tool: &subject,
+        };
+        let quota = registry.default_quota();
+        match limiter.consume(key, COST_READ, quota).await {
+            Ok(RateDecision::Allowed { .. }) => Ok(()),
+            Ok(RateDecision::Denied { retry_after }) => {
+                let mut refusal = AccessRefusal::new(
+                    ErrorCode::RateLimited,
+                    format!(
+                        "Rate limit exceeded for '{key}': max {} tokens per {}s.",
+                        quota.max_tokens,
+                        quota.window.as_secs()
+                    ),
+                );
+                refusal.retry_after_seconds = Some(whole_seconds(retry_after));
+                Err((refusal, AuditOutcome::RateLimited))
+            }
+            Err(error) => Err((
+                AccessRefusal::new(
+                    ErrorCode::Unavailable,
+                    format!("The rate limiter is unavailable ({error}); the request was refused."),
+                ),
+                AuditOutcome::Unavailable,
+            )),
+        }
+    }
+
+    /// What the provider answered, capped like a tool's result.
+    fn executed<T>(
+        &self,
+        answer: Result<T, CatalogError>,
+        wire_len: impl Fn(&T) -> usize,
+    ) -> Result<T, (AccessRefusal, AuditOutcome)> {
+        match answer {
+            Ok(value) => {
+                let cap = self.wiring.max_result_bytes;
+                let len = wire_len(&value);
+                if len > cap {
+                    return Err((
+                        AccessRefusal::new(
+                            ErrorCode::ResultTooLarge,
+                            format!(
+                                "The {} '{}' is {len} bytes, over the {cap}-byte cap.",
+                                self.access.noun(),
+                                clip(self.asked, MAX_TOOL_NAME_BYTES)
+                            ),
+                        ),
+                        AuditOutcome::Failed,
+                    ));
+                }
+                Ok(value)
+            }
+            Err(CatalogError::NotFound(_)) => Err(self.not_found()),
+            Err(CatalogError::InvalidArguments(message)) => Err((
+                AccessRefusal::new(ErrorCode::ValidationError, message),
+                AuditOutcome::InvalidArguments,
+            )),
+            Err(error) => {
+                tracing::warn!(target: "milpa::catalog", name = self.asked, error = &error as &dyn std::error::Error, "provider failed");
+                Err((
+                    AccessRefusal::new(ErrorCode::InternalError, error.to_string()),
+                    AuditOutcome::Failed,
+                ))
+            }
+        }
+    }
+
+    fn not_found(&self) -> (AccessRefusal, AuditOutcome) {
+        let asked = clip(self.asked, MAX_TOOL_NAME_BYTES);
+        let message = match self.access {
+            Access::GetPrompt => format!("Prompt not found: {asked}"),
+            _ => format!("Resource not found: {asked}"),
+        };
+        (
+            AccessRefusal::new(ErrorCode::NotFound, message),
+            AuditOutcome::NotFound,
+        )
+    }
+
+    /// The one record of the request, however it ended.
+    fn audit(&self, ended: Result<(), &(AccessRefusal, AuditOutcome)>) {
+        let (outcome, refusal) = match ended {
+            Ok(()) => (AuditOutcome::Executed, None),
+            Err((refusal, outcome)) => (*outcome, Some(refusal)),
+        };
+        let wiring = self.wiring;
+        let error = refusal.map(|r| {
+            let scrubbed = wiring.redactor.scrub(&r.message, self.args);
+            clip(&scrubbed, wiring.audit_limits.max_error_bytes).into_owned()
+        });
+        wiring.audit.record(&AuditRecord {
+            request_id: self.ctx.request_id(),
+            channel: self.ctx.channel(),
+            tool: &clip(self.asked, MAX_TOOL_NAME_BYTES),
+            kind: self.access,
+            principal: self.ctx.principal(),
+            outcome,
+            success: refusal.is_none(),
+            code: refusal.map(|r| &r.code),
+            error: error.as_deref(),
+            took_ms: wiring
+                .clock
+                .millis_between(self.started, wiring.clock.now()),
+            timeout_exceeded: false,
+            args: self.args,
+            redactor: &wiring.redactor,
+            count: 1,
+            ip: self.ctx.ip(),
+            max_args_bytes: wiring.audit_limits.max_args_bytes,
+        });
+    }
+}
+
+fn whole_seconds(wait: std::time::Duration) -> u64 {
+    wait.as_secs() + u64::from(wait.subsec_nanos() > 0)
+}
+
+/// Reads `uri` for `ctx` through [`AccessStep::ORDER`].
+pub(crate) async fn read_resource(
+    registry: &ToolRegistry,
+    uri: &str,
+    ctx: &ToolContext,
+) -> Result<Vec<ResourceContents>, AccessRefusal> {
+    let args = Value::Object(Map::new());
+    let mut request = Governed::new(registry.wiring(), ctx, Access::ReadResource, uri, &args);
+    let mut provider = None;
+    let mut contents = None;
+    let mut ended = Ok(());
+    for step in AccessStep::ORDER {
+        let flow = match step {
+            AccessStep::Resolve => request.charge_caller().and_then(|()| {
+                let found = registry
+                    .catalog()
+                    .resolve_resource(uri)
+                    .ok_or_else(|| request.not_found())?;
+                (request.name, request.scopes) = (found.name, found.scopes);
+                provider = Some(found.provider);
+                Ok(())
+            }),
+            AccessStep::Authorize => request.authorize().await,
+            AccessStep::RateLimit => request.rate_limit(registry).await,
+            AccessStep::Execute => match provider {
+                Some(provider) => {
+                    let read = provider.read(uri, ctx).await;
+                    request
+                        .executed(read, |pieces| {
+                            pieces.iter().map(ResourceContents::wire_len).sum()
+                        })
+                        .map(|read| contents = Some(read))
+                }
+                None => Err(request.not_found()),
+            },
+            AccessStep::Audit => {
+                request.audit(ended.as_ref().map(|_| ()));
+                break;
+            }
+        };
+        if let Err(stop) = flow {
+            ended = Err(stop);
+            request.audit(ended.as_ref().map(|_| ()));
+            break;
+        }
+    }
+    match (ended, contents) {
+        (Err((refusal, _)), _) => Err(refusal),
+        (Ok(()), Some(contents)) => Ok(contents),
+        (Ok(()), None) => Err(request.not_found().0),
+    }
+}
+
+/// Renders prompt `name` with `arguments` for `ctx` through [`AccessStep::ORDER`].
+pub(crate) async fn get_prompt(
+    registry: &ToolRegistry,
+    name: &str,
+    arguments: &BTreeMap<String, String>,
+    ctx: &ToolContext,
+) -> Result<PromptReply, AccessRefusal> {
+    // The arguments as the record (and the call policy) see them.
+    let args = Value::Object(
+        arguments
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect(),
+    );
+    let mut request = Governed::new(registry.wiring(), ctx, Access::GetPrompt, name, &args);
+    let mut provider = None;
+    let mut reply = None;
+    let mut ended = Ok(());
+    for step in AccessStep::ORDER {
+        let flow = match step {
+            AccessStep::Resolve => request.charge_caller().and_then(|()| {
+                let (prompt, found) = registry
+                    .catalog()
+                    .prompt(name)
+                    .ok_or_else(|| request.not_found())?;
+                request.scopes = prompt.scopes();
+                provider = Some(found);
+                let missing = prompt.missing(arguments);
+                if missing.is_empty() {
+                    Ok(())
+                } else {
+                    Err((
+                        AccessRefusal::new(
+                            ErrorCode::ValidationError,
+                            format!(
+                                "Missing required argument(s) for prompt '{name}': {}",
+                                missing.join(", ")
+                            ),
+                        ),
+                        AuditOutcome::InvalidArguments,
+                    ))
+                }
+            }),
+            AccessStep::Authorize => request.authorize().await,
+            AccessStep::RateLimit => request.rate_limit(registry).await,
+            AccessStep::Execute => match provider {
+                Some(provider) => {
+                    let got = provider.get(name, arguments, ctx).await;
+                    request
+                        .executed(got, |reply| {
+                            reply.messages.iter().map(|m| m.wire_len()).sum()
+                        })
+                        .map(|got| reply = Some(got))
+                }
+                None => Err(request.not_found()),
+            },
+            AccessStep::Audit => {
+                request.audit(ended.as_ref().map(|_| ()));
+                break;
+            }
+        };
+        if let Err(stop) = flow {
+            ended = Err(stop);
+            request.audit(ended.as_ref().map(|_| ()));
+            break;
+        }
+    }
+    match (ended, reply) {
+        (Err((refusal, _)), _) => Err(refusal),
+        (Ok(()), Some(reply)) => Ok(reply),
+        (Ok(()), None) => Err(request.not_found().0),
+    }
+}
