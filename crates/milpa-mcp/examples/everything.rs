@@ -22,13 +22,24 @@
 //! `test_elicitation_sep1330_enums`, `json_schema_2020_12_tool`), plus `add(a, b)`,
 //! `echo(text)`, `delete_note(id)` (asks for confirmation), `restart_server` (denied by a
 //! policy rule) and `slow(seconds)` (reports progress, stops when cancelled).
+//!
+//! Resources: `test://static-text`, `test://static-binary`, `test://watched-resource` and
+//! the template `test://template/{id}/data`; prompts: `test_simple_prompt`,
+//! `test_prompt_with_arguments`, `test_prompt_with_embedded_resource`,
+//! `test_prompt_with_image`; completion of `test_prompt_with_arguments`' arguments.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use milpa::Deferred;
 use milpa::audit::{AuditRecord, AuditSink};
+use milpa::catalog::{
+    CatalogError, Prompt, PromptArgument, PromptContent, PromptMessage, PromptProvider,
+    PromptReply, Resource, ResourceContents, ResourceProvider, ResourceTemplate, Role,
+};
 use milpa::policy::{ChannelPolicy, PolicyRule, RuleEffect, StaticRule, StaticRuleProvider};
 use milpa::{
     CallHandle, LogLevel, ToolContext, ToolDefinition, ToolError, ToolRegistry, ToolResult, tool,
@@ -617,7 +628,154 @@ fn build_registry(args: &Args) -> Result<ToolRegistry, Box<dyn std::error::Error
     {
         registry.register(tool)?;
     }
+    registry.register_resources(FixtureResources)?;
+    registry.register_prompts(FixturePrompts)?;
     Ok(registry)
+}
+
+/// The suite's resources.
+struct FixtureResources;
+
+impl ResourceProvider for FixtureResources {
+    fn resources(&self) -> Vec<Resource> {
+        vec![
+            Resource::new("test://static-text", "static-text")
+                .with_description("A static text resource")
+                .with_mime_type("text/plain"),
+            Resource::new("test://static-binary", "static-binary")
+                .with_description("A static binary resource (a 1x1 PNG)")
+                .with_mime_type("image/png"),
+            Resource::new("test://watched-resource", "watched-resource")
+                .with_description("A resource to subscribe to")
+                .with_mime_type("text/plain"),
+        ]
+    }
+
+    fn templates(&self) -> Vec<ResourceTemplate> {
+        vec![
+            ResourceTemplate::new("test://template/{id}/data", "template-data")
+                .expect("a valid template")
+                .with_description("Data for an id")
+                .with_mime_type("application/json"),
+        ]
+    }
+
+    fn read<'a>(
+        &'a self,
+        uri: &'a str,
+        _ctx: &'a ToolContext,
+    ) -> Deferred<'a, Result<Vec<ResourceContents>, CatalogError>> {
+        let contents = match uri {
+            "test://static-text" => ResourceContents::text(
+                uri,
+                "text/plain",
+                "This is the content of the static text resource.",
+            ),
+            "test://static-binary" => ResourceContents::Blob {
+                uri: uri.to_owned(),
+                mime_type: Some("image/png".to_owned()),
+                blob: PNG_1X1.to_owned(),
+            },
+            "test://watched-resource" => {
+                ResourceContents::text(uri, "text/plain", "The watched resource, as it is now.")
+            }
+            _ => match uri
+                .strip_prefix("test://template/")
+                .and_then(|rest| rest.strip_suffix("/data"))
+            {
+                Some(id) => ResourceContents::text(
+                    uri,
+                    "application/json",
+                    json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")})
+                        .to_string(),
+                ),
+                None => return Deferred::ready(Err(CatalogError::NotFound(uri.to_owned()))),
+            },
+        };
+        Deferred::ready(Ok(vec![contents]))
+    }
+}
+
+/// The suite's prompts.
+struct FixturePrompts;
+
+impl PromptProvider for FixturePrompts {
+    fn prompts(&self) -> Vec<Prompt> {
+        vec![
+            Prompt::new("test_simple_prompt", "A simple prompt without arguments"),
+            Prompt::new("test_prompt_with_arguments", "A prompt with two arguments")
+                .with_argument(
+                    PromptArgument::required("arg1").with_description("First test argument"),
+                )
+                .with_argument(
+                    PromptArgument::required("arg2").with_description("Second test argument"),
+                ),
+            Prompt::new(
+                "test_prompt_with_embedded_resource",
+                "A prompt embedding a resource",
+            )
+            .with_argument(
+                PromptArgument::required("resourceUri")
+                    .with_description("URI of the resource to embed"),
+            ),
+            Prompt::new("test_prompt_with_image", "A prompt with an image"),
+        ]
+    }
+
+    fn get<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: &'a BTreeMap<String, String>,
+        _ctx: &'a ToolContext,
+    ) -> Deferred<'a, Result<PromptReply, CatalogError>> {
+        let argument = |key: &str| arguments.get(key).cloned().unwrap_or_default();
+        let messages = match name {
+            "test_simple_prompt" => {
+                vec![PromptMessage::user("This is a simple prompt for testing.")]
+            }
+            "test_prompt_with_arguments" => vec![PromptMessage::user(format!(
+                "Prompt with arguments: arg1='{}', arg2='{}'",
+                argument("arg1"),
+                argument("arg2")
+            ))],
+            "test_prompt_with_embedded_resource" => vec![
+                PromptMessage::user_resource(ResourceContents::text(
+                    argument("resourceUri"),
+                    "text/plain",
+                    "Embedded resource content for testing.",
+                )),
+                PromptMessage::user("Please process the embedded resource above."),
+            ],
+            "test_prompt_with_image" => vec![
+                PromptMessage {
+                    role: Role::User,
+                    content: PromptContent::Image {
+                        data: PNG_1X1.to_owned(),
+                        mime_type: "image/png".to_owned(),
+                    },
+                },
+                PromptMessage::user("Please analyze the image above."),
+            ],
+            _ => return Deferred::ready(Err(CatalogError::NotFound(name.to_owned()))),
+        };
+        Deferred::ready(Ok(PromptReply::new(messages)))
+    }
+
+    fn complete<'a>(
+        &'a self,
+        _name: &'a str,
+        _argument: &'a str,
+        value: &'a str,
+    ) -> Deferred<'a, Vec<String>> {
+        let words = ["test", "testing", "tested", "value", "valid"];
+        Deferred::ready(
+            words
+                .iter()
+                .filter(|word| word.starts_with(value))
+                .map(|word| (*word).to_owned())
+                .collect(),
+        )
+    }
 }
 
 /// The registry being served, for the one tool that changes the tool list. A weak

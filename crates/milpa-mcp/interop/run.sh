@@ -44,12 +44,15 @@ CONFORMANCE_SCENARIOS=(
   tools-call-mixed-content tools-call-with-logging tools-call-error tools-call-with-progress
   tools-call-sampling tools-call-elicitation
   json-schema-2020-12 elicitation-sep1034-defaults elicitation-sep1330-enums
+  resources-list resources-read-text resources-read-binary resources-templates-read
+  resources-subscribe resources-unsubscribe
+  prompts-list prompts-get-simple prompts-get-with-args prompts-get-embedded-resource
+  prompts-get-with-image completion-complete
 )
 
-# Every 2026-07-28 scenario of the pre-release line except resources, prompts and completion.
-# Every 2026-07-28 server scenario except resources, prompts and completion (the server has
-# none of them). `input-required-result-non-tool-request` is left out with them: it asks
-# for a prompt (`prompts/get`) that answers through input_required.
+# Every 2026-07-28 server scenario of the pre-release line but one:
+# `input-required-result-non-tool-request` asks for a prompt that answers through
+# input_required (a prompt that elicits), which prompts cannot do yet.
 CONFORMANCE_2026_SCENARIOS=(
   server-stateless tools-list
   tools-call-simple-text tools-call-image tools-call-audio tools-call-embedded-resource
@@ -63,6 +66,10 @@ CONFORMANCE_2026_SCENARIOS=(
   input-required-result-result-type input-required-result-unsupported-methods
   input-required-result-tampered-state input-required-result-capability-check
   input-required-result-ignore-extra-params input-required-result-validate-input
+  resources-list resources-read-text resources-read-binary resources-templates-read
+  sep-2164-resource-not-found
+  prompts-list prompts-get-simple prompts-get-with-args prompts-get-embedded-resource
+  prompts-get-with-image completion-complete
 )
 
 log() { echo "[milpa-mcp interop] $*" >&2; }

@@ -35,6 +35,11 @@ impl ErrorCode {
     pub const SERVER_ERROR: ErrorCode = ErrorCode(-32000);
     /// `-32001`: the HTTP session ended or never existed.
     pub const SESSION_NOT_FOUND: ErrorCode = ErrorCode(-32001);
+    /// `-32002`: no resource at the URI asked for (the code the MCP specification gives).
+    pub const RESOURCE_NOT_FOUND: ErrorCode = ErrorCode(-32002);
+    /// `-32003`: the gate refused a resource read, a prompt or a completion (the error's
+    /// `data.code` says why: `FORBIDDEN`, `RATE_LIMITED`, `UNAVAILABLE`).
+    pub const ACCESS_REFUSED: ErrorCode = ErrorCode(-32003);
     /// `-32020` (2026-07-28): the HTTP headers (`Mcp-Method`, `Mcp-Name`,
     /// `MCP-Protocol-Version`) do not match the body.
     pub const HEADER_MISMATCH: ErrorCode = ErrorCode(-32020);

@@ -29,12 +29,22 @@ pub(crate) enum Method {
     LoggingSetLevel,
     /// `server/discover` (stateless only): what the server is.
     ServerDiscover,
-    /// `prompts/list` (stateless only; answered empty, with caching hints).
+    /// `prompts/list`.
     PromptsList,
-    /// `resources/list` (stateless only; answered empty).
+    /// `prompts/get`.
+    PromptsGet,
+    /// `resources/list`.
     ResourcesList,
-    /// `resources/templates/list` (stateless only; answered empty).
+    /// `resources/templates/list`.
     ResourceTemplatesList,
+    /// `resources/read`.
+    ResourcesRead,
+    /// `resources/subscribe` (sessions only: a stateless client listens instead).
+    ResourcesSubscribe,
+    /// `resources/unsubscribe` (sessions only).
+    ResourcesUnsubscribe,
+    /// `completion/complete`.
+    CompletionComplete,
     /// `subscriptions/listen` (stateless only): a long-lived request carrying
     /// notifications, opened by the transport (see `session::Subscription`).
     SubscriptionsListen,
@@ -43,7 +53,7 @@ pub(crate) enum Method {
 impl Method {
     /// Every method, in no particular order.
     #[cfg(test)]
-    pub const ALL: [Method; 10] = [
+    pub const ALL: [Method; 15] = [
         Method::Initialize,
         Method::Ping,
         Method::ToolsList,
@@ -51,8 +61,13 @@ impl Method {
         Method::LoggingSetLevel,
         Method::ServerDiscover,
         Method::PromptsList,
+        Method::PromptsGet,
         Method::ResourcesList,
         Method::ResourceTemplatesList,
+        Method::ResourcesRead,
+        Method::ResourcesSubscribe,
+        Method::ResourcesUnsubscribe,
+        Method::CompletionComplete,
         Method::SubscriptionsListen,
     ];
 
@@ -66,8 +81,13 @@ impl Method {
             Method::LoggingSetLevel => "logging/setLevel",
             Method::ServerDiscover => "server/discover",
             Method::PromptsList => "prompts/list",
+            Method::PromptsGet => "prompts/get",
             Method::ResourcesList => "resources/list",
             Method::ResourceTemplatesList => "resources/templates/list",
+            Method::ResourcesRead => "resources/read",
+            Method::ResourcesSubscribe => "resources/subscribe",
+            Method::ResourcesUnsubscribe => "resources/unsubscribe",
+            Method::CompletionComplete => "completion/complete",
             Method::SubscriptionsListen => "subscriptions/listen",
         }
     }
@@ -83,8 +103,13 @@ impl Method {
             "logging/setLevel" => Method::LoggingSetLevel,
             "server/discover" => Method::ServerDiscover,
             "prompts/list" => Method::PromptsList,
+            "prompts/get" => Method::PromptsGet,
             "resources/list" => Method::ResourcesList,
             "resources/templates/list" => Method::ResourceTemplatesList,
+            "resources/read" => Method::ResourcesRead,
+            "resources/subscribe" => Method::ResourcesSubscribe,
+            "resources/unsubscribe" => Method::ResourcesUnsubscribe,
+            "completion/complete" => Method::CompletionComplete,
             "subscriptions/listen" => Method::SubscriptionsListen,
             _ => return None,
         })
@@ -93,15 +118,20 @@ impl Method {
     /// Whether revisions of `era` answer this method.
     pub const fn served_in(self, era: Era) -> bool {
         match self {
-            Method::ToolsList | Method::ToolsCall => true,
-            Method::Initialize | Method::Ping | Method::LoggingSetLevel => {
-                matches!(era, Era::Session)
-            }
-            Method::ServerDiscover
+            Method::ToolsList
+            | Method::ToolsCall
             | Method::PromptsList
+            | Method::PromptsGet
             | Method::ResourcesList
             | Method::ResourceTemplatesList
-            | Method::SubscriptionsListen => matches!(era, Era::Stateless),
+            | Method::ResourcesRead
+            | Method::CompletionComplete => true,
+            Method::Initialize
+            | Method::Ping
+            | Method::LoggingSetLevel
+            | Method::ResourcesSubscribe
+            | Method::ResourcesUnsubscribe => matches!(era, Era::Session),
+            Method::ServerDiscover | Method::SubscriptionsListen => matches!(era, Era::Stateless),
         }
     }
 
@@ -137,7 +167,7 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), Method::ALL.len());
-        assert_eq!(Method::from_name("resources/read"), None);
+        assert_eq!(Method::from_name("resources/write"), None);
         assert_eq!(Method::from_name("Ping"), None);
     }
 
@@ -158,7 +188,15 @@ mod tests {
                 "ping",
                 "tools/list",
                 "tools/call",
-                "logging/setLevel"
+                "logging/setLevel",
+                "prompts/list",
+                "prompts/get",
+                "resources/list",
+                "resources/templates/list",
+                "resources/read",
+                "resources/subscribe",
+                "resources/unsubscribe",
+                "completion/complete",
             ]
         );
         assert_eq!(
@@ -168,8 +206,11 @@ mod tests {
                 "tools/call",
                 "server/discover",
                 "prompts/list",
+                "prompts/get",
                 "resources/list",
                 "resources/templates/list",
+                "resources/read",
+                "completion/complete",
                 "subscriptions/listen",
             ]
         );

@@ -40,6 +40,12 @@ use crate::peer::Peer;
 pub(crate) struct CallCancel(CancellationToken);
 
 impl CallCancel {
+    /// The cancel of work no request id names (a resource read, a prompt): cancelling it
+    /// does nothing; the transport drops the work's future to stop it.
+    pub fn detached() -> CallCancel {
+        CallCancel(CancellationToken::new())
+    }
+
     /// Cancels the call (nothing happens once it has ended).
     pub fn cancel(&self) {
         self.0.cancel();

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use milpa::CallHandle;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::call::call_context;
 use super::call_params::RefusedCall;
@@ -116,9 +116,14 @@ impl Session {
                 }
             }
             Request::ServerDiscover => Ok(shared.discover()),
-            Request::PromptsList => Ok(shared.cacheable(empty("prompts"))),
-            Request::ResourcesList => Ok(shared.cacheable(empty("resources"))),
-            Request::ResourceTemplatesList => Ok(shared.cacheable(empty("resourceTemplates"))),
+            Request::PromptsList => Ok(self.list_prompts()),
+            Request::ResourcesList => Ok(self.list_resources()),
+            Request::ResourceTemplatesList => Ok(self.list_resource_templates()),
+            Request::ResourcesSubscribe(params) => self.subscribe(params, &route),
+            Request::ResourcesUnsubscribe(params) => Ok(self.unsubscribe(params)),
+            Request::ResourcesRead(params) => return self.read_resource(id, params, caller),
+            Request::PromptsGet(params) => return self.get_prompt(id, params, caller),
+            Request::Complete(params) => return self.complete(id, params, caller),
         };
         Dispatch::Reply(match result {
             Ok(value) => Reply::result(id, value),
@@ -173,10 +178,4 @@ fn read_stateless(
         call.request = Some(Arc::new(meta));
     }
     Ok(request)
-}
-
-fn empty(key: &str) -> Map<String, Value> {
-    let mut map = Map::new();
-    map.insert(key.into(), json!([]));
-    map
 }

@@ -39,7 +39,15 @@ pub(super) fn initialize(
         "capabilities".into(),
         // The server tells its clients when the registry's tool list changes (an
         // upstream's did): see `Session::forward_tool_list_changes`.
-        json!({"tools": {"listChanged": true}, "logging": {}}),
+        // Resources and prompts are answered whether or not the registry has any (a list
+        // may be empty); their lists do not change after start-up.
+        json!({
+            "tools": {"listChanged": true},
+            "logging": {},
+            "resources": {"subscribe": true, "listChanged": false},
+            "prompts": {"listChanged": false},
+            "completions": {},
+        }),
     );
     result.insert("serverInfo".into(), Value::Object(info));
     if let Some(instructions) = &options.instructions {

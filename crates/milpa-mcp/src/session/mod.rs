@@ -24,6 +24,8 @@ mod approval;
 mod argument_digest;
 mod call;
 mod call_params;
+mod catalog;
+mod catalog_params;
 mod confirm;
 mod dispatch;
 mod initialize;
@@ -169,6 +171,8 @@ pub(crate) struct Session {
     session_id: Option<Arc<str>>,
     /// The task telling the client about tool list changes, once started.
     tool_list: ToolListWatch,
+    /// The resources the client subscribed to.
+    resource_subscriptions: catalog::ResourceSubscriptions,
 }
 
 impl std::fmt::Debug for Session {
@@ -192,6 +196,7 @@ impl Session {
             calls: Arc::default(),
             session_id: session_id.map(Arc::from),
             tool_list: ToolListWatch::default(),
+            resource_subscriptions: Default::default(),
         })
     }
 
@@ -419,12 +424,12 @@ mod tests {
         }
         let answer = reply(
             &session,
-            r#"{"jsonrpc":"2.0","id":9,"method":"resources/list"}"#,
+            r#"{"jsonrpc":"2.0","id":9,"method":"server/discover"}"#,
         );
         assert_eq!(answer["error"]["code"], METHOD_NOT_FOUND);
         assert_eq!(
             answer["error"]["message"],
-            "Method not found: resources/list"
+            "Method not found: server/discover"
         );
     }
 
@@ -464,10 +469,20 @@ mod tests {
                     assert_ne!(reply.error_code(), Some(METHOD_NOT_FOUND), "{method}");
                 }
                 Dispatch::Listen(_) => assert_eq!(method, Method::SubscriptionsListen),
-                Dispatch::Call(..) => assert_eq!(method, Method::ToolsCall),
+                Dispatch::Call(..) => {
+                    assert!(
+                        matches!(method, Method::ToolsCall | Method::PromptsGet),
+                        "{method}"
+                    )
+                }
             }
         }
-        for method in ["ping", "initialize", "logging/setLevel", "resources/read"] {
+        for method in [
+            "ping",
+            "initialize",
+            "logging/setLevel",
+            "resources/subscribe",
+        ] {
             let Dispatch::Reply(reply) = dispatch(method, json!({})) else {
                 panic!("{method} got no reply");
             };

@@ -69,6 +69,7 @@ impl Shared {
                 "tools": {"listChanged": true},
                 "prompts": {"listChanged": false},
                 "resources": {"listChanged": false, "subscribe": false},
+                "completions": {},
             }),
         );
         if let Some(instructions) = &self.options.instructions {

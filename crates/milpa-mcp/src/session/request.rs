@@ -11,6 +11,7 @@ use serde::de::{self, value::StrDeserializer};
 use serde_json::Value;
 
 use super::call_params::{CallParams, CallWire, RefusedCall, UnreadCall, read_call};
+use super::catalog_params::{CompleteParams, PromptParams, UriParams, read_params};
 use super::listen::Subscription;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS, Params};
 use crate::method::Method;
@@ -160,10 +161,20 @@ pub(crate) enum Request {
     ServerDiscover,
     /// `prompts/list`.
     PromptsList,
+    /// `prompts/get`.
+    PromptsGet(PromptParams),
     /// `resources/list`.
     ResourcesList,
     /// `resources/templates/list`.
     ResourceTemplatesList,
+    /// `resources/read`.
+    ResourcesRead(UriParams),
+    /// `resources/subscribe`.
+    ResourcesSubscribe(UriParams),
+    /// `resources/unsubscribe`.
+    ResourcesUnsubscribe(UriParams),
+    /// `completion/complete`.
+    Complete(CompleteParams),
     /// `subscriptions/listen`: the transport opens it.
     SubscriptionsListen(Subscription),
 }
@@ -254,9 +265,33 @@ impl Request {
             }
             Method::Ping => Request::Ping,
             Method::ServerDiscover => Request::ServerDiscover,
-            Method::PromptsList => Request::PromptsList,
-            Method::ResourcesList => Request::ResourcesList,
-            Method::ResourceTemplatesList => Request::ResourceTemplatesList,
+            // One page holds every entry: a cursor can only be one this server never gave.
+            Method::PromptsList | Method::ResourcesList | Method::ResourceTemplatesList => {
+                if super::listing::read_cursor(params.into_value(method).as_ref())?.is_some() {
+                    return Err(invalid("Invalid cursor").into());
+                }
+                match method {
+                    Method::PromptsList => Request::PromptsList,
+                    Method::ResourcesList => Request::ResourcesList,
+                    _ => Request::ResourceTemplatesList,
+                }
+            }
+            Method::PromptsGet => {
+                Request::PromptsGet(read_params(method.name(), params.into_value(method))?)
+            }
+            Method::ResourcesRead => {
+                Request::ResourcesRead(read_params(method.name(), params.into_value(method))?)
+            }
+            Method::ResourcesSubscribe => {
+                Request::ResourcesSubscribe(read_params(method.name(), params.into_value(method))?)
+            }
+            Method::ResourcesUnsubscribe => Request::ResourcesUnsubscribe(read_params(
+                method.name(),
+                params.into_value(method),
+            )?),
+            Method::CompletionComplete => {
+                Request::Complete(read_params(method.name(), params.into_value(method))?)
+            }
             Method::Initialize => {
                 Request::Initialize(InitializeParams::read(params.into_value(method))?)
             }

@@ -1,0 +1,477 @@
+//! Resources, prompts and completion on both eras: the listings, and the governed
+//! requests (`resources/read`, `prompts/get`, `completion/complete`), which the registry
+//! runs through its gates (see [`milpa::catalog`]). This module maps the core's types to
+//! the wire and back; it decides nothing about access.
+
+use std::sync::Arc;
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use milpa::ErrorCode as MilpaCode;
+use milpa::catalog::{
+    AccessRefusal, Completion, Prompt, PromptContent, PromptMessage, PromptReply, Resource,
+    ResourceContents, ResourceTemplate,
+};
+use milpa::{CallHandle, ToolRegistry};
+use parking_lot::Mutex;
+use serde_json::{Map, Value, json};
+
+use super::call::{CallCancel, call_context};
+use super::catalog_params::{CompleteParams, PromptParams, UriParams};
+use super::reply::Reply;
+use super::{Caller, Dispatch, Session, Shared};
+use crate::client_link::{ClientLink, Route};
+use crate::jsonrpc::{self, ErrorCode, ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, RequestId};
+
+/// The URIs one session subscribed to (`resources/subscribe`), and the task that tells
+/// the client when one of them is updated.
+#[derive(Debug, Default)]
+pub(crate) struct ResourceSubscriptions {
+    uris: Arc<Mutex<HashSet<String>>>,
+    started: AtomicBool,
+}
+
+impl ResourceSubscriptions {
+    /// Sends `notifications/resources/updated` to `client` along `route` for each update
+    /// of a subscribed URI, until the client is gone. Started at the first subscription.
+    fn start(&self, registry: &ToolRegistry, client: &Arc<ClientLink>, route: Route) {
+        if self.started.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let mut updates = registry.resource_notifier().listen();
+        let uris = Arc::clone(&self.uris);
+        let client = Arc::clone(client);
+        tokio::spawn(async move {
+            loop {
+                let uri = tokio::select! {
+                    () = client.closing() => return,
+                    update = updates.recv() => match update {
+                        Ok(uri) => uri,
+                        // Fell behind: the skipped updates are lost, later ones still come.
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    },
+                };
+                if uris.lock().contains(&*uri) && !client.is_closed() {
+                    let params = json!({"uri": &*uri});
+                    client.send(
+                        &route,
+                        jsonrpc::notification("notifications/resources/updated", &params),
+                    );
+                }
+            }
+        });
+    }
+}
+
+fn put(map: &mut Map<String, Value>, key: &str, value: Option<&str>) {
+    if let Some(value) = value {
+        map.insert(key.into(), Value::String(value.to_owned()));
+    }
+}
+
+/// A `resources/list` entry.
+fn resource_json(resource: &Resource) -> Value {
+    let mut map = Map::new();
+    map.insert("uri".into(), json!(resource.uri()));
+    map.insert("name".into(), json!(resource.name()));
+    put(&mut map, "title", resource.title());
+    put(&mut map, "description", resource.description());
+    put(&mut map, "mimeType", resource.mime_type());
+    if let Some(size) = resource.size() {
+        map.insert("size".into(), json!(size));
+    }
+    Value::Object(map)
+}
+
+/// A `resources/templates/list` entry.
+fn template_json(template: &ResourceTemplate) -> Value {
+    let mut map = Map::new();
+    map.insert("uriTemplate".into(), json!(template.template().as_str()));
+    map.insert("name".into(), json!(template.name()));
+    put(&mut map, "title", template.title());
+    put(&mut map, "description", template.description());
+    put(&mut map, "mimeType", template.mime_type());
+    Value::Object(map)
+}
+
+/// One piece of a read (and of an embedded resource).
+fn contents_json(contents: &ResourceContents) -> Value {
+    let mut map = Map::new();
+    match contents {
+        ResourceContents::Text {
+            uri,
+            mime_type,
+            text,
+        } => {
+            map.insert("uri".into(), json!(uri));
+            put(&mut map, "mimeType", mime_type.as_deref());
+            map.insert("text".into(), json!(text));
+        }
+        ResourceContents::Blob {
+            uri,
+            mime_type,
+            blob,
+        } => {
+            map.insert("uri".into(), json!(uri));
+            put(&mut map, "mimeType", mime_type.as_deref());
+            map.insert("blob".into(), json!(blob));
+        }
+        // A kind of contents this mapping does not know: its URI alone.
+        _ => {
+            map.insert("uri".into(), json!(contents.uri()));
+        }
+    }
+    Value::Object(map)
+}
+
+/// A `prompts/list` entry.
+fn prompt_json(prompt: &Prompt) -> Value {
+    let mut map = Map::new();
+    map.insert("name".into(), json!(prompt.name()));
+    put(&mut map, "title", prompt.title());
+    map.insert("description".into(), json!(prompt.description()));
+    let arguments: Vec<Value> = prompt
+        .arguments()
+        .iter()
+        .map(|argument| {
+            let mut map = Map::new();
+            map.insert("name".into(), json!(argument.name()));
+            put(&mut map, "title", argument.title());
+            put(&mut map, "description", argument.description());
+            map.insert("required".into(), json!(argument.is_required()));
+            Value::Object(map)
+        })
+        .collect();
+    map.insert("arguments".into(), Value::Array(arguments));
+    Value::Object(map)
+}
+
+fn message_json(message: &PromptMessage) -> Value {
+    let content = match &message.content {
+        PromptContent::Text(text) => json!({"type": "text", "text": text}),
+        PromptContent::Image { data, mime_type } => {
+            json!({"type": "image", "data": data, "mimeType": mime_type})
+        }
+        PromptContent::Audio { data, mime_type } => {
+            json!({"type": "audio", "data": data, "mimeType": mime_type})
+        }
+        PromptContent::Resource(contents) => {
+            json!({"type": "resource", "resource": contents_json(contents)})
+        }
+        _ => json!({"type": "text", "text": ""}),
+    };
+    json!({"role": message.role.as_str(), "content": content})
+}
+
+fn prompt_reply_json(reply: &PromptReply) -> Map<String, Value> {
+    let mut map = Map::new();
+    put(&mut map, "description", reply.description.as_deref());
+    map.insert(
+        "messages".into(),
+        Value::Array(reply.messages.iter().map(message_json).collect()),
+    );
+    map
+}
+
+fn completion_json(completion: &Completion) -> Map<String, Value> {
+    let mut map = Map::new();
+    map.insert(
+        "completion".into(),
+        json!({
+            "values": completion.values,
+            "total": completion.total,
+            "hasMore": completion.has_more,
+        }),
+    );
+    map
+}
+
+/// The JSON-RPC error of a refused or failed request: the MCP code where the
+/// specification gives one, and the core's code (with what a client can act on) in `data`.
+/// An unknown resource is `-32002` up to 2025-11-25 and `-32602` from 2026-07-28
+/// (SEP-2164), with its URI in `data.uri`.
+fn refusal_error(refusal: &AccessRefusal, uri: Option<&str>, modern: bool) -> ErrorObject {
+    let code = match refusal.code() {
+        MilpaCode::NotFound if modern => INVALID_PARAMS,
+        MilpaCode::NotFound => ErrorCode::RESOURCE_NOT_FOUND,
+        MilpaCode::ValidationError => INVALID_PARAMS,
+        MilpaCode::InternalError | MilpaCode::ResultTooLarge => INTERNAL_ERROR,
+        _ => ErrorCode::ACCESS_REFUSED,
+    };
+    let mut error = ErrorObject::new(code, refusal.message());
+    let mut data = Map::new();
+    data.insert("code".into(), json!(refusal.code().as_str()));
+    if !refusal.required_scopes().is_empty() {
+        data.insert("required_scopes".into(), json!(refusal.required_scopes()));
+    }
+    if let Some(seconds) = refusal.retry_after_seconds() {
+        data.insert("retry_after_seconds".into(), json!(seconds));
+    }
+    if let Some(uri) = uri {
+        data.insert("uri".into(), json!(uri));
+    }
+    error.data = Some(Value::Object(data));
+    error
+}
+
+impl Shared {
+    fn resources_page(&self) -> Map<String, Value> {
+        let list: Vec<Value> = self.registry.resources().map(resource_json).collect();
+        Map::from_iter([("resources".to_owned(), Value::Array(list))])
+    }
+
+    fn templates_page(&self) -> Map<String, Value> {
+        let list: Vec<Value> = self
+            .registry
+            .resource_templates()
+            .map(template_json)
+            .collect();
+        Map::from_iter([("resourceTemplates".to_owned(), Value::Array(list))])
+    }
+
+    fn prompts_page(&self) -> Map<String, Value> {
+        let list: Vec<Value> = self.registry.prompts().map(prompt_json).collect();
+        Map::from_iter([("prompts".to_owned(), Value::Array(list))])
+    }
+}
+
+/// What a governed request answers with, once it is done.
+enum Answer {
+    Result(Map<String, Value>),
+    Refused(Refused),
+}
+
+/// A refusal, and the URI of the resource it refused (error `data.uri`).
+struct Refused {
+    refusal: AccessRefusal,
+    uri: Option<String>,
+}
+
+impl From<AccessRefusal> for Refused {
+    fn from(refusal: AccessRefusal) -> Refused {
+        Refused { refusal, uri: None }
+    }
+}
+
+/// Names the resource a refusal refused.
+trait WithUri {
+    fn with_uri(self, uri: &str) -> Refused;
+}
+
+impl WithUri for AccessRefusal {
+    fn with_uri(self, uri: &str) -> Refused {
+        Refused {
+            refusal: self,
+            uri: Some(uri.to_owned()),
+        }
+    }
+}
+
+impl Session {
+    /// A listing: every entry on one page (a 2026-07-28 one with its caching hints).
+    fn listed(&self, page: Map<String, Value>) -> Value {
+        if self.is_modern() {
+            self.shared.cacheable(page)
+        } else {
+            Value::Object(page)
+        }
+    }
+
+    pub(super) fn list_resources(&self) -> Value {
+        self.listed(self.shared.resources_page())
+    }
+
+    pub(super) fn list_resource_templates(&self) -> Value {
+        self.listed(self.shared.templates_page())
+    }
+
+    pub(super) fn list_prompts(&self) -> Value {
+        self.listed(self.shared.prompts_page())
+    }
+
+    /// `resources/subscribe`: a URI the registry serves is remembered; another is
+    /// `-32002`. Whether the caller may read it is decided when it reads.
+    /// Updates go where the session's lasting messages go: on HTTP the standalone `GET`
+    /// stream (a `POST`'s stream ends with its reply), on stdio the one output (`route`).
+    pub(super) fn subscribe(&self, params: UriParams, route: &Route) -> Result<Value, ErrorObject> {
+        if !self.shared.registry.serves_resource(&params.uri) {
+            return Err(ErrorObject::new(
+                ErrorCode::RESOURCE_NOT_FOUND,
+                format!("Resource not found: {}", params.uri),
+            ));
+        }
+        self.resource_subscriptions.uris.lock().insert(params.uri);
+        let route = match self.session_id {
+            Some(_) => Route::Standalone,
+            None => route.clone(),
+        };
+        self.resource_subscriptions
+            .start(&self.shared.registry, &self.client, route);
+        Ok(json!({}))
+    }
+
+    /// `resources/unsubscribe`: forgets the URI (one never subscribed is no error).
+    pub(super) fn unsubscribe(&self, params: UriParams) -> Value {
+        self.resource_subscriptions.uris.lock().remove(&params.uri);
+        json!({})
+    }
+
+    pub(super) fn read_resource(
+        self: &Arc<Self>,
+        id: RequestId,
+        params: UriParams,
+        caller: &Caller,
+    ) -> Dispatch {
+        self.governed(id, caller, move |session, ctx| {
+            Box::pin(async move {
+                match session
+                    .shared
+                    .registry
+                    .read_resource(&params.uri, &ctx)
+                    .await
+                {
+                    Ok(contents) => {
+                        let list = contents.iter().map(contents_json).collect();
+                        let mut result =
+                            Map::from_iter([("contents".to_owned(), Value::Array(list))]);
+                        if session.is_modern() {
+                            // What was read was read for this caller, and may change at
+                            // any time: nobody else may reuse it, and nobody should keep it.
+                            result.insert("ttlMs".into(), json!(0));
+                            result.insert("cacheScope".into(), json!("private"));
+                        }
+                        Answer::Result(result)
+                    }
+                    Err(refusal) => Answer::Refused(refusal.with_uri(&params.uri)),
+                }
+            })
+        })
+    }
+
+    pub(super) fn get_prompt(
+        self: &Arc<Self>,
+        id: RequestId,
+        params: PromptParams,
+        caller: &Caller,
+    ) -> Dispatch {
+        self.governed(id, caller, move |session, ctx| {
+            Box::pin(async move {
+                let arguments = params.arguments.unwrap_or_default();
+                match session
+                    .shared
+                    .registry
+                    .get_prompt(&params.name, &arguments, &ctx)
+                    .await
+                {
+                    Ok(reply) => Answer::Result(prompt_reply_json(&reply)),
+                    Err(refusal) => Answer::Refused(refusal.into()),
+                }
+            })
+        })
+    }
+
+    pub(super) fn complete(
+        self: &Arc<Self>,
+        id: RequestId,
+        params: CompleteParams,
+        caller: &Caller,
+    ) -> Dispatch {
+        self.governed(id, caller, move |session, ctx| {
+            Box::pin(async move {
+                let CompleteParams {
+                    reference,
+                    argument,
+                } = params;
+                match session
+                    .shared
+                    .registry
+                    .complete(reference.as_ref(), &argument.name, &argument.value, &ctx)
+                    .await
+                {
+                    Ok(completion) => Answer::Result(completion_json(&completion)),
+                    Err(refusal) => Answer::Refused(refusal.into()),
+                }
+            })
+        })
+    }
+
+    /// Runs a governed request as the transport runs a call (its own future), in the
+    /// caller's context, and answers with its result or its refusal.
+    fn governed(
+        self: &Arc<Self>,
+        id: RequestId,
+        caller: &Caller,
+        work: impl FnOnce(
+            Arc<Session>,
+            milpa::ToolContext,
+        )
+            -> std::pin::Pin<Box<dyn std::future::Future<Output = Answer> + Send>>
+        + Send
+        + 'static,
+    ) -> Dispatch {
+        let ctx = call_context(
+            caller,
+            CallHandle::detached(),
+            Some(&id),
+            self.session_id.as_deref(),
+            self.client.protocol_version(),
+        );
+        let session = Arc::clone(self);
+        let scope_denial = caller.scope_denial.clone();
+        let modern = self.is_modern();
+        let future = Box::pin(async move {
+            Some(match work(session, ctx).await {
+                Answer::Result(mut result) => {
+                    if modern {
+                        result.insert("resultType".into(), json!("complete"));
+                    }
+                    Reply::result(id, Value::Object(result))
+                }
+                Answer::Refused(Refused { refusal, uri }) => {
+                    if let Some(slot) = &scope_denial
+                        && !refusal.required_scopes().is_empty()
+                    {
+                        slot.record(refusal.required_scopes().to_vec());
+                    }
+                    Reply::error(Some(id), refusal_error(&refusal, uri.as_deref(), modern))
+                }
+            })
+        });
+        Dispatch::Call(future, CallCancel::detached())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use milpa::catalog::PromptArgument;
+
+    use super::*;
+
+    #[test]
+    fn entries_are_written_as_the_specification_names_them() {
+        let resource = Resource::new("a://b", "b")
+            .with_mime_type("text/plain")
+            .with_size(3);
+        assert_eq!(
+            resource_json(&resource),
+            json!({"uri": "a://b", "name": "b", "mimeType": "text/plain", "size": 3})
+        );
+        let template = ResourceTemplate::new("a://{x}", "x").unwrap();
+        assert_eq!(
+            template_json(&template),
+            json!({"uriTemplate": "a://{x}", "name": "x"})
+        );
+        let prompt = Prompt::new("p", "d").with_argument(PromptArgument::required("a"));
+        assert_eq!(
+            prompt_json(&prompt),
+            json!({"name": "p", "description": "d", "arguments": [{"name": "a", "required": true}]})
+        );
+        let blob = ResourceContents::blob("a://bin", "image/png", &[1, 2, 3]);
+        assert_eq!(
+            message_json(&PromptMessage::user_resource(blob)),
+            json!({"role": "user", "content": {"type": "resource", "resource": {"uri": "a://bin", "mimeType": "image/png", "blob": "AQID"}}})
+        );
+    }
+}

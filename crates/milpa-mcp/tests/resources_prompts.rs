@@ -1,0 +1,304 @@
+//! Resources, prompts and completion over MCP: listed, read and rendered through the
+//! registry's gates on both transports and both eras; refusals are JSON-RPC errors that
+//! say why, and leave an audit record of their own kind; subscriptions hear of updates.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::{JSON_HEADERS, StdioClient, fixture_with, http, http_initialize, start_http};
+use milpa::audit::AuditOutcome;
+use milpa::catalog::{
+    CatalogError, Prompt, PromptArgument, PromptMessage, PromptProvider, PromptReply, Resource,
+    ResourceContents, ResourceProvider, ResourceTemplate,
+};
+use milpa::policy::Access;
+use milpa::{Deferred, ToolContext, ToolRegistry};
+use milpa_mcp::{HttpServer, ServerOptions};
+use serde_json::{Value, json};
+
+struct Docs;
+
+impl ResourceProvider for Docs {
+    fn resources(&self) -> Vec<Resource> {
+        vec![
+            Resource::new("docs://readme", "readme").with_mime_type("text/plain"),
+            Resource::new("docs://other", "other").with_mime_type("text/plain"),
+        ]
+    }
+    fn templates(&self) -> Vec<ResourceTemplate> {
+        vec![ResourceTemplate::new("docs://notes/{id}", "note").unwrap()]
+    }
+    fn read<'a>(
+        &'a self,
+        uri: &'a str,
+        _ctx: &'a ToolContext,
+    ) -> Deferred<'a, Result<Vec<ResourceContents>, CatalogError>> {
+        Deferred::ready(Ok(vec![ResourceContents::text(
+            uri,
+            "text/plain",
+            format!("text of {uri}"),
+        )]))
+    }
+}
+
+struct Greetings;
+
+impl PromptProvider for Greetings {
+    fn prompts(&self) -> Vec<Prompt> {
+        vec![Prompt::new("greet", "Greets someone").with_argument(PromptArgument::required("name"))]
+    }
+    fn get<'a>(
+        &'a self,
+        _name: &'a str,
+        arguments: &'a BTreeMap<String, String>,
+        _ctx: &'a ToolContext,
+    ) -> Deferred<'a, Result<PromptReply, CatalogError>> {
+        let text = format!("Say hello to {}", arguments["name"]);
+        Deferred::ready(Ok(PromptReply::new(vec![PromptMessage::user(text)])))
+    }
+    fn complete<'a>(&'a self, _: &'a str, _: &'a str, value: &'a str) -> Deferred<'a, Vec<String>> {
+        Deferred::ready(
+            ["Ana", "Bo", "Bea"]
+                .iter()
+                .filter(|n| n.starts_with(value))
+                .map(|n| n.to_string())
+                .collect(),
+        )
+    }
+}
+
+fn registry(
+    anonymous_ok: bool,
+) -> (
+    std::sync::Arc<ToolRegistry>,
+    std::sync::Arc<milpa::audit::MemoryAuditSink>,
+) {
+    let f = fixture_with(anonymous_ok, |b| b);
+    let mut registry =
+        std::sync::Arc::try_unwrap(f.registry).unwrap_or_else(|_| panic!("one owner"));
+    registry.register_resources(Docs).unwrap();
+    registry.register_prompts(Greetings).unwrap();
+    (std::sync::Arc::new(registry), f.audit)
+}
+
+#[tokio::test]
+async fn stdio_lists_reads_renders_and_completes() {
+    let (registry, audit) = registry(false);
+    let mut client = StdioClient::start(registry, ServerOptions::default());
+    let init = client.initialize(json!({})).await;
+    assert_eq!(
+        init["result"]["capabilities"]["resources"]["subscribe"],
+        true
+    );
+    assert!(init["result"]["capabilities"]["completions"].is_object());
+
+    let list = client.request("resources/list", json!({})).await;
+    assert_eq!(
+        list["result"]["resources"][0],
+        json!({"uri": "docs://readme", "name": "readme", "mimeType": "text/plain"})
+    );
+    let templates = client.request("resources/templates/list", json!({})).await;
+    assert_eq!(
+        templates["result"]["resourceTemplates"][0]["uriTemplate"],
+        "docs://notes/{id}"
+    );
+    let read = client
+        .request("resources/read", json!({"uri": "docs://notes/4"}))
+        .await;
+    assert_eq!(
+        read["result"]["contents"],
+        json!([{"uri": "docs://notes/4", "mimeType": "text/plain", "text": "text of docs://notes/4"}])
+    );
+    let record = audit.take().pop().unwrap();
+    assert_eq!(
+        (record.kind, record.outcome, record.tool.as_str()),
+        (
+            Access::ReadResource,
+            AuditOutcome::Executed,
+            "docs://notes/4"
+        )
+    );
+
+    let missing = client
+        .request("resources/read", json!({"uri": "docs://nope"}))
+        .await;
+    assert_eq!(missing["error"]["code"], -32002);
+    assert_eq!(
+        missing["error"]["message"],
+        "Resource not found: docs://nope"
+    );
+    assert_eq!(
+        missing["error"]["data"],
+        json!({"code": "NOT_FOUND", "uri": "docs://nope"})
+    );
+    let malformed = client
+        .request("resources/read", json!({"url": "docs://readme"}))
+        .await;
+    assert_eq!(malformed["error"]["code"], -32602);
+    assert_eq!(
+        malformed["error"]["message"],
+        "Invalid params for resources/read: missing field `uri`"
+    );
+
+    let prompts = client.request("prompts/list", json!({})).await;
+    assert_eq!(
+        prompts["result"]["prompts"],
+        json!([{"name": "greet", "description": "Greets someone", "arguments": [{"name": "name", "required": true}]}])
+    );
+    let got = client
+        .request(
+            "prompts/get",
+            json!({"name": "greet", "arguments": {"name": "Bo"}}),
+        )
+        .await;
+    assert_eq!(
+        got["result"]["messages"],
+        json!([{"role": "user", "content": {"type": "text", "text": "Say hello to Bo"}}])
+    );
+    let unnamed = client
+        .request("prompts/get", json!({"name": "greet"}))
+        .await;
+    assert_eq!(unnamed["error"]["code"], -32602);
+    assert_eq!(
+        unnamed["error"]["message"],
+        "Missing required argument(s) for prompt 'greet': name"
+    );
+    assert_eq!(
+        audit.take().last().unwrap().outcome,
+        AuditOutcome::InvalidArguments
+    );
+
+    let completed = client
+        .request(
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "greet"}, "argument": {"name": "name", "value": "B"}}),
+        )
+        .await;
+    assert_eq!(
+        completed["result"]["completion"],
+        json!({"values": ["Bo", "Bea"], "total": 2, "hasMore": false})
+    );
+    // The server still serves tools after all of that.
+    assert_eq!(
+        client.call("echo", json!({"text": "hi"})).await["isError"],
+        false
+    );
+}
+
+#[tokio::test]
+async fn a_subscribed_resource_is_announced_and_an_unsubscribed_one_is_not() {
+    let (registry, _audit) = registry(false);
+    let notifier = registry.resource_notifier();
+    let mut client = StdioClient::start(registry, ServerOptions::default());
+    client.initialize(json!({})).await;
+    let unknown = client
+        .request("resources/subscribe", json!({"uri": "docs://nope"}))
+        .await;
+    assert_eq!(unknown["error"]["code"], -32002);
+    let ok = client
+        .request("resources/subscribe", json!({"uri": "docs://readme"}))
+        .await;
+    assert_eq!(ok["result"], json!({}));
+    notifier.updated("docs://readme");
+    let updated = client
+        .wait_for(|m| m["method"] == "notifications/resources/updated")
+        .await;
+    assert_eq!(updated["params"], json!({"uri": "docs://readme"}));
+
+    client
+        .request("resources/unsubscribe", json!({"uri": "docs://readme"}))
+        .await;
+    client
+        .request("resources/subscribe", json!({"uri": "docs://other"}))
+        .await;
+    notifier.updated("docs://readme");
+    notifier.updated("docs://other");
+    let next = client
+        .wait_for(|m| m["method"] == "notifications/resources/updated")
+        .await;
+    assert_eq!(
+        next["params"]["uri"], "docs://other",
+        "no word of the unsubscribed one"
+    );
+}
+
+fn answer(response: &common::HttpResponse) -> Value {
+    if response
+        .header("content-type")
+        .is_some_and(|t| t.starts_with("text/event-stream"))
+    {
+        response.sse_messages().pop().expect("a message")
+    } else {
+        response.json()
+    }
+}
+
+#[tokio::test]
+async fn http_refuses_anonymous_reads_with_the_gates_message_and_audits_them() {
+    let (registry, audit) = registry(false);
+    let (addr, _stop) = start_http(HttpServer::new(registry)).await;
+    let session = http_initialize(addr, &[]).await;
+    let mut headers = JSON_HEADERS.to_vec();
+    headers.push(("Mcp-Session-Id", &session));
+    headers.push(("MCP-Protocol-Version", "2025-11-25"));
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": "docs://readme"}});
+    let response = http(addr, "POST", &headers, body.to_string().as_bytes()).await;
+    let refused = answer(&response);
+    assert_eq!(refused["error"]["code"], -32003);
+    assert_eq!(
+        refused["error"]["message"],
+        "channel 'mcp' requires an authenticated principal (require_auth) \u{2014} none provided."
+    );
+    assert_eq!(refused["error"]["data"]["code"], "FORBIDDEN");
+    let record = audit.take().pop().unwrap();
+    assert_eq!(
+        (record.kind, record.outcome),
+        (Access::ReadResource, AuditOutcome::Denied)
+    );
+    // Listing is not reading: the list is answered.
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "prompts/list"});
+    let listed = answer(&http(addr, "POST", &headers, list.to_string().as_bytes()).await);
+    assert_eq!(listed["result"]["prompts"][0]["name"], "greet");
+}
+
+#[tokio::test]
+async fn the_2026_revision_reads_with_result_type_and_no_caching() {
+    let (registry, _audit) = registry(true);
+    let (addr, _stop) = start_http(HttpServer::new(registry)).await;
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let send = |uri: &'static str| {
+        let meta = meta.clone();
+        async move {
+            let mut headers = JSON_HEADERS.to_vec();
+            headers.extend([
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "resources/read"),
+                ("Mcp-Name", uri),
+            ]);
+            let body = json!({"jsonrpc": "2.0", "id": 5, "method": "resources/read", "params": {"uri": uri, "_meta": meta}});
+            http(addr, "POST", &headers, body.to_string().as_bytes()).await
+        }
+    };
+    let read = send("docs://readme").await;
+    let result = answer(&read)["result"].clone();
+    assert_eq!(
+        (
+            result["resultType"].clone(),
+            result["ttlMs"].clone(),
+            result["cacheScope"].clone()
+        ),
+        (json!("complete"), json!(0), json!("private"))
+    );
+    assert_eq!(result["contents"][0]["text"], "text of docs://readme");
+    let missing = send("docs://nope").await;
+    assert_eq!(missing.status, 400);
+    let error = answer(&missing)["error"].clone();
+    assert_eq!(
+        (error["code"].clone(), error["data"]["uri"].clone()),
+        (json!(-32602), json!("docs://nope"))
+    );
+}
