@@ -47,6 +47,56 @@ pub(crate) enum Command {
     Approvals(ApprovalsArgs),
     /// Show the store's audit trail, newest first, or check its hash chain.
     Audit(AuditArgs),
+    /// List the resources and resource templates (URI, type, scopes, description).
+    Resources(ListArgs),
+    /// List the prompts (name, arguments, scopes, description).
+    Prompts(ListArgs),
+    /// Read one resource through the pipeline's gates and print its contents.
+    Read(ReadArgs),
+    /// Render one prompt through the pipeline's gates and print its messages.
+    Prompt(PromptArgs),
+}
+
+/// `milpa resources` and `milpa prompts`.
+#[derive(Debug, Args)]
+pub(crate) struct ListArgs {
+    /// Print them as JSON (the MCP list shapes).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `milpa read`.
+#[derive(Debug, Args)]
+pub(crate) struct ReadArgs {
+    /// The resource's URI.
+    pub(crate) uri: String,
+
+    /// The caller.
+    #[command(flatten)]
+    pub(crate) caller: CallerArgs,
+
+    /// Print the contents as JSON (the MCP `resources/read` result).
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `milpa prompt`.
+#[derive(Debug, Args)]
+pub(crate) struct PromptArgs {
+    /// The prompt.
+    pub(crate) name: String,
+
+    /// The arguments, a JSON object of strings [default: {}]
+    #[arg(value_name = "ARGS_JSON")]
+    pub(crate) args: Option<String>,
+
+    /// The caller.
+    #[command(flatten)]
+    pub(crate) caller: CallerArgs,
+
+    /// Print the messages as JSON (the MCP `prompts/get` result).
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 /// `milpa approvals`.

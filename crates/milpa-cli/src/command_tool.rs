@@ -220,7 +220,10 @@ impl Tool for CommandTool {
 /// Reads everything, keeping the first `cap` bytes; reports whether more came. The rest is
 /// read and dropped, so the program runs to its own end and its exit status is its own
 /// (a program that never stops writing meets its timeout).
-async fn read_capped(pipe: Option<impl AsyncRead + Unpin>, cap: usize) -> (Vec<u8>, bool) {
+pub(crate) async fn read_capped(
+    pipe: Option<impl AsyncRead + Unpin>,
+    cap: usize,
+) -> (Vec<u8>, bool) {
     let Some(mut pipe) = pipe else {
         return (Vec::new(), false);
     };

@@ -63,7 +63,13 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
         }
         Command::Serve(_) | Command::Proxy(_) => "warn,milpa::upstream=info",
         Command::Audit(_) => "warn",
-        Command::Tools(_) | Command::Call(_) | Command::Approvals(_) => "warn,milpa::audit=off",
+        Command::Tools(_)
+        | Command::Call(_)
+        | Command::Approvals(_)
+        | Command::Resources(_)
+        | Command::Prompts(_)
+        | Command::Read(_)
+        | Command::Prompt(_) => "warn,milpa::audit=off",
     };
     init_tracing(log_filter, telemetry.as_ref());
     let stores = runtime.block_on(Stores::open(&url, &manifest))?;
@@ -132,6 +138,26 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
             ))
         }
         Command::Audit(args) => audit_command(&stores, args),
+        Command::Resources(args) => {
+            let registry = registry(&manifest, &stores, None, None, tools)?;
+            crate::catalog_commands::list_resources(&registry, args.json)
+        }
+        Command::Prompts(args) => {
+            let registry = registry(&manifest, &stores, None, None, tools)?;
+            crate::catalog_commands::list_prompts(&registry, args.json)
+        }
+        Command::Read(args) => {
+            let audit = with_store_trail(Arc::new(TracingAuditSink::line()), &stores);
+            let registry = registry(&manifest, &stores, Some(audit), None, tools)?;
+            let ctx = context(&args.caller);
+            runtime.block_on(crate::catalog_commands::read(&registry, &ctx, &args))
+        }
+        Command::Prompt(args) => {
+            let audit = with_store_trail(Arc::new(TracingAuditSink::line()), &stores);
+            let registry = registry(&manifest, &stores, Some(audit), None, tools)?;
+            let ctx = context(&args.caller);
+            runtime.block_on(crate::catalog_commands::prompt(&registry, &ctx, &args))
+        }
     };
     // Whatever the trail still buffers is written before the process ends, and so are
     // the spans not exported yet.

@@ -1,15 +1,21 @@
 //! The built-in demo toolset, served when there is no manifest: `echo`, `add`, a small notes
-//! service (whose `notes_clear` waits for a person's approval) and the two verification
-//! tools. Written with `#[tools]`, like a user's tools.
+//! service (whose `notes_clear` waits for a person's approval), the two verification
+//! tools, the notes as a resource (`notes://all`) and a prompt (`summarize_notes`).
+//! Written with `#[tools]`, like a user's tools.
 //!
 //! The notes live where the store does: in a table `demo_notes` of the SQLite file when the
 //! store is SQLite (so `notes_add` in one `milpa call` shows in the next `notes_list`), in
 //! the process's memory otherwise.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use milpa::catalog::{
+    CatalogError, Prompt, PromptArgument, PromptMessage, PromptProvider, PromptReply, Resource,
+    ResourceContents, ResourceProvider,
+};
 use milpa::verification::VerificationTools;
-use milpa::{ErrorCode, RegistryError, ToolError, ToolRegistry, tools};
+use milpa::{Deferred, ErrorCode, RegistryError, ToolContext, ToolError, ToolRegistry, tools};
 use milpa_sqlite::rusqlite;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -245,9 +251,66 @@ impl DemoTools {
     }
 }
 
+/// The resource `notes://all`: the notes, as `notes_list` returns them (JSON).
+struct NotesResource(Arc<DemoTools>);
+
+impl ResourceProvider for NotesResource {
+    fn resources(&self) -> Vec<Resource> {
+        vec![
+            Resource::new("notes://all", "notes")
+                .with_description("Every note, oldest first, as JSON")
+                .with_mime_type("application/json"),
+        ]
+    }
+
+    fn read<'a>(
+        &'a self,
+        uri: &'a str,
+        _ctx: &'a ToolContext,
+    ) -> Deferred<'a, Result<Vec<ResourceContents>, CatalogError>> {
+        Deferred::ready(match self.0.notes.list() {
+            Ok(notes) => Ok(vec![ResourceContents::text(
+                uri,
+                "application/json",
+                notes.to_string(),
+            )]),
+            Err(error) => Err(CatalogError::failed(error.to_string())),
+        })
+    }
+}
+
+/// The prompt `summarize_notes(style?)`.
+struct NotesPrompt;
+
+impl PromptProvider for NotesPrompt {
+    fn prompts(&self) -> Vec<Prompt> {
+        vec![
+            Prompt::new("summarize_notes", "Asks the model to summarize the notes").with_argument(
+                PromptArgument::optional("style")
+                    .with_description("How to summarize, e.g. \"one line\" or \"bullets\""),
+            ),
+        ]
+    }
+
+    fn get<'a>(
+        &'a self,
+        _name: &'a str,
+        arguments: &'a BTreeMap<String, String>,
+        _ctx: &'a ToolContext,
+    ) -> Deferred<'a, Result<PromptReply, CatalogError>> {
+        let style = arguments
+            .get("style")
+            .map_or("a few bullets", String::as_str);
+        Deferred::ready(Ok(PromptReply::new(vec![PromptMessage::user(format!(
+            "Read the resource notes://all (or call notes_list) and summarize the notes in {style}."
+        ))])))
+    }
+}
+
 /// Registers the demo toolset with everything in memory: `echo`, `add`, `notes_add`,
 /// `notes_list`, `notes_delete`, `notes_clear`, `request_verification` and
-/// `resolve_verification` (which needs [`RESOLVE_SCOPE`]).
+/// `resolve_verification` (which needs [`RESOLVE_SCOPE`]), the resource `notes://all` and
+/// the prompt `summarize_notes`.
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -268,7 +331,10 @@ pub fn register(registry: &mut ToolRegistry) -> Result<(), RegistryError> {
 /// registry's approval queue (where `notes_clear` waits too), so people see both in one
 /// list: [`build_registry`](crate::setup::build_registry) puts that queue on the store.
 pub fn register_on(registry: &mut ToolRegistry, stores: &Stores) -> Result<(), RegistryError> {
-    registry.register_provider(Arc::new(DemoTools::new(stores)))?;
+    let demo = Arc::new(DemoTools::new(stores));
+    registry.register_provider(Arc::clone(&demo))?;
+    registry.register_resources(NotesResource(Arc::clone(&demo)))?;
+    registry.register_prompts(NotesPrompt)?;
     VerificationTools::new(Arc::clone(registry.approvals().verifier()))
         .resolve_scopes([RESOLVE_SCOPE])
         .register(registry)

@@ -48,6 +48,8 @@
 
 pub mod approval_code;
 mod approvals;
+mod catalog_commands;
+pub mod catalog_section;
 mod cli;
 mod command_tool;
 mod commands;
@@ -56,6 +58,8 @@ mod local_tokens;
 pub mod manifest;
 mod notify;
 pub mod policy_section;
+mod prompt_template;
+mod resource_source;
 pub mod setup;
 pub mod store;
 mod telemetry;

@@ -136,6 +136,13 @@ pub struct Manifest {
     /// `[[upstreams]]`: MCP servers whose tools are served through the pipeline.
     #[serde(default)]
     pub upstreams: Vec<UpstreamSpec>,
+    /// `[[resources]]`: files, folders and commands offered to be read (see
+    /// [`crate::catalog_section`]).
+    #[serde(default)]
+    pub resources: Vec<crate::catalog_section::ResourceSpec>,
+    /// `[[prompts]]`: text templates offered as prompts.
+    #[serde(default)]
+    pub prompts: Vec<crate::catalog_section::PromptSpec>,
     /// Where the manifest was read from (`None` for the built-in defaults).
     #[serde(skip)]
     source: Option<PathBuf>,
@@ -996,6 +1003,30 @@ impl Manifest {
             }
             seen.push(name);
             tool.check(name, &at)?;
+        }
+        let mut uris: Vec<&str> = Vec::new();
+        for resource in &self.resources {
+            resource.check(&at)?;
+            let uri = resource.uri.get_ref().as_str();
+            if uris.contains(&uri) {
+                return Err(at(
+                    resource.uri.span().start,
+                    format!("resource `{uri}` is declared twice"),
+                ));
+            }
+            uris.push(uri);
+        }
+        let mut prompts: Vec<&str> = Vec::new();
+        for prompt in &self.prompts {
+            prompt.check(&at)?;
+            let name = prompt.name.get_ref().as_str();
+            if prompts.contains(&name) {
+                return Err(at(
+                    prompt.name.span().start,
+                    format!("prompt `{name}` is declared twice"),
+                ));
+            }
+            prompts.push(name);
         }
         let mut upstreams: Vec<&str> = Vec::new();
         for upstream in &self.upstreams {

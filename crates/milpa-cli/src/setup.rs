@@ -139,6 +139,25 @@ pub(crate) fn build_registry_with(
             .map_err(|e| SetupError::Manifest(manifest.error_at(None, e.to_string())))?;
     }
     let base_dir = manifest.base_dir();
+    if !manifest.resources.is_empty() {
+        registry
+            .register_resources(crate::resource_source::ManifestResources::new(
+                &manifest.resources,
+                base_dir,
+            ))
+            .map_err(|e| {
+                SetupError::Manifest(manifest.error_at(None, format!("[[resources]]: {e}")))
+            })?;
+    }
+    if !manifest.prompts.is_empty() {
+        let prompts =
+            crate::prompt_template::ManifestPrompts::new(&manifest.prompts).map_err(|e| {
+                SetupError::Manifest(manifest.error_at(None, format!("[[prompts]]: {e}")))
+            })?;
+        registry.register_prompts(prompts).map_err(|e| {
+            SetupError::Manifest(manifest.error_at(None, format!("[[prompts]]: {e}")))
+        })?;
+    }
     for spec in &manifest.tools {
         registry
             .register(CommandTool::definition(spec, base_dir))

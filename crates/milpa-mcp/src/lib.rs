@@ -76,6 +76,7 @@ pub mod auth;
     not(all(feature = "stdio", feature = "http")),
     allow(dead_code, unused_imports)
 )]
+pub mod catalog_mapping;
 mod client_link;
 pub mod content;
 #[cfg(feature = "http")]

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::catalog::{
     AccessRefusal, Catalog, CatalogError, Completion, CompletionRef, Prompt, PromptProvider,
-    PromptReply, Resource, ResourceContents, ResourceProvider, ResourceTemplate,
+    PromptReply, Resource, ResourceContents, ResourceNotifier, ResourceProvider, ResourceTemplate,
 };
 use std::collections::HashMap;
 use std::future::Future;
@@ -54,6 +54,10 @@ pub enum RegistryError {
         /// What is wrong with its schema.
         error: SchemaError,
     },
+    /// A resource or prompt provider was refused (see [`ToolRegistry::register_resources`]):
+    /// the [`CatalogError`]'s message.
+    #[error("{0}")]
+    Catalog(String),
     /// A clamp names an argument the tool does not take.
     #[error("Tool {tool}: clamp on unknown argument {field:?}")]
     UnknownClampField {
@@ -62,6 +66,12 @@ pub enum RegistryError {
         /// The clamped argument.
         field: String,
     },
+}
+
+impl From<CatalogError> for RegistryError {
+    fn from(error: CatalogError) -> RegistryError {
+        RegistryError::Catalog(error.to_string())
+    }
 }
 
 /// A tool with what the pipeline precomputed for it.
@@ -750,6 +760,17 @@ impl ToolRegistry {
     /// The prompts, in registration order.
     pub fn prompts(&self) -> impl Iterator<Item = &Prompt> {
         self.catalog.prompts()
+    }
+
+    /// The handle that announces a resource's update to the sessions subscribed to it.
+    pub fn resource_notifier(&self) -> ResourceNotifier {
+        self.catalog.notifier().clone()
+    }
+
+    /// Whether `uri` is one this registry serves (a fixed resource, or one a template
+    /// matches). Says nothing of who may read it.
+    pub fn serves_resource(&self, uri: &str) -> bool {
+        self.catalog.resolve_resource(uri).is_some()
     }
 
     /// Whether any resource provider is registered.

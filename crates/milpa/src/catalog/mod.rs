@@ -101,8 +101,37 @@ impl CatalogError {
     }
 }
 
+/// Tells the servers of a registry that a resource changed: each session subscribed to
+/// its URI sends `notifications/resources/updated`. Cheap to clone; give one to the
+/// provider whose resources change (from [`ToolRegistry::resource_notifier`](crate::ToolRegistry::resource_notifier)).
+#[derive(Debug, Clone)]
+pub struct ResourceNotifier {
+    sender: tokio::sync::broadcast::Sender<Arc<str>>,
+}
+
+impl ResourceNotifier {
+    /// How many updates a slow listener may fall behind before it skips the oldest.
+    const BACKLOG: usize = 256;
+
+    fn new() -> ResourceNotifier {
+        ResourceNotifier {
+            sender: tokio::sync::broadcast::channel(Self::BACKLOG).0,
+        }
+    }
+
+    /// The resource at `uri` changed.
+    pub fn updated(&self, uri: &str) {
+        // No listener is no error: nobody subscribed.
+        let _ = self.sender.send(Arc::from(uri));
+    }
+
+    /// The URIs updated from now on.
+    pub fn listen(&self) -> tokio::sync::broadcast::Receiver<Arc<str>> {
+        self.sender.subscribe()
+    }
+}
+
 /// The resources and prompts a registry serves, indexed for the requests.
-#[derive(Default)]
 pub(crate) struct Catalog {
     resource_providers: Vec<Arc<dyn ResourceProvider>>,
     /// Every fixed resource, in registration order, with its provider's index.
@@ -114,6 +143,22 @@ pub(crate) struct Catalog {
     /// Every prompt, in registration order, with its provider's index.
     prompts: Vec<(Prompt, usize)>,
     by_name: HashMap<String, usize>,
+    notifier: ResourceNotifier,
+}
+
+impl Default for Catalog {
+    fn default() -> Self {
+        Catalog {
+            resource_providers: Vec::new(),
+            resources: Vec::new(),
+            by_uri: HashMap::new(),
+            templates: Vec::new(),
+            prompt_providers: Vec::new(),
+            prompts: Vec::new(),
+            by_name: HashMap::new(),
+            notifier: ResourceNotifier::new(),
+        }
+    }
 }
 
 /// What a URI resolved to: who reads it, the name the gate and the audit see (the
@@ -232,6 +277,11 @@ impl Catalog {
             .iter()
             .find(|(template, _)| template.template().as_str() == text)
             .map(|(template, provider)| (template, self.resource_providers[*provider].as_ref()))
+    }
+
+    /// The handle that announces resource updates.
+    pub fn notifier(&self) -> &ResourceNotifier {
+        &self.notifier
     }
 
     /// The prompt `name`, and its provider.
