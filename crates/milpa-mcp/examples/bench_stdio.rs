@@ -9,6 +9,10 @@
 //!     [--tool NAME] [--proxy MILPA] [-- SERVER_CMD [ARG]...]
 //! ```
 //!
+//! `--read URI` also starts a second server of the same command and times `resources/read`
+//! of URI on it (`test://static-text` on the fixture), in the same alternation as the
+//! calls: what a governed read costs against a governed call.
+//!
 //! `-- SERVER_CMD…` benchmarks another stdio server (its tool `--tool`, default `add`, is
 //! called with `{"a":1,"b":2}`): the npm `@modelcontextprotocol/server-everything`, say,
 //! with `--tool get-sum -- node …/server-everything/dist/index.js stdio`. `--proxy MILPA` (the `milpa` binary) also starts
@@ -37,13 +41,31 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, BufWriter};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
-fn push_request(out: &mut String, id: u64, tool: &str) {
+/// What each request of a connection asks.
+#[derive(Clone)]
+enum Ask {
+    /// `tools/call` of this tool with `{"a":1,"b":2}`.
+    Call(String),
+    /// `resources/read` of this URI (`--read`).
+    Read(String),
+}
+
+fn push_request(out: &mut String, id: u64, ask: &Ask) {
     use std::fmt::Write;
     out.push_str("{\"jsonrpc\":\"2.0\",\"id\":");
     let _ = write!(out, "{id}");
-    out.push_str(",\"method\":\"tools/call\",\"params\":{\"name\":\"");
-    out.push_str(tool);
-    out.push_str("\",\"arguments\":{\"a\":1,\"b\":2}}}\n");
+    match ask {
+        Ask::Call(tool) => {
+            out.push_str(",\"method\":\"tools/call\",\"params\":{\"name\":\"");
+            out.push_str(tool);
+            out.push_str("\",\"arguments\":{\"a\":1,\"b\":2}}}\n");
+        }
+        Ask::Read(uri) => {
+            out.push_str(",\"method\":\"resources/read\",\"params\":{\"uri\":\"");
+            out.push_str(uri);
+            out.push_str("\"}}\n");
+        }
+    }
 }
 
 /// A server under test: its process and the connection to it.
@@ -52,8 +74,8 @@ struct Conn {
     writer: BufWriter<ChildStdin>,
     reader: BufReader<ChildStdout>,
     line: String,
-    /// The tool each call names.
-    tool: String,
+    /// What each request asks.
+    tool: Ask,
 }
 
 impl Conn {
@@ -190,7 +212,7 @@ fn report(label: &str, rates: &mut [f64]) -> f64 {
 }
 
 /// Starts `program args…`, runs the handshake, and warms the connection up.
-async fn start(program: &str, args: &[String], tool: String) -> Conn {
+async fn start(program: &str, args: &[String], tool: Ask) -> Conn {
     let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::piped())
@@ -259,6 +281,7 @@ async fn main() {
     let mut audit = "/dev/null".to_owned();
     let mut tool = "add".to_owned();
     let mut proxies: Vec<String> = Vec::new();
+    let mut read: Option<String> = None;
     let mut command: Vec<String> = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -268,6 +291,7 @@ async fn main() {
             "--audit" => audit = args.next().unwrap_or(audit),
             "--tool" => tool = args.next().expect("--tool needs a name"),
             "--proxy" => proxies.push(args.next().expect("--proxy needs the milpa binary")),
+            "--read" => read = Some(args.next().expect("--read needs a URI")),
             "--" => {
                 command = args.by_ref().collect();
                 break;
@@ -286,7 +310,11 @@ async fn main() {
         ];
     }
     let mut labels = vec!["direct".to_owned()];
-    let mut conns = vec![start(&command[0], &command[1..], tool.clone()).await];
+    let mut conns = vec![start(&command[0], &command[1..], Ask::Call(tool.clone())).await];
+    if let Some(uri) = &read {
+        conns.push(start(&command[0], &command[1..], Ask::Read(uri.clone())).await);
+        labels.push("read ".to_owned());
+    }
     for (n, milpa) in proxies.iter().enumerate() {
         let mut proxy_args: Vec<String> = [
             "--store", "memory", "proxy", "--audit", &audit, "--name", "up", "--",
@@ -295,7 +323,7 @@ async fn main() {
         .map(|s| s.to_string())
         .collect();
         proxy_args.extend(command.iter().cloned());
-        conns.push(start(milpa, &proxy_args, format!("up__{tool}")).await);
+        conns.push(start(milpa, &proxy_args, Ask::Call(format!("up__{tool}"))).await);
         labels.push(if proxies.len() == 1 {
             "proxy ".to_owned()
         } else {
@@ -316,7 +344,19 @@ async fn main() {
     for conn in conns {
         stop(conn).await;
     }
-    for (n, label) in labels.iter().enumerate().skip(1) {
+    if let Some(n) = labels.iter().position(|l| l.starts_with("read")) {
+        println!(
+            "resources/read against tools/call (rate ratio): 1 in flight x{:.2}, 32 in flight x{:.2}",
+            one_medians[n] / one_medians[0],
+            many_medians[n] / many_medians[0]
+        );
+    }
+    for (n, label) in labels
+        .iter()
+        .enumerate()
+        .skip(1)
+        .filter(|(_, l)| !l.starts_with("read"))
+    {
         // Time per call through the proxy minus time per call direct, from the medians.
         let added = |m: &[f64]| (1.0 / m[n] - 1.0 / m[0]) * 1e6;
         println!(
