@@ -135,7 +135,41 @@ async def plain_tests():
             check(audited, "audit record with outcome cancelled")
             check(time.monotonic() - started < 10, "cancelled quickly")
 
+        async def resources():
+            listed = (await client.list_resources()).resources
+            uris = {str(r.uri) for r in listed}
+            check("test://static-text" in uris, f"resources {uris}")
+            templates = (await client.list_resource_templates()).resource_templates
+            check(
+                any(t.uri_template == "test://template/{id}/data" for t in templates),
+                f"templates {templates}",
+            )
+            read = await client.read_resource("test://template/7/data")
+            check('"id":"7"' in read.contents[0].text, f"read {read}")
+            audited = False
+            for _ in range(100):  # the fixture's audit file is written in batches
+                audited = any(
+                    r.get("kind") == "read_resource" and r.get("tool") == "test://template/7/data"
+                    for r in audit_records()
+                )
+                if audited:
+                    break
+                await anyio.sleep(0.05)
+            check(audited, "audit record of kind read_resource")
+
+        async def prompts():
+            listed = {p.name for p in (await client.list_prompts()).prompts}
+            check("test_prompt_with_arguments" in listed, f"prompts {listed}")
+            got = await client.get_prompt("test_prompt_with_arguments", {"arg1": "a", "arg2": "b"})
+            text = got.messages[0].content.text
+            check(text == "Prompt with arguments: arg1='a', arg2='b'", text)
+            ref = types.PromptReference(type="ref/prompt", name="test_prompt_with_arguments")
+            done = await client.complete(ref, {"name": "arg1", "value": "te"})
+            check(done.completion.values == ["test", "testing", "tested"], done)
+
         await run("discovery negotiates 2026-07-28", discovery)
+        await run("resources: list, templates, read (audited)", resources)
+        await run("prompts: list, get, complete", prompts)
         await run("tools/list", listing)
         await run("tools/call add", add)
         await run("refused call", refused)

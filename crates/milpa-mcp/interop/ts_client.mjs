@@ -68,6 +68,36 @@ await test("tools/list", async () => {
   assert(del.annotations?.destructiveHint === true, "destructiveHint");
 });
 
+await test("resources: list, templates, read, subscribe", async () => {
+  const { resources } = await plain.listResources();
+  assert(resources.some((r) => r.uri === "test://static-text"), `resources ${JSON.stringify(resources)}`);
+  const { resourceTemplates } = await plain.listResourceTemplates();
+  assert(resourceTemplates[0]?.uriTemplate === "test://template/{id}/data", "template");
+  const read = await plain.readResource({ uri: "test://static-binary" });
+  assert(read.contents[0].mimeType === "image/png" && read.contents[0].blob, "blob");
+  await plain.subscribeResource({ uri: "test://watched-resource" });
+  await plain.unsubscribeResource({ uri: "test://watched-resource" });
+  let refused = null;
+  try {
+    await plain.readResource({ uri: "test://nope" });
+  } catch (error) {
+    refused = error;
+  }
+  assert(refused && String(refused.message).includes("Resource not found: test://nope"), `refusal ${refused}`);
+});
+
+await test("prompts: list, get with an image, complete", async () => {
+  const { prompts } = await plain.listPrompts();
+  assert(prompts.some((p) => p.name === "test_prompt_with_image"), "listed");
+  const got = await plain.getPrompt({ name: "test_prompt_with_image" });
+  assert(got.messages[0].content.type === "image" && got.messages[0].content.mimeType === "image/png", "image");
+  const done = await plain.complete({
+    ref: { type: "ref/prompt", name: "test_prompt_with_arguments" },
+    argument: { name: "arg2", value: "va" },
+  });
+  assert(JSON.stringify(done.completion.values) === '["value","valid"]', JSON.stringify(done));
+});
+
 await test("tools/call add", async () => {
   const r = await plain.callTool({ name: "add", arguments: { a: 2, b: 3 } });
   assert(r.isError === false, "isError");
