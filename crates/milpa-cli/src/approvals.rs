@@ -21,9 +21,9 @@ use milpa_mcp::approvals::PasskeyOptions;
 
 use crate::approval_code::{self, short_code};
 use crate::cli::{ApprovalsArgs, ApprovalsCommand, DecideArgs, EnrollArgs};
-use crate::commands::{emit, print_json, printable, table};
 use crate::manifest::{ApprovalsSection, Manifest, ShellDecisions};
 use crate::store::Stores;
+use crate::terminal_output::{emit, print_json, printable, table};
 use crate::{CliError, EXIT_OK};
 
 /// At most this many pending approvals are listed (the oldest).

@@ -12,7 +12,7 @@ use milpa_mcp::catalog_mapping::{
 use serde_json::{Value, json};
 
 use crate::cli::{PromptArgs, ReadArgs};
-use crate::commands::{emit, print_json, printable, table};
+use crate::terminal_output::{emit, print_json, printable, printable_lines, table};
 use crate::{CliError, EXIT_CALL_FAILED, EXIT_OK};
 
 /// `milpa resources`: the resources and templates, as a table or as JSON.
@@ -133,7 +133,7 @@ pub(crate) async fn read(
     for piece in &contents {
         match piece {
             ResourceContents::Text { text, .. } => {
-                emit(&crate::commands::printable_lines(text));
+                emit(&printable_lines(text));
                 if !text.ends_with('\n') {
                     emit("\n");
                 }
@@ -194,7 +194,7 @@ pub(crate) async fn prompt(
 }
 
 fn printable_text(text: &str) -> String {
-    crate::commands::printable_lines(text)
+    printable_lines(text)
 }
 
 #[cfg(test)]

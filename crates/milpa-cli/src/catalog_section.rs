@@ -30,7 +30,7 @@ use indexmap::IndexMap;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::manifest::ManifestError;
+use crate::manifest_error::ManifestError;
 
 /// The most bytes a resource's contents may take, unless `max_bytes` says otherwise: 1 MiB.
 pub const DEFAULT_RESOURCE_MAX_BYTES: u64 = 1024 * 1024;
@@ -212,14 +212,13 @@ impl PromptSpec {
                 "a prompt's name is 1 to 128 characters".into(),
             ));
         }
-        let pieces = crate::prompt_template::PromptText::parse(self.template.get_ref()).map_err(
-            |reason| {
+        let pieces =
+            crate::prompt_text::PromptText::parse(self.template.get_ref()).map_err(|reason| {
                 at(
                     self.template.span().start,
                     format!("prompt `{name}`: {reason}"),
                 )
-            },
-        )?;
+            })?;
         for used in pieces.arguments() {
             if !self.arguments.contains_key(used) {
                 return Err(at(

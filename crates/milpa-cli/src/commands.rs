@@ -9,7 +9,6 @@ use milpa::audit::trail::AuditQuery;
 use milpa::audit::{
     AuditRecord, AuditSink, FoldingAuditSink, JsonLinesAuditSink, TracingAuditSink,
 };
-use milpa::escape::EscapeControl;
 use milpa::render::{ChannelRenderer, TerminalRenderer};
 use milpa::{
     CallOutcome, SentToken, ToolContext, ToolRegistry, ToolResult, channel, split_confirm_token,
@@ -28,6 +27,7 @@ use crate::setup::{
 };
 use crate::store::{self, StoreUrl, Stores};
 use crate::telemetry::Telemetry;
+use crate::terminal_output::{emit, print_json, printable, printable_lines, table};
 use crate::{CliError, EXIT_CALL_FAILED, EXIT_OK, approvals, load_manifest};
 use milpa_gateway::{Upstream, UpstreamConfig};
 use milpa_mcp::auth::oauth::OAuthResource;
@@ -302,21 +302,6 @@ const EXIT_INTERRUPTED: u8 = 130;
 /// How long the runtime waits for its threads once the work is over or interrupted.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 
-/// Writes to standard output; a reader that went away (`milpa tools | head -1`) is not an
-/// error worth a panic.
-pub(crate) fn emit(text: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
-}
-
-pub(crate) fn print_json(value: &impl serde::Serialize) -> Result<(), CliError> {
-    let text = serde_json::to_string_pretty(value)
-        .map_err(|e| CliError::failed(format!("cannot write JSON: {e}")))?;
-    emit(&text);
-    emit("\n");
-    Ok(())
-}
-
 fn tools_command(
     registry: &ToolRegistry,
     upstreams: &[Upstream],
@@ -406,41 +391,6 @@ fn or_dash(text: String) -> String {
     } else {
         text
     }
-}
-
-/// Columns padded to their widest cell (the last one is not padded), two spaces apart.
-/// Every cell is shown [`printable`]: a tool's name or description (an upstream server's
-/// words) cannot break the table or reorder what it shows.
-pub(crate) fn table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let header: Vec<String> = header.iter().map(|h| (*h).to_owned()).collect();
-    let rows: Vec<Vec<String>> = rows
-        .iter()
-        .map(|row| row.iter().map(|cell| printable(cell)).collect())
-        .collect();
-    let rows = rows.as_slice();
-    let mut widths = vec![0usize; header.len()];
-    for row in std::iter::once(&header).chain(rows) {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    for row in std::iter::once(&header).chain(rows) {
-        let mut line = String::new();
-        for (i, cell) in row.iter().enumerate() {
-            if i > 0 {
-                line.push_str("  ");
-            }
-            line.push_str(cell);
-            if i + 1 < row.len() {
-                let pad = widths[i].saturating_sub(cell.chars().count());
-                line.extend(std::iter::repeat_n(' ', pad));
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
 }
 
 /// The plan of a call; for an upstream tool, also the upstream and its state now (`upstream`
@@ -746,19 +696,6 @@ fn audit_table(records: &[Value]) -> String {
         ],
         &rows,
     )
-}
-
-/// `text` for a terminal, on one line: control characters (`\n` included), format
-/// characters (bidi overrides and isolates, zero-width characters) and line separators
-/// escaped, so a tool name, principal or summary holding them cannot move the cursor, hide
-/// a line or show its words in another order.
-pub(crate) fn printable(text: &str) -> String {
-    EscapeControl::all(text).to_string()
-}
-
-/// `text` for a terminal, keeping its lines and tabs: as [`printable`] otherwise.
-pub(crate) fn printable_lines(text: &str) -> String {
-    EscapeControl::keeping_layout(text).to_string()
 }
 
 /// `milpa audit verify FILE`.

@@ -56,14 +56,17 @@ mod commands;
 pub mod demo;
 mod local_tokens;
 pub mod manifest;
+mod manifest_error;
 mod notify;
 pub mod policy_section;
 mod prompt_template;
+mod prompt_text;
 mod resource_source;
 pub mod setup;
 pub mod store;
 mod telemetry;
 mod template;
+mod terminal_output;
 
 use std::ffi::OsString;
 use std::fmt;

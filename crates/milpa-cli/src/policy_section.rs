@@ -7,14 +7,14 @@
 //! default = "allow"           # "deny": a call no `permit` covers is denied too
 //! ```
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use milpa_cedar::{CedarPolicy, DefaultEffect};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::manifest::{Manifest, ManifestError};
+use crate::manifest_error::ManifestError;
 
 /// `[policy]`.
 #[derive(Debug, Clone, Deserialize)]
@@ -75,25 +75,29 @@ impl PolicySection {
     }
 }
 
-/// The manifest's Cedar policy, loaded and validated; `None` without `[policy]`. An error
-/// names the manifest line and the `.cedar` file, line and column.
-pub(crate) fn call_policy(manifest: &Manifest) -> Result<Option<Arc<CedarPolicy>>, ManifestError> {
-    let Some(section) = &manifest.policy else {
-        return Ok(None);
-    };
-    let base = manifest.base_dir().map(PathBuf::from).unwrap_or_default();
-    let files: Vec<PathBuf> = section
-        .cedar
-        .get_ref()
-        .names()
-        .iter()
-        .map(|name| base.join(name))
-        .collect();
-    let default = match section.default {
-        PolicyDefault::Allow => DefaultEffect::Allow,
-        PolicyDefault::Deny => DefaultEffect::Deny,
-    };
-    CedarPolicy::from_files(&files, default)
-        .map(|policy| Some(Arc::new(policy)))
-        .map_err(|e| manifest.error_at(Some(section.cedar.span().start), format!("[policy] {e}")))
+impl PolicySection {
+    /// The Cedar policy, loaded and validated, its files relative to `base` (the manifest's
+    /// folder). An error names the manifest line (through `error_at`, given the section's
+    /// offset) and the `.cedar` file, line and column.
+    pub(crate) fn load(
+        &self,
+        base: Option<&Path>,
+        error_at: impl Fn(Option<usize>, String) -> ManifestError,
+    ) -> Result<Arc<CedarPolicy>, ManifestError> {
+        let base = base.map(PathBuf::from).unwrap_or_default();
+        let files: Vec<PathBuf> = self
+            .cedar
+            .get_ref()
+            .names()
+            .iter()
+            .map(|name| base.join(name))
+            .collect();
+        let default = match self.default {
+            PolicyDefault::Allow => DefaultEffect::Allow,
+            PolicyDefault::Deny => DefaultEffect::Deny,
+        };
+        CedarPolicy::from_files(&files, default)
+            .map(Arc::new)
+            .map_err(|e| error_at(Some(self.cedar.span().start), format!("[policy] {e}")))
+    }
 }

@@ -119,8 +119,16 @@ pub(crate) fn build_registry_with(
         builder = builder.audit_sink(sink);
     }
     // `[policy]`: Cedar, checked last in the authorize stage.
-    if let Some(policy) =
-        crate::policy_section::call_policy(manifest).map_err(SetupError::Manifest)?
+    if let Some(policy) = manifest
+        .policy
+        .as_ref()
+        .map(|section| {
+            section.load(manifest.base_dir(), |offset, message| {
+                manifest.error_at(offset, message)
+            })
+        })
+        .transpose()
+        .map_err(SetupError::Manifest)?
     {
         builder = builder.call_policy(policy);
     }
