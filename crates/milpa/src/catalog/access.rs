@@ -12,6 +12,7 @@
 //! collaborators: the same gate, limiter, audit sink and redactor.
 
 use std::collections::BTreeMap;
+use std::future::IntoFuture;
 
 use serde_json::{Map, Value};
 
@@ -268,15 +269,7 @@ impl<'a> Governed<'a> {
     }
 
     fn not_found(&self) -> (AccessRefusal, AuditOutcome) {
-        let asked = clip(self.asked, MAX_TOOL_NAME_BYTES);
-        let message = match self.access {
-            Access::GetPrompt => format!("Prompt not found: {asked}"),
-            _ => format!("Resource not found: {asked}"),
-        };
-        (
-            AccessRefusal::new(ErrorCode::NotFound, message),
-            AuditOutcome::NotFound,
-        )
+        not_found(self.access, self.asked)
     }
 
     /// The one record of the request, however it ended.
@@ -313,8 +306,85 @@ impl<'a> Governed<'a> {
     }
 }
 
+/// Nothing serves what was asked (a URI, a prompt name; quoted cut when long).
+fn not_found(access: Access, asked: &str) -> Stop {
+    let asked = clip(asked, MAX_TOOL_NAME_BYTES);
+    let message = match access {
+        Access::GetPrompt => format!("Prompt not found: {asked}"),
+        _ => format!("Resource not found: {asked}"),
+    };
+    (
+        AccessRefusal::new(ErrorCode::NotFound, message),
+        AuditOutcome::NotFound,
+    )
+}
+
 fn whole_seconds(wait: std::time::Duration) -> u64 {
     wait.as_secs() + u64::from(wait.subsec_nanos() > 0)
+}
+
+/// Why a request stopped before its end: what the caller is told, and the record's outcome.
+type Stop = (AccessRefusal, AuditOutcome);
+
+/// What `resolve` found: the name and scopes the gate sees, and the work `execute` runs.
+type Found<'a, Work> = (&'a str, &'a [String], Work);
+
+/// The one executor of [`AccessStep::ORDER`]. `resolve` finds who serves the request,
+/// returning what the gate sees and the work `execute` then runs; every way the request
+/// ends is audited once.
+async fn run_steps<'a, T, Work, Done>(
+    request: &mut Governed<'a>,
+    registry: &ToolRegistry,
+    resolve: impl FnOnce() -> Result<Found<'a, Work>, Stop>,
+    wire_len: impl Fn(&T) -> usize,
+) -> Result<T, AccessRefusal>
+where
+    Work: FnOnce() -> Done,
+    Done: IntoFuture<Output = Result<T, CatalogError>>,
+{
+    let mut resolve = Some(resolve);
+    let mut work = None;
+    let mut value = None;
+    let mut ended: Result<(), Stop> = Ok(());
+    for step in AccessStep::ORDER {
+        let flow =
+            match step {
+                AccessStep::Resolve => match resolve.take() {
+                    Some(resolve) => request.charge_caller().and_then(|()| resolve()).map(
+                        |(name, scopes, found)| {
+                            (request.name, request.scopes) = (name, scopes);
+                            work = Some(found);
+                        },
+                    ),
+                    None => Err(request.not_found()),
+                },
+                AccessStep::Authorize => request.authorize().await,
+                AccessStep::RateLimit => request.rate_limit(registry).await,
+                AccessStep::Execute => match work.take() {
+                    Some(work) => {
+                        let answer = work().await;
+                        request
+                            .executed(answer, &wire_len)
+                            .map(|answer| value = Some(answer))
+                    }
+                    None => Err(request.not_found()),
+                },
+                AccessStep::Audit => {
+                    request.audit(ended.as_ref().map(|_| ()));
+                    break;
+                }
+            };
+        if let Err(stop) = flow {
+            ended = Err(stop);
+            request.audit(ended.as_ref().map(|_| ()));
+            break;
+        }
+    }
+    match (ended, value) {
+        (Err((refusal, _)), _) => Err(refusal),
+        (Ok(()), Some(value)) => Ok(value),
+        (Ok(()), None) => Err(request.not_found().0),
+    }
 }
 
 /// Reads `uri` for `ctx` through [`AccessStep::ORDER`].
@@ -325,49 +395,21 @@ pub(crate) async fn read_resource(
 ) -> Result<Vec<ResourceContents>, AccessRefusal> {
     let args = Value::Object(Map::new());
     let mut request = Governed::new(registry.wiring(), ctx, Access::ReadResource, uri, &args);
-    let mut provider = None;
-    let mut contents = None;
-    let mut ended = Ok(());
-    for step in AccessStep::ORDER {
-        let flow = match step {
-            AccessStep::Resolve => request.charge_caller().and_then(|()| {
-                let found = registry
-                    .catalog()
-                    .resolve_resource(uri)
-                    .ok_or_else(|| request.not_found())?;
-                (request.name, request.scopes) = (found.name, found.scopes);
-                provider = Some(found.provider);
-                Ok(())
-            }),
-            AccessStep::Authorize => request.authorize().await,
-            AccessStep::RateLimit => request.rate_limit(registry).await,
-            AccessStep::Execute => match provider {
-                Some(provider) => {
-                    let read = provider.read(uri, ctx).await;
-                    request
-                        .executed(read, |pieces| {
-                            pieces.iter().map(ResourceContents::wire_len).sum()
-                        })
-                        .map(|read| contents = Some(read))
-                }
-                None => Err(request.not_found()),
-            },
-            AccessStep::Audit => {
-                request.audit(ended.as_ref().map(|_| ()));
-                break;
-            }
-        };
-        if let Err(stop) = flow {
-            ended = Err(stop);
-            request.audit(ended.as_ref().map(|_| ()));
-            break;
-        }
-    }
-    match (ended, contents) {
-        (Err((refusal, _)), _) => Err(refusal),
-        (Ok(()), Some(contents)) => Ok(contents),
-        (Ok(()), None) => Err(request.not_found().0),
-    }
+    let resolve = || {
+        let found = registry
+            .catalog()
+            .resolve_resource(uri)
+            .ok_or_else(|| not_found(Access::ReadResource, uri))?;
+        let provider = found.provider;
+        Ok((found.name, found.scopes, move || provider.read(uri, ctx)))
+    };
+    run_steps(
+        &mut request,
+        registry,
+        resolve,
+        |pieces: &Vec<ResourceContents>| pieces.iter().map(ResourceContents::wire_len).sum(),
+    )
+    .await
 }
 
 /// Renders prompt `name` with `arguments` for `ctx` through [`AccessStep::ORDER`].
@@ -385,61 +427,30 @@ pub(crate) async fn get_prompt(
             .collect(),
     );
     let mut request = Governed::new(registry.wiring(), ctx, Access::GetPrompt, name, &args);
-    let mut provider = None;
-    let mut reply = None;
-    let mut ended = Ok(());
-    for step in AccessStep::ORDER {
-        let flow = match step {
-            AccessStep::Resolve => request.charge_caller().and_then(|()| {
-                let (prompt, found) = registry
-                    .catalog()
-                    .prompt(name)
-                    .ok_or_else(|| request.not_found())?;
-                request.scopes = prompt.scopes();
-                provider = Some(found);
-                let missing = prompt.missing(arguments);
-                if missing.is_empty() {
-                    Ok(())
-                } else {
-                    Err((
-                        AccessRefusal::new(
-                            ErrorCode::ValidationError,
-                            format!(
-                                "Missing required argument(s) for prompt '{name}': {}",
-                                missing.join(", ")
-                            ),
-                        ),
-                        AuditOutcome::InvalidArguments,
-                    ))
-                }
-            }),
-            AccessStep::Authorize => request.authorize().await,
-            AccessStep::RateLimit => request.rate_limit(registry).await,
-            AccessStep::Execute => match provider {
-                Some(provider) => {
-                    let got = provider.get(name, arguments, ctx).await;
-                    request
-                        .executed(got, |reply| {
-                            reply.messages.iter().map(|m| m.wire_len()).sum()
-                        })
-                        .map(|got| reply = Some(got))
-                }
-                None => Err(request.not_found()),
-            },
-            AccessStep::Audit => {
-                request.audit(ended.as_ref().map(|_| ()));
-                break;
-            }
-        };
-        if let Err(stop) = flow {
-            ended = Err(stop);
-            request.audit(ended.as_ref().map(|_| ()));
-            break;
+    let resolve = || {
+        let (prompt, provider) = registry
+            .catalog()
+            .prompt(name)
+            .ok_or_else(|| not_found(Access::GetPrompt, name))?;
+        let missing = prompt.missing(arguments);
+        if !missing.is_empty() {
+            return Err((
+                AccessRefusal::new(
+                    ErrorCode::ValidationError,
+                    format!(
+                        "Missing required argument(s) for prompt '{name}': {}",
+                        missing.join(", ")
+                    ),
+                ),
+                AuditOutcome::InvalidArguments,
+            ));
         }
-    }
-    match (ended, reply) {
-        (Err((refusal, _)), _) => Err(refusal),
-        (Ok(()), Some(reply)) => Ok(reply),
-        (Ok(()), None) => Err(request.not_found().0),
-    }
+        Ok((prompt.name(), prompt.scopes(), move || {
+            provider.get(name, arguments, ctx)
+        }))
+    };
+    run_steps(&mut request, registry, resolve, |reply: &PromptReply| {
+        reply.messages.iter().map(|m| m.wire_len()).sum()
+    })
+    .await
 }
