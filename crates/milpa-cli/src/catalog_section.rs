@@ -1,6 +1,6 @@
 //! `[[resources]]` and `[[prompts]]`: what a manifest offers to be read and prompted with,
 //! beside its tools. Checked when the manifest loads (each error names its line); served by
-//! [`crate::resource_source`] and [`crate::prompt_template`].
+//! the CLI's resource and prompt providers.
 //!
 //! ```toml
 //! [[resources]]
