@@ -46,7 +46,10 @@ async fn requests_before_initialize_and_unknown_methods_get_method_not_found() {
     let reply = client.request("ping", json!({})).await;
     assert_eq!(reply["result"], json!({}));
     client.initialize(json!({})).await;
+    // resources/list is served now; a method no revision knows is not.
     let reply = client.request("resources/list", json!({})).await;
+    assert_eq!(reply["result"]["resources"], json!([]));
+    let reply = client.request("resources/write", json!({})).await;
     assert_eq!(reply["error"]["code"], -32601);
     let again = client
         .request("initialize", json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}))
