@@ -180,7 +180,7 @@ pub(crate) async fn prompt(
     }
     for message in &reply.messages {
         let text = match &message.content {
-            PromptContent::Text(text) => printable_text(text),
+            PromptContent::Text(text) => printable_lines(text),
             PromptContent::Image { mime_type, .. } => format!("({mime_type} image; use --json)"),
             PromptContent::Audio { mime_type, .. } => format!("({mime_type} audio; use --json)"),
             PromptContent::Resource(contents) => {
@@ -191,10 +191,6 @@ pub(crate) async fn prompt(
         emit(&format!("{}: {text}\n", message.role.as_str()));
     }
     Ok(EXIT_OK)
-}
-
-fn printable_text(text: &str) -> String {
-    printable_lines(text)
 }
 
 #[cfg(test)]

@@ -235,8 +235,8 @@ fn inside(root: &Path, relative: &str) -> Result<PathBuf, CatalogError> {
     Ok(full)
 }
 
-/// The files below `root` (following no symlink out of it), as `/`-separated paths, at
-/// most `cap` of them, sorted.
+/// The files below `root` (following no symlink out of it), as `/`-separated paths: the
+/// first `cap` found, sorted.
 fn files_below(root: &Path, cap: usize) -> Vec<String> {
     let Ok(root) = root.canonicalize() else {
         return Vec::new();
@@ -263,11 +263,14 @@ fn files_below(root: &Path, cap: usize) -> Vec<String> {
                 folders.push(path);
             } else if let Ok(relative) = item.path().strip_prefix(&root) {
                 found.push(relative.to_string_lossy().replace('\\', "/"));
+                // A folder of a million files lists `cap` of them, not a million.
+                if found.len() >= cap {
+                    break;
+                }
             }
         }
     }
     found.sort();
-    found.truncate(cap);
     found
 }
 

@@ -114,37 +114,9 @@ impl Shared {
     }
 }
 
-/// What a governed request answers with, once it is done.
-enum Answer {
-    Result(Map<String, Value>),
-    Refused(Refused),
-}
-
-/// A refusal, and the URI of the resource it refused (error `data.uri`).
-struct Refused {
-    refusal: AccessRefusal,
-    uri: Option<String>,
-}
-
-impl From<AccessRefusal> for Refused {
-    fn from(refusal: AccessRefusal) -> Refused {
-        Refused { refusal, uri: None }
-    }
-}
-
-/// Names the resource a refusal refused.
-trait WithUri {
-    fn with_uri(self, uri: &str) -> Refused;
-}
-
-impl WithUri for AccessRefusal {
-    fn with_uri(self, uri: &str) -> Refused {
-        Refused {
-            refusal: self,
-            uri: Some(uri.to_owned()),
-        }
-    }
-}
+/// What a governed request answers with, once it is done: its result, or its refusal and,
+/// for a read, the URI it refused (error `data.uri`).
+type Answer = Result<Map<String, Value>, (AccessRefusal, Option<String>)>;
 
 impl Session {
     /// A listing: every entry on one page (a 2026-07-28 one with its caching hints).
@@ -201,29 +173,26 @@ impl Session {
         params: UriParams,
         caller: &Caller,
     ) -> Dispatch {
-        self.governed(id, caller, move |session, ctx| {
-            Box::pin(async move {
-                match session
-                    .shared
-                    .registry
-                    .read_resource(&params.uri, &ctx)
-                    .await
-                {
-                    Ok(contents) => {
-                        let list = contents.iter().map(contents_json).collect();
-                        let mut result =
-                            Map::from_iter([("contents".to_owned(), Value::Array(list))]);
-                        if session.is_modern() {
-                            // What was read was read for this caller, and may change at
-                            // any time: nobody else may reuse it, and nobody should keep it.
-                            result.insert("ttlMs".into(), json!(0));
-                            result.insert("cacheScope".into(), json!("private"));
-                        }
-                        Answer::Result(result)
+        self.governed(id, caller, move |session, ctx| async move {
+            match session
+                .shared
+                .registry
+                .read_resource(&params.uri, &ctx)
+                .await
+            {
+                Ok(contents) => {
+                    let list = contents.iter().map(contents_json).collect();
+                    let mut result = Map::from_iter([("contents".to_owned(), Value::Array(list))]);
+                    if session.is_modern() {
+                        // What was read was read for this caller, and may change at
+                        // any time: nobody else may reuse it, and nobody should keep it.
+                        result.insert("ttlMs".into(), json!(0));
+                        result.insert("cacheScope".into(), json!("private"));
                     }
-                    Err(refusal) => Answer::Refused(refusal.with_uri(&params.uri)),
+                    Ok(result)
                 }
-            })
+                Err(refusal) => Err((refusal, Some(params.uri))),
+            }
         })
     }
 
@@ -233,19 +202,17 @@ impl Session {
         params: PromptParams,
         caller: &Caller,
     ) -> Dispatch {
-        self.governed(id, caller, move |session, ctx| {
-            Box::pin(async move {
-                let arguments = params.arguments.unwrap_or_default();
-                match session
-                    .shared
-                    .registry
-                    .get_prompt(&params.name, &arguments, &ctx)
-                    .await
-                {
-                    Ok(reply) => Answer::Result(prompt_reply_json(&reply)),
-                    Err(refusal) => Answer::Refused(refusal.into()),
-                }
-            })
+        self.governed(id, caller, move |session, ctx| async move {
+            let arguments = params.arguments.unwrap_or_default();
+            match session
+                .shared
+                .registry
+                .get_prompt(&params.name, &arguments, &ctx)
+                .await
+            {
+                Ok(reply) => Ok(prompt_reply_json(&reply)),
+                Err(refusal) => Err((refusal, None)),
+            }
         })
     }
 
@@ -255,39 +222,34 @@ impl Session {
         params: CompleteParams,
         caller: &Caller,
     ) -> Dispatch {
-        self.governed(id, caller, move |session, ctx| {
-            Box::pin(async move {
-                let CompleteParams {
-                    reference,
-                    argument,
-                } = params;
-                match session
-                    .shared
-                    .registry
-                    .complete(reference.as_ref(), &argument.name, &argument.value, &ctx)
-                    .await
-                {
-                    Ok(completion) => Answer::Result(completion_json(&completion)),
-                    Err(refusal) => Answer::Refused(refusal.into()),
-                }
-            })
+        self.governed(id, caller, move |session, ctx| async move {
+            let CompleteParams {
+                reference,
+                argument,
+            } = params;
+            match session
+                .shared
+                .registry
+                .complete(reference.as_ref(), &argument.name, &argument.value, &ctx)
+                .await
+            {
+                Ok(completion) => Ok(completion_json(&completion)),
+                Err(refusal) => Err((refusal, None)),
+            }
         })
     }
 
     /// Runs a governed request as the transport runs a call (its own future), in the
     /// caller's context, and answers with its result or its refusal.
-    fn governed(
+    fn governed<Work>(
         self: &Arc<Self>,
         id: RequestId,
         caller: &Caller,
-        work: impl FnOnce(
-            Arc<Session>,
-            milpa::ToolContext,
-        )
-            -> std::pin::Pin<Box<dyn std::future::Future<Output = Answer> + Send>>
-        + Send
-        + 'static,
-    ) -> Dispatch {
+        work: impl FnOnce(Arc<Session>, milpa::ToolContext) -> Work,
+    ) -> Dispatch
+    where
+        Work: std::future::Future<Output = Answer> + Send + 'static,
+    {
         let ctx = call_context(
             caller,
             CallHandle::detached(),
@@ -298,15 +260,16 @@ impl Session {
         let session = Arc::clone(self);
         let scope_denial = caller.scope_denial.clone();
         let modern = self.is_modern();
+        let work = work(session, ctx);
         let future = Box::pin(async move {
-            Some(match work(session, ctx).await {
-                Answer::Result(mut result) => {
+            Some(match work.await {
+                Ok(mut result) => {
                     if modern {
                         result.insert("resultType".into(), json!("complete"));
                     }
                     Reply::result(id, Value::Object(result))
                 }
-                Answer::Refused(Refused { refusal, uri }) => {
+                Err((refusal, uri)) => {
                     if let Some(slot) = &scope_denial
                         && !refusal.required_scopes().is_empty()
                     {

@@ -4,6 +4,7 @@
 
 use crate::catalog::access::AccessRefusal;
 use crate::context::ToolContext;
+use crate::deferred::Deferred;
 use crate::policy::{Access, Authorization, Subject};
 use crate::registry::ToolRegistry;
 use crate::result::ErrorCode;
@@ -47,21 +48,26 @@ pub(crate) async fn complete(
     let not_found = |what: &str, name: &str| {
         AccessRefusal::new(ErrorCode::NotFound, format!("{what} not found: {name}"))
     };
-    let (access, name, scopes) = match reference {
+    // Who suggests is found now and asked only once the gate allowed the caller.
+    type Suggest<'a> = Box<dyn FnOnce() -> Deferred<'a, Vec<String>> + Send + 'a>;
+    let (access, name, scopes, suggest): (_, _, _, Suggest<'_>) = match reference {
         CompletionRef::Prompt(name) => {
-            let (prompt, _) = catalog
+            let (prompt, provider) = catalog
                 .prompt(name)
                 .ok_or_else(|| not_found("Prompt", name))?;
-            (Access::GetPrompt, prompt.name(), prompt.scopes())
+            let suggest = Box::new(move || provider.complete(name, argument, value));
+            (Access::GetPrompt, prompt.name(), prompt.scopes(), suggest)
         }
         CompletionRef::ResourceTemplate(text) => {
-            let (template, _) = catalog
+            let (template, provider) = catalog
                 .template(text)
                 .ok_or_else(|| not_found("Resource template", text))?;
+            let suggest = Box::new(move || provider.complete(text, argument, value));
             (
                 Access::ReadResource,
                 template.template().as_str(),
                 template.scopes(),
+                suggest,
             )
         }
     };
@@ -76,16 +82,7 @@ pub(crate) async fn complete(
             return Err(AccessRefusal::new(ErrorCode::Forbidden, reason));
         }
     }
-    let mut values = match reference {
-        CompletionRef::Prompt(name) => match catalog.prompt(name) {
-            Some((_, provider)) => provider.complete(name, argument, value).await,
-            None => Vec::new(),
-        },
-        CompletionRef::ResourceTemplate(text) => match catalog.template(text) {
-            Some((_, provider)) => provider.complete(text, argument, value).await,
-            None => Vec::new(),
-        },
-    };
+    let mut values = suggest().await;
     let total = values.len();
     values.truncate(MAX_COMPLETION_VALUES);
     Ok(Completion {

@@ -303,7 +303,13 @@ pub(crate) fn subject_denial(
 /// The channel's `block_mutating`, unless `allow_all`.
 #[inline]
 pub(crate) fn blocks_mutating(policy: &ChannelPolicy, tool: &ToolDefinition) -> bool {
-    !policy.allow_all && policy.block_mutating && tool.is_mutating()
+    subject_blocked(policy, Subject::tool(tool))
+}
+
+/// [`blocks_mutating`] of any subject (a read or a prompt never mutates).
+#[inline]
+fn subject_blocked(policy: &ChannelPolicy, tool: Subject<'_>) -> bool {
+    !policy.allow_all && policy.block_mutating && tool.mutating
 }
 
 /// [`caller_denial`], worded as the original denies it.
@@ -372,7 +378,7 @@ async fn check_rules(
 /// [`blocks_mutating`], worded as the original denies it.
 #[inline]
 fn check_channel(policy: &ChannelPolicy, ctx: &ToolContext, tool: Subject<'_>) -> Authorization {
-    if !policy.allow_all && policy.block_mutating && tool.mutating {
+    if subject_blocked(policy, tool) {
         return Authorization::Denied(format!(
             "Mutating tool '{}' is blocked on channel '{}' (block_mutating policy).",
             tool.name,
