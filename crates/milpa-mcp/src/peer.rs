@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::client_link::{ClientLink, Out, RequestMeta, Route, capability_for};
+use crate::client_link::{ClientLink, RequestMeta, Route, capability_for};
 use crate::jsonrpc;
 use crate::protocol::INPUT_KEY_META;
 
@@ -231,8 +231,9 @@ impl CallPeer for Peer {
 
     fn close_response_stream(&self) -> bool {
         match &self.route {
+            #[cfg(feature = "http")]
             Route::Resumable(stream) if !self.control.is_cancelled() => {
-                stream.send(Out::Release).is_ok()
+                stream.send(crate::client_link::Out::Release).is_ok()
             }
             _ => false,
         }

@@ -32,6 +32,8 @@ use outgoing::PendingRequests;
 
 /// A message on its way out, or the end of a stream.
 #[derive(Debug)]
+// A build with no transport (say `otel` alone) sends nothing anywhere.
+#[cfg_attr(not(any(feature = "stdio", feature = "http")), allow(dead_code))]
 pub(crate) enum Out {
     /// One serialized JSON-RPC message.
     Msg(String),
@@ -39,16 +41,19 @@ pub(crate) enum Out {
     Close,
     /// Ends a resumable HTTP response stream while its call runs on; the client resumes
     /// it with `Last-Event-ID` (see [`Route::Resumable`]).
+    #[cfg(feature = "http")]
     Release,
 }
 
 /// Where messages related to one request go.
 #[derive(Clone, Debug)]
+#[cfg_attr(not(any(feature = "stdio", feature = "http")), allow(dead_code))]
 pub(crate) enum Route {
     /// A channel the transport drains (stdio's writer, one HTTP response stream).
     Channel(mpsc::UnboundedSender<Out>),
     /// One HTTP response stream a 2025-11-25 client can resume after the server closed
     /// it: the call may release it ([`Out::Release`]) and run on.
+    #[cfg(feature = "http")]
     Resumable(mpsc::UnboundedSender<Out>),
     /// The session's standalone stream (HTTP `GET`), if one is open.
     Standalone,
@@ -193,7 +198,9 @@ impl ClientLink {
     /// Sends a message along `route`; false when it cannot be delivered.
     pub fn send(&self, route: &Route, message: String) -> bool {
         match route {
-            Route::Channel(tx) | Route::Resumable(tx) => tx.send(Out::Msg(message)).is_ok(),
+            Route::Channel(tx) => tx.send(Out::Msg(message)).is_ok(),
+            #[cfg(feature = "http")]
+            Route::Resumable(tx) => tx.send(Out::Msg(message)).is_ok(),
             Route::Standalone => {
                 let mut streams = self.standalone.lock();
                 let mut message = Out::Msg(message);
