@@ -1,10 +1,38 @@
 //! The entity model policies are written against (DESIGN §7), as a Cedar schema and as the
-//! per-call request.
+//! per-request entities and request.
 //!
-//! `Principal::"<name>"` (attribute `scopes`), `Action::"call"`, `Tool::"<name>"` (attributes
-//! `mutating`, `upstream`), context `{channel, mode, authenticated, args}`. An anonymous
-//! caller is `Principal::"anonymous"` with `context.authenticated == false`: the flag, not
-//! the name, tells it from a principal that happens to be called "anonymous".
+//! | action | resource | attributes of the resource |
+//! |---|---|---|
+//! | `Action::"call"` | `Tool::"<name>"` | `mutating`, `upstream` |
+//! | `Action::"read_resource"` | `Resource::"<uri>"` | `mutating` (`false`), `upstream` (`""`), `uri` |
+//! | `Action::"get_prompt"` | `Prompt::"<name>"` | `mutating` (`false`), `upstream` (`""`), `name` |
+//!
+//! The principal is `Principal::"<name>"` (attribute `scopes`) and the context
+//! `{channel, mode, authenticated, args}` for all three. An anonymous caller is
+//! `Principal::"anonymous"` with `context.authenticated == false`: the flag, not the name,
+//! tells it from a principal that happens to be called "anonymous".
+//!
+//! Why `Resource` and `Prompt` carry `mutating` and `upstream`: policies written before
+//! resources and prompts existed leave the action open
+//! (`forbid(principal, action, resource) when { resource.mutating }`), and Cedar's validator
+//! types such a policy for every action the schema has. Were the attributes missing on the
+//! new types, those policies would stop validating; were they optional, each would need a
+//! `has` guard. With the same attributes, typed the same, every such policy still validates
+//! and still means what it meant: a read changes nothing (`mutating` is `false`) and comes
+//! from no upstream tool server (`upstream` is `""`), as the gate itself treats it.
+//!
+//! Why `uri` and `name`: Cedar's `like` matches strings, and an entity uid is not one
+//! (`resource.id` does not exist on a uid), so a pattern over URIs needs the URI as an
+//! attribute: `resource.uri like "docs://private/*"`. `Prompt` has `name` for the same use.
+//! Each exists on its own type only; a policy open on the action reaches it through
+//! `resource is Resource && resource.uri like …` (or by pinning the action), which the
+//! validator accepts, and which leaves tool calls alone.
+//!
+//! The same context for all three actions keeps every existing condition on `context`
+//! well-typed for reads and prompts. A read's `args` is the empty record and a prompt's
+//! holds its arguments (all strings), so an unguarded `context.args.amount` in a policy open
+//! on the action fails to evaluate for a read, which a `forbid` counts as denying (see the
+//! crate docs): guard it with `has`, or pin the action.
 
 use std::collections::{HashMap, HashSet};
 use std::str::FromStr;
@@ -13,7 +41,7 @@ use cedar_policy::{
     Context, Entities, Entity, EntityId, EntityTypeName, EntityUid, Request, RestrictedExpression,
     Schema,
 };
-use milpa::policy::PolicyInput;
+use milpa::policy::{Access, AccessInput, PolicyInput};
 use milpa::{ToolContext, ToolDefinition};
 use serde_json::json;
 
@@ -30,28 +58,44 @@ pub(crate) fn schema(open_args: bool) -> Schema {
     } else {
         json!({"type": "Record", "attributes": {}})
     };
+    let context = json!({"type": "Record", "attributes": {
+        "channel": {"type": "String"},
+        "mode": {"type": "String"},
+        "authenticated": {"type": "Boolean"},
+        "args": args
+    }});
+    let action = |resource: &str| {
+        json!({"appliesTo": {
+            "principalTypes": ["Principal"],
+            "resourceTypes": [resource],
+            "context": context.clone()
+        }})
+    };
+    // `mutating` and `upstream` on every resource type: see the module docs.
+    let subject = |own: Option<&str>| {
+        let mut attributes = json!({
+            "mutating": {"type": "Boolean"},
+            "upstream": {"type": "String"}
+        });
+        if let Some(own) = own {
+            attributes[own] = json!({"type": "String"});
+        }
+        json!({"shape": {"type": "Record", "attributes": attributes}})
+    };
     Schema::from_json_value(json!({
         "": {
             "entityTypes": {
                 "Principal": {"shape": {"type": "Record", "attributes": {
                     "scopes": {"type": "Set", "element": {"type": "String"}}
                 }}},
-                "Tool": {"shape": {"type": "Record", "attributes": {
-                    "mutating": {"type": "Boolean"},
-                    "upstream": {"type": "String"}
-                }}}
+                "Tool": subject(None),
+                "Resource": subject(Some("uri")),
+                "Prompt": subject(Some("name"))
             },
             "actions": {
-                "call": {"appliesTo": {
-                    "principalTypes": ["Principal"],
-                    "resourceTypes": ["Tool"],
-                    "context": {"type": "Record", "attributes": {
-                        "channel": {"type": "String"},
-                        "mode": {"type": "String"},
-                        "authenticated": {"type": "Boolean"},
-                        "args": args
-                    }}
-                }}
+                "call": action("Tool"),
+                "read_resource": action("Resource"),
+                "get_prompt": action("Prompt")
             }
         }
     }))
@@ -63,6 +107,10 @@ pub(crate) struct RequestTemplate {
     principal_type: EntityTypeName,
     tool_type: EntityTypeName,
     action: EntityUid,
+    resource_type: EntityTypeName,
+    read_action: EntityUid,
+    prompt_type: EntityTypeName,
+    prompt_action: EntityUid,
 }
 
 /// A request failed to build (an argument Cedar cannot hold, e.g. an out-of-range decimal).
@@ -75,6 +123,12 @@ impl RequestTemplate {
             principal_type: EntityTypeName::from_str("Principal").expect("valid type name"),
             tool_type: EntityTypeName::from_str("Tool").expect("valid type name"),
             action: EntityUid::from_str(r#"Action::"call""#).expect("valid action uid"),
+            resource_type: EntityTypeName::from_str("Resource").expect("valid type name"),
+            read_action: EntityUid::from_str(r#"Action::"read_resource""#)
+                .expect("valid action uid"),
+            prompt_type: EntityTypeName::from_str("Prompt").expect("valid type name"),
+            prompt_action: EntityUid::from_str(r#"Action::"get_prompt""#)
+                .expect("valid action uid"),
         }
     }
 
@@ -86,7 +140,8 @@ impl RequestTemplate {
         )
     }
 
-    /// The entities a call's policies read: the caller (with its scopes) and the tool.
+    /// The entities a request's policies read: the caller (with its scopes) and the tool,
+    /// resource or prompt.
     pub(crate) fn entities(
         &self,
         ctx: &ToolContext,
@@ -109,32 +164,62 @@ impl RequestTemplate {
 
     /// The request for one call: who, `Action::"call"`, which tool, and the context.
     pub(crate) fn request(&self, input: &PolicyInput<'_>) -> Result<Request, RequestBuildError> {
-        let ctx = input.ctx;
-        let context = Context::from_pairs([
-            (
-                "channel".to_owned(),
-                RestrictedExpression::new_string(ctx.channel().to_owned()),
-            ),
-            (
-                "mode".to_owned(),
-                RestrictedExpression::new_string(ctx.mode().as_str().to_owned()),
-            ),
-            (
-                "authenticated".to_owned(),
-                RestrictedExpression::new_bool(ctx.principal().is_some()),
-            ),
-            ("args".to_owned(), args_record(input.args)),
-        ])
-        .map_err(|e| RequestBuildError(e.to_string()))?;
         // No schema check per call: the request is built to the schema by construction.
         Request::new(
-            self.principal_uid(ctx),
+            self.principal_uid(input.ctx),
             self.action.clone(),
             self.tool_uid(input.tool.name()),
-            context,
+            context(input.ctx, input.args)?,
             None,
         )
         .map_err(|e| RequestBuildError(e.to_string()))
+    }
+
+    /// The request and entities for a read or a prompt: who, `Action::"read_resource"` or
+    /// `Action::"get_prompt"`, `Resource::"<uri>"` or `Prompt::"<name>"`, and the context.
+    ///
+    /// Built whole on each request, unlike a call's ([`ToolViews`](crate::tool_view)): reads
+    /// have no measured need of a cache yet.
+    pub(crate) fn access(
+        &self,
+        input: &AccessInput<'_>,
+    ) -> Result<(Request, Entities), RequestBuildError> {
+        let (ty, action, own) = match input.access {
+            Access::ReadResource => (&self.resource_type, &self.read_action, "uri"),
+            Access::GetPrompt => (&self.prompt_type, &self.prompt_action, "name"),
+            other => {
+                return Err(RequestBuildError(format!(
+                    "'{}' is not a read or a prompt",
+                    other.as_str()
+                )));
+            }
+        };
+        let uid = EntityUid::from_type_name_and_id(ty.clone(), EntityId::new(input.name));
+        let subject = Entity::new(
+            uid.clone(),
+            HashMap::from([
+                ("mutating".to_owned(), RestrictedExpression::new_bool(false)),
+                (
+                    "upstream".to_owned(),
+                    RestrictedExpression::new_string(String::new()),
+                ),
+                (
+                    own.to_owned(),
+                    RestrictedExpression::new_string(input.name.to_owned()),
+                ),
+            ]),
+            HashSet::new(),
+        )
+        .map_err(|e| RequestBuildError(e.to_string()))?;
+        let request = Request::new(
+            self.principal_uid(input.ctx),
+            action.clone(),
+            uid,
+            context(input.ctx, input.args)?,
+            None,
+        )
+        .map_err(|e| RequestBuildError(e.to_string()))?;
+        Ok((request, self.entities(input.ctx, subject)?))
     }
 
     /// `Tool::"<name>"` with its attributes.
@@ -165,4 +250,24 @@ impl RequestTemplate {
     pub(crate) fn is_tool_type(&self, ty: &EntityTypeName) -> bool {
         *ty == self.tool_type
     }
+}
+
+/// `{channel, mode, authenticated, args}`, the same for every action.
+fn context(ctx: &ToolContext, args: &serde_json::Value) -> Result<Context, RequestBuildError> {
+    Context::from_pairs([
+        (
+            "channel".to_owned(),
+            RestrictedExpression::new_string(ctx.channel().to_owned()),
+        ),
+        (
+            "mode".to_owned(),
+            RestrictedExpression::new_string(ctx.mode().as_str().to_owned()),
+        ),
+        (
+            "authenticated".to_owned(),
+            RestrictedExpression::new_bool(ctx.principal().is_some()),
+        ),
+        ("args".to_owned(), args_record(args)),
+    ])
+    .map_err(|e| RequestBuildError(e.to_string()))
 }

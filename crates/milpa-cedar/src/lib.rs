@@ -1,5 +1,6 @@
 //! Cedar policies for milpa: rules over whole calls, arguments included, for every tool
-//! (native, command or upstream), checked last in the authorize stage.
+//! (native, command or upstream), and over resource reads and prompts, checked last in the
+//! authorize stage.
 //!
 //! A [`CedarPolicy`] is a [`milpa::policy::CallPolicy`]: set it with
 //! [`ToolRegistryBuilder::call_policy`](milpa::ToolRegistryBuilder::call_policy). It runs
@@ -11,16 +12,23 @@
 //! | Cedar | milpa |
 //! |---|---|
 //! | `principal`: `Principal::"<name>"`, attribute `scopes` (set of strings) | the caller; an anonymous one is `Principal::"anonymous"` with `context.authenticated == false` |
-//! | `action`: `Action::"call"` | a tool call |
+//! | `action`: `Action::"call"`, `Action::"read_resource"`, `Action::"get_prompt"` | a tool call, a resource read, a prompt request |
 //! | `resource`: `Tool::"<name>"`, attributes `mutating` (bool), `upstream` (string, `""` for a native or command tool) | the tool |
+//! | `resource`: `Resource::"<uri>"`, attributes `uri`, `mutating` (`false`), `upstream` (`""`) | the resource read (its concrete URI, also for a template) |
+//! | `resource`: `Prompt::"<name>"`, attributes `name`, `mutating` (`false`), `upstream` (`""`) | the prompt |
 //! | `context.channel`, `context.mode` (`"execute"` / `"plan"`), `context.authenticated` | the call's context |
-//! | `context.args` | the arguments: an open record (any attribute), objects as records, arrays as sets, integers as `Long`, other numbers as `decimal` when exact to four places (else their text), `null` as the empty set |
+//! | `context.args` | the arguments (a prompt's: strings; a read's: none): an open record (any attribute), objects as records, arrays as sets, integers as `Long`, other numbers as `decimal` when exact to four places (else their text), `null` as the empty set |
 //!
 //! # Decisions
 //!
 //! - A `forbid` that matches denies: `Denied by policy '<@id>' for tool '<tool>' on channel
 //!   '<channel>' (principal: <name>).` (the `@id("…")` annotation, else Cedar's `policyN`;
-//!   several, comma-separated).
+//!   several, comma-separated). A read or a prompt says `for resource '<uri>'` or
+//!   `for prompt '<name>'`.
+//! - Policies written for tool calls keep their meaning: a policy open on the action
+//!   (`forbid(principal, action, resource) when { resource.mutating }`) still validates, and
+//!   a read or prompt is never mutating nor upstream. Match URIs with
+//!   `resource is Resource && resource.uri like "docs://private/*"`, or pin the action.
 //! - A `forbid` whose condition fails to evaluate (an argument missing, or of another type)
 //!   denies too: Cedar itself would skip it, which lets the call through on exactly the input
 //!   nobody thought of. Guard conditions on arguments a tool may not have with `has`:

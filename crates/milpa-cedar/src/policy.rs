@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use cedar_policy::{
     AuthorizationError, Authorizer, Decision, Effect, Entities, Policy, PolicyId, PolicySet,
-    ResourceConstraint, ValidationError, ValidationMode, Validator,
+    Request, ResourceConstraint, ValidationError, ValidationMode, Validator,
 };
-use milpa::policy::{CallPolicy, PolicyDecision, PolicyInput};
-use milpa::{Deferred, ToolDefinition};
+use milpa::policy::{AccessInput, CallPolicy, PolicyDecision, PolicyInput};
+use milpa::{Deferred, ToolContext, ToolDefinition};
 
 use crate::entity_model::{RequestBuildError, RequestTemplate, schema};
 use crate::error::CedarLoadError;
@@ -184,37 +184,60 @@ impl CedarPolicy {
     }
 
     fn decide(&self, input: &PolicyInput<'_>) -> PolicyDecision {
+        let judged = Judged::call(input);
         match self
             .views
             .get(input.tool, &self.policies, &self.request, |p| {
                 self.can_apply(p, input.tool.name())
             }) {
             Ok(view) => {
-                let entities = view.entities(input.ctx, &self.request);
-                self.decide_against(input, &view.policies, entities)
+                let built = self.call_request(input, view.entities(input.ctx, &self.request));
+                self.decide_against(&judged, &view.policies, built)
             }
-            Err(e) => self.decide_against(input, &self.policies, Err(e)),
+            Err(e) => self.decide_against(&judged, &self.policies, Err(e)),
         }
     }
 
-    /// The decision on `input` by `policies` (the whole set, or the part of it that can apply
-    /// to the tool: the same decision, see [`ToolViews`]).
-    fn decide_against(
+    /// A call's request, with its entities (cached per tool and caller, or not).
+    fn call_request(
         &self,
         input: &PolicyInput<'_>,
-        policies: &PolicySet,
         entities: Result<Arc<Entities>, RequestBuildError>,
+    ) -> Result<(Request, Arc<Entities>), RequestBuildError> {
+        entities.and_then(|entities| Ok((self.request.request(input)?, entities)))
+    }
+
+    /// A read or a prompt, judged by the whole set (scopes pinned to tools fall out at once).
+    fn decide_access(&self, input: &AccessInput<'_>) -> PolicyDecision {
+        let judged = Judged {
+            noun: input.access.noun(),
+            name: input.name,
+            ctx: input.ctx,
+        };
+        let built = self
+            .request
+            .access(input)
+            .map(|(request, entities)| (request, Arc::new(entities)));
+        self.decide_against(&judged, &self.policies, built)
+    }
+
+    /// The decision on `judged` by `policies` (the whole set, or for a call the part of it
+    /// that can apply to the tool: the same decision, see [`ToolViews`]).
+    fn decide_against(
+        &self,
+        judged: &Judged<'_>,
+        policies: &PolicySet,
+        built: Result<(Request, Arc<Entities>), RequestBuildError>,
     ) -> PolicyDecision {
-        let tool = input.tool.name();
-        let channel = input.ctx.channel();
-        let principal = input.ctx.principal().unwrap_or("(none)");
-        let built = entities.and_then(|entities| Ok((self.request.request(input)?, entities)));
+        let Judged { noun, name, ctx } = *judged;
+        let channel = ctx.channel();
+        let principal = ctx.principal().unwrap_or("(none)");
         let (request, entities) = match built {
             Ok(built) => built,
-            // Fail closed: a call Cedar cannot judge does not run.
+            // Fail closed: a request Cedar cannot judge is refused.
             Err(e) => {
                 return PolicyDecision::Deny(format!(
-                    "Denied by Cedar policy for tool '{tool}' on channel '{channel}' (principal: {principal}): the call cannot be judged: {}.",
+                    "Denied by Cedar policy for {noun} '{name}' on channel '{channel}' (principal: {principal}): the request cannot be judged: {}.",
                     e.0
                 ));
             }
@@ -245,7 +268,7 @@ impl CedarPolicy {
                 .collect();
             if !forbids.is_empty() {
                 return PolicyDecision::Deny(format!(
-                    "Denied by policy {} for tool '{tool}' on channel '{channel}' (principal: {principal}).",
+                    "Denied by policy {} for {noun} '{name}' on channel '{channel}' (principal: {principal}).",
                     quoted(forbids.iter().copied())
                 ));
             }
@@ -256,13 +279,13 @@ impl CedarPolicy {
                 let _ = write!(why, "{}{error}", if i == 0 { "" } else { "; " });
             }
             return PolicyDecision::Deny(format!(
-                "Denied by policy {} for tool '{tool}' on channel '{channel}' (principal: {principal}): the policy could not be evaluated, which counts as denying ({why}).",
+                "Denied by policy {} for {noun} '{name}' on channel '{channel}' (principal: {principal}): the policy could not be evaluated, which counts as denying ({why}).",
                 quoted(erring_forbids.iter().map(|(name, _)| *name))
             ));
         }
         if response.decision() == Decision::Deny && self.default == DefaultEffect::Deny {
             return PolicyDecision::Deny(format!(
-                "Denied for tool '{tool}' on channel '{channel}' (principal: {principal}): no Cedar policy permits it (default deny)."
+                "Denied for {noun} '{name}' on channel '{channel}' (principal: {principal}): no Cedar policy permits it (default deny)."
             ));
         }
         PolicyDecision::Continue
@@ -280,6 +303,24 @@ impl CedarPolicy {
             }
             ResourceConstraint::Is(ty) => self.request.is_tool_type(&ty),
             ResourceConstraint::Any => true,
+        }
+    }
+}
+
+/// What a decision is about, as its messages name it: `tool 'x'`, `resource 'notes://all'`.
+#[derive(Clone, Copy)]
+struct Judged<'a> {
+    noun: &'static str,
+    name: &'a str,
+    ctx: &'a ToolContext,
+}
+
+impl<'a> Judged<'a> {
+    fn call(input: &PolicyInput<'a>) -> Self {
+        Judged {
+            noun: "tool",
+            name: input.tool.name(),
+            ctx: input.ctx,
         }
     }
 }
@@ -400,6 +441,10 @@ impl CallPolicy for CedarPolicy {
         Deferred::ready(self.decide(&input))
     }
 
+    fn evaluate_access<'a>(&'a self, input: AccessInput<'a>) -> Deferred<'a, PolicyDecision> {
+        Deferred::ready(self.decide_access(&input))
+    }
+
     fn describe(&self, tool: &ToolDefinition) -> String {
         let applicable: Vec<&str> = self
             .names
@@ -427,7 +472,6 @@ impl CallPolicy for CedarPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use milpa::ToolContext;
     use serde_json::json;
 
     /// The per-tool subset ([`ToolViews`]) decides as the whole set does, for tools named in
@@ -482,13 +526,14 @@ mod tests {
                 for ctx in &contexts {
                     for args in &args {
                         let input = PolicyInput::new(ctx, tool, args);
+                        let entities = policy
+                            .request
+                            .entities(ctx, policy.request.tool_entity(tool).unwrap())
+                            .map(Arc::new);
                         let whole = policy.decide_against(
-                            &input,
+                            &Judged::call(&input),
                             &policy.policies,
-                            policy
-                                .request
-                                .entities(ctx, policy.request.tool_entity(tool).unwrap())
-                                .map(Arc::new),
+                            policy.call_request(&input, entities),
                         );
                         assert_eq!(policy.decide(&input), whole, "{} {args}", tool.name());
                         denials += usize::from(whole != PolicyDecision::Continue);
