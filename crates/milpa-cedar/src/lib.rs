@@ -90,6 +90,7 @@
 //! a call builds only the caller's entity and the context. See `benches/policy.rs`.
 
 mod args;
+mod argument_free;
 mod entity_model;
 mod error;
 mod location;

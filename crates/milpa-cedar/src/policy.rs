@@ -9,9 +9,11 @@ use cedar_policy::{
     AuthorizationError, Authorizer, Decision, Effect, Entities, Policy, PolicyId, PolicySet,
     Request, ResourceConstraint, ValidationError, ValidationMode, Validator,
 };
-use milpa::policy::{AccessInput, CallPolicy, PolicyDecision, PolicyInput};
+use milpa::policy::{AccessInput, CallPolicy, ListingInput, PolicyDecision, PolicyInput};
 use milpa::{Deferred, ToolContext, ToolDefinition};
+use serde_json::Value;
 
+use crate::argument_free::ArgumentFree;
 use crate::entity_model::{RequestBuildError, RequestTemplate, schema};
 use crate::error::CedarLoadError;
 use crate::location::{first_offset, line_column, message};
@@ -58,6 +60,8 @@ pub struct CedarPolicy {
     request: RequestTemplate,
     authorizer: Authorizer,
     views: ToolViews,
+    /// What listings consult: the policies whose decision holds whatever the arguments.
+    argument_free: ArgumentFree,
 }
 
 impl std::fmt::Debug for CedarPolicy {
@@ -166,6 +170,7 @@ impl CedarPolicy {
         }
         validate(&policies, &sources, &names, &source_of)?;
         Ok(CedarPolicy {
+            argument_free: ArgumentFree::of(&policies, default == DefaultEffect::Deny),
             policies,
             default,
             origins: sources.into_iter().map(|s| s.origin).collect(),
@@ -219,6 +224,50 @@ impl CedarPolicy {
             .access(input)
             .map(|(request, entities)| (request, Arc::new(entities)));
         self.decide_against(&judged, &self.policies, built)
+    }
+
+    /// Whether `input`'s entry is denied whatever the arguments: judged with no arguments
+    /// by the argument-free policies only. A request that cannot be built is listed (its
+    /// use is refused with the reason).
+    fn denied_whatever(&self, input: &ListingInput<'_>) -> bool {
+        let no_args = Value::Object(serde_json::Map::new());
+        let built = match input.tool {
+            Some(tool) => self.request.tool_entity(tool).and_then(|entity| {
+                let call = PolicyInput::new(input.ctx, tool, &no_args);
+                Ok((
+                    self.request.request(&call)?,
+                    self.request.entities(input.ctx, entity)?,
+                ))
+            }),
+            None => self.request.access(&AccessInput::new(
+                input.ctx,
+                input.access,
+                input.name,
+                &no_args,
+            )),
+        };
+        let Ok((request, entities)) = built else {
+            return false;
+        };
+        let fixed = &self.argument_free;
+        let response = self
+            .authorizer
+            .is_authorized(&request, &fixed.policies, &entities);
+        let forbidden = response.diagnostics().reason().any(|id| {
+            fixed
+                .policies
+                .policy(id)
+                .is_some_and(|p| p.effect() == Effect::Forbid)
+        });
+        // A forbid that errs denies every call it is asked about (see `decide_against`).
+        let erring = response.diagnostics().errors().any(|error| {
+            let AuthorizationError::PolicyEvaluationError(error) = error;
+            fixed
+                .policies
+                .policy(error.policy_id())
+                .is_some_and(|p| p.effect() == Effect::Forbid)
+        });
+        forbidden || erring || (fixed.permits_decide && response.decision() == Decision::Deny)
     }
 
     /// The decision on `judged` by `policies` (the whole set, or for a call the part of it
@@ -443,6 +492,10 @@ impl CallPolicy for CedarPolicy {
 
     fn evaluate_access<'a>(&'a self, input: AccessInput<'a>) -> Deferred<'a, PolicyDecision> {
         Deferred::ready(self.decide_access(&input))
+    }
+
+    fn denies_whatever_the_arguments(&self, input: ListingInput<'_>) -> bool {
+        self.denied_whatever(&input)
     }
 
     fn describe(&self, tool: &ToolDefinition) -> String {

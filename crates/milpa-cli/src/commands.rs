@@ -761,8 +761,16 @@ async fn serve_http(
         }
         tokens
     };
+    // Tokens exist and the channel serves anonymous callers nothing: a client without one
+    // hears so at `initialize` (401), not from a tool error at its first call.
+    let require_token = !tokens.is_empty()
+        && registry
+            .policy_gate()
+            .channel_policy(milpa::channel::MCP)
+            .require_auth;
     let mut server = milpa_mcp::HttpServer::new(registry)
         .options(options)
+        .require_token(require_token)
         .authenticator(tokens)
         .approval_passkeys(passkeys);
     if let Some(config) = oauth_config(manifest) {

@@ -116,6 +116,10 @@ pub struct ServerSection {
     pub title: Option<String>,
     /// `instructions` sent to MCP clients on `initialize`.
     pub instructions: Option<String>,
+    /// List every tool, resource and prompt to every MCP caller (default `false`: a
+    /// listing leaves out what the caller could never use).
+    #[serde(default)]
+    pub list_all: bool,
 }
 
 /// `[store]`.

@@ -250,6 +250,7 @@ pub(crate) fn server_options(manifest: &Manifest) -> ServerOptions {
     }
     options.title = manifest.server.title.clone();
     options.instructions = manifest.server.instructions.clone();
+    options.list_all = manifest.server.list_all;
     if let Some(elicitation) = manifest.confirmation.elicitation {
         options.elicitation_confirmation = elicitation;
     }

@@ -1,6 +1,7 @@
 //! What anonymous callers can make a real `milpa serve --http` buffer: with a manifest whose
 //! `mcp` channel requires authentication, 200 anonymous 4 MiB bodies at once are all
-//! refused with `413` before they are read, and the server's peak memory stays bounded.
+//! refused with `413` before they are read (a small one gets `401`: a token is required),
+//! and the server's peak memory stays bounded.
 
 mod common;
 
@@ -109,9 +110,10 @@ fn two_hundred_anonymous_4_mib_bodies_are_refused_unread_and_memory_stays_bounde
         &["--manifest", "m.toml", "serve", "--http", "127.0.0.1:0"],
     );
     let pid = server.0.id();
-    // Served once, so the peak before counts a server at work.
+    // Answered once, so the peak before counts a server at work. The manifest has tokens
+    // and the channel requires a principal, so a small anonymous request is refused (401).
     let small = Arc::new(padded_initialize(1024));
-    assert_eq!(flood_one(addr, small), 200);
+    assert_eq!(flood_one(addr, small), 401);
     let before = status_kb(pid, "VmHWM:");
 
     let body = Arc::new(padded_initialize(BODY_BYTES));
@@ -132,6 +134,7 @@ fn two_hundred_anonymous_4_mib_bodies_are_refused_unread_and_memory_stays_bounde
         took.as_millis()
     );
 
+    // The declared length is over the anonymous limit, which is checked first.
     let refused = statuses.iter().filter(|s| **s == 413).count();
     assert_eq!(refused, CONCURRENT, "statuses: {statuses:?}");
     assert!(took < Duration::from_secs(20), "took {took:?}");

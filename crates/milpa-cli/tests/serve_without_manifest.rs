@@ -126,10 +126,16 @@ fn the_run_makes_an_agent_token_and_an_approver_token() {
     );
     assert_eq!(refused["_meta"]["milpa"]["code"], "FORBIDDEN", "{refused}");
 
-    // No token is anonymous, refused too.
-    let anonymous = initialize(s.addr, &[]);
-    let refused = call(s.addr, &anonymous, &[], "notes_add", json!({"text": "x"}));
-    assert_eq!(refused["_meta"]["milpa"]["code"], "FORBIDDEN", "{refused}");
+    // No token is refused at `initialize` (401 with a challenge): nothing would be served.
+    let r = common::http::post(
+        s.addr,
+        &[],
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+    );
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert_eq!(r.header("www-authenticate"), Some("Bearer"));
 
     // The agents' identity cannot approve what it parked (why there are two tokens).
     let parked = call(s.addr, &session, &auth, "notes_clear", json!({}));

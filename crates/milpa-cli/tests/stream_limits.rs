@@ -20,11 +20,13 @@ const ANONYMOUS_STREAMS: usize = 16;
 /// As many `subscriptions/listen` requests as the report that found the lock-out sent.
 const FLOOD: usize = 1030;
 
+/// Anonymous callers are served (`require_auth = false`): with it on, and tokens in the
+/// manifest, they would get `401` before opening any stream.
 fn manifest() -> String {
     format!(
         r#"
 [channels.mcp]
-require_auth = true
+require_auth = false
 
 [[auth.tokens]]
 sha256 = "{alice}"

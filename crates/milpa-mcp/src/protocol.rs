@@ -155,6 +155,9 @@ pub struct ServerOptions {
     /// stdio module's `spin`. Turn it off on a machine whose cores are all busy; the
     /// environment variable [`STDIO_SPIN_ENV`](crate::STDIO_SPIN_ENV) set to `0` does too.
     pub spin_before_park: bool,
+    /// List every tool, resource and prompt to every caller (default `false`: a listing
+    /// leaves out what the caller could never use, see [`milpa::Listed`]).
+    pub list_all: bool,
 }
 
 impl Default for ServerOptions {
@@ -175,6 +178,7 @@ impl Default for ServerOptions {
             state_secret: None,
             list_ttl: Duration::from_secs(300),
             spin_before_park: true,
+            list_all: false,
         }
     }
 }

@@ -29,7 +29,7 @@ fn with_session<'a>(session: &'a str, extra: &[(&'a str, &'a str)]) -> Vec<(&'a 
 
 #[tokio::test]
 async fn sessions_start_with_initialize_and_end_with_delete() {
-    let (addr, _stop) = start_http(HttpServer::new(fixture().registry)).await;
+    let (addr, _stop) = start_http(HttpServer::new(fixture_with(true, |b| b).registry)).await;
     let session = http_initialize(addr, &[]).await;
     assert_eq!(session.len(), 32);
 
@@ -244,34 +244,37 @@ async fn bearer_tokens_map_to_principals_and_anonymous_calls_are_denied() {
     tokens
         .insert_sha256_hex(&sha256_hex("s3cret"), "alice", ["*"])
         .unwrap();
-    let (addr, _stop) = start_http(HttpServer::new(f.registry.clone()).authenticator(tokens)).await;
+    tokens
+        .insert_sha256_hex(&sha256_hex("b0b"), "bob", ["*"])
+        .unwrap();
+    let server = HttpServer::new(f.registry.clone())
+        .authenticator(tokens)
+        .require_token(true);
+    let (addr, _stop) = start_http(server).await;
 
-    // Anonymous: tools/list works, tools/call is denied by require_auth.
-    let anon = http_initialize(addr, &[]).await;
-    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
-    let r = http(addr, "POST", &with_session(&anon, &[]), list.as_bytes()).await;
-    assert!(r.json()["result"]["tools"].is_array());
-    let headers = with_session(&anon, &[]);
-    let r = http(
-        addr,
-        "POST",
-        &headers,
-        &call_body(3, "echo", json!({"text": "x"})),
-    )
-    .await;
-    let result = &r.sse_messages()[0]["result"];
-    assert_eq!(result["isError"], true);
-    assert_eq!(result["_meta"]["milpa"]["code"], "FORBIDDEN");
+    // Anonymous, where tokens exist and the channel requires a principal: 401 from
+    // `initialize` on, with a challenge, rather than a tool error at the first call.
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}
+    }});
+    let r = http(addr, "POST", &JSON_HEADERS, body.to_string().as_bytes()).await;
+    assert_eq!(r.status, 401);
+    assert_eq!(r.header("www-authenticate"), Some("Bearer"));
     assert_eq!(
-        result["content"][0]["text"],
-        "channel 'mcp' requires an authenticated principal (require_auth) \u{2014} none provided."
+        r.json()["error"]["message"],
+        "Unauthorized: this server needs a bearer token (Authorization: Bearer); anonymous callers are served nothing"
     );
+    let auth = [("Authorization", "Bearer s3cret")];
+    let early = http_initialize(addr, &auth).await;
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+    let r = http(addr, "POST", &with_session(&early, &[]), list.as_bytes()).await;
+    assert_eq!(r.status, 401, "every request, not only initialize");
 
     // An unknown token is refused (401) before the body is read, not taken as anonymous.
     let r = http(
         addr,
         "POST",
-        &with_session(&anon, &[("Authorization", "Bearer wrong")]),
+        &with_session(&early, &[("Authorization", "Bearer wrong")]),
         &call_body(4, "echo", json!({"text": "x"})),
     )
     .await;
@@ -286,7 +289,6 @@ async fn bearer_tokens_map_to_principals_and_anonymous_calls_are_denied() {
     );
 
     // A known token: the call runs as alice.
-    let auth = [("Authorization", "Bearer s3cret")];
     let session = http_initialize(addr, &auth).await;
     let r = http(
         addr,
@@ -300,7 +302,8 @@ async fn bearer_tokens_map_to_principals_and_anonymous_calls_are_denied() {
     assert_eq!(result["_meta"]["milpa"]["principal"], "alice");
 
     // The session is bound to alice: another identity cannot use it.
-    let r = http(addr, "POST", &with_session(&session, &[]), list.as_bytes()).await;
+    let bob = [("Authorization", "Bearer b0b")];
+    let r = http(addr, "POST", &with_session(&session, &bob), list.as_bytes()).await;
     assert_eq!(r.status, 404);
     let records = f.audit.records();
     assert!(

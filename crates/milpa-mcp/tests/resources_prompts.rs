@@ -14,6 +14,7 @@ use milpa::catalog::{
 };
 use milpa::policy::Access;
 use milpa::{Deferred, ToolContext, ToolRegistry};
+use milpa_mcp::auth::{StaticTokens, sha256_hex};
 use milpa_mcp::{HttpServer, ServerOptions};
 use serde_json::{Value, json};
 
@@ -256,10 +257,127 @@ async fn http_refuses_anonymous_reads_with_the_gates_message_and_audits_them() {
         (record.kind, record.outcome),
         (Access::ReadResource, AuditOutcome::Denied)
     );
-    // Listing is not reading: the list is answered.
+    // A listing shows what the caller could use: here, nothing.
     let list = json!({"jsonrpc": "2.0", "id": 3, "method": "prompts/list"});
     let listed = answer(&http(addr, "POST", &headers, list.to_string().as_bytes()).await);
-    assert_eq!(listed["result"]["prompts"][0]["name"], "greet");
+    assert_eq!(listed["result"]["prompts"], json!([]));
+}
+
+/// `tools/list`, `resources/list` and `prompts/list` leave out what the caller's scopes
+/// do not reach; `list_all` lists everything to everyone; a 2026-07-28 listing made for
+/// its caller is cached privately.
+#[tokio::test]
+async fn listings_show_a_caller_only_what_it_could_use() {
+    struct Vault;
+    impl ResourceProvider for Vault {
+        fn resources(&self) -> Vec<Resource> {
+            vec![
+                Resource::new("vault://open", "open"),
+                Resource::new("vault://secret", "secret").with_scopes(["vault:read"]),
+            ]
+        }
+        fn read<'a>(
+            &'a self,
+            uri: &'a str,
+            _ctx: &'a ToolContext,
+        ) -> Deferred<'a, Result<Vec<ResourceContents>, CatalogError>> {
+            Deferred::ready(Ok(vec![ResourceContents::text(uri, "text/plain", "x")]))
+        }
+    }
+    let f = fixture_with(false, |b| b);
+    let mut registry =
+        std::sync::Arc::try_unwrap(f.registry).unwrap_or_else(|_| panic!("one owner"));
+    registry.register_resources(Vault).unwrap();
+    registry
+        .register(
+            milpa::ToolDefinition::builder("vault_wipe")
+                .scopes(["vault:admin"])
+                .sync(|_, _| json!(1)),
+        )
+        .unwrap();
+    let registry = std::sync::Arc::new(registry);
+    let tokens = || {
+        let mut tokens = StaticTokens::new();
+        tokens
+            .insert_sha256_hex(&sha256_hex("a"), "alice", ["vault:read", "vault:admin"])
+            .unwrap();
+        tokens
+            .insert_sha256_hex(&sha256_hex("b"), "bob", ["other"])
+            .unwrap();
+        tokens
+    };
+    let list = |addr, token: &'static str, method: &'static str, modern: bool| async move {
+        let auth = format!("Bearer {token}");
+        let mut headers = JSON_HEADERS.to_vec();
+        headers.push(("Authorization", &auth));
+        let body = if modern {
+            headers.extend([
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", method),
+            ]);
+            json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": {"_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            }}})
+        } else {
+            json!({"jsonrpc": "2.0", "id": 2, "method": method})
+        };
+        if !modern {
+            let session = http_initialize(addr, &[("Authorization", &auth)]).await;
+            let mut with = headers.clone();
+            with.push(("Mcp-Session-Id", &session));
+            return answer(&http(addr, "POST", &with, body.to_string().as_bytes()).await);
+        }
+        answer(&http(addr, "POST", &headers, body.to_string().as_bytes()).await)
+    };
+    let names = |answer: &Value, key: &str, field: &str| -> Vec<String> {
+        answer["result"][key]
+            .as_array()
+            .unwrap_or_else(|| panic!("{answer}"))
+            .iter()
+            .map(|e| e[field].as_str().unwrap().to_owned())
+            .collect()
+    };
+
+    let (addr, _stop) = start_http(HttpServer::new(registry.clone()).authenticator(tokens())).await;
+    let alice = list(addr, "a", "resources/list", false).await;
+    assert_eq!(
+        names(&alice, "resources", "uri"),
+        ["vault://open", "vault://secret"]
+    );
+    let bob = list(addr, "b", "resources/list", false).await;
+    assert_eq!(names(&bob, "resources", "uri"), ["vault://open"]);
+    let alice_tools = names(&list(addr, "a", "tools/list", false).await, "tools", "name");
+    let bob_tools = names(&list(addr, "b", "tools/list", false).await, "tools", "name");
+    assert!(
+        alice_tools.contains(&"vault_wipe".to_owned()),
+        "{alice_tools:?}"
+    );
+    assert!(
+        !bob_tools.contains(&"vault_wipe".to_owned()),
+        "{bob_tools:?}"
+    );
+    assert_eq!(alice_tools.len(), bob_tools.len() + 1);
+    let modern = list(addr, "b", "tools/list", true).await;
+    assert_eq!(modern["result"]["cacheScope"], "private");
+    assert_eq!(names(&modern, "tools", "name"), bob_tools);
+
+    let mut options = ServerOptions::default();
+    options.list_all = true;
+    let (addr, _stop) = start_http(
+        HttpServer::new(registry)
+            .authenticator(tokens())
+            .options(options),
+    )
+    .await;
+    let bob = list(addr, "b", "resources/list", false).await;
+    assert_eq!(
+        names(&bob, "resources", "uri"),
+        ["vault://open", "vault://secret"]
+    );
+    let modern = list(addr, "b", "tools/list", true).await;
+    assert_eq!(modern["result"]["cacheScope"], "public");
+    assert_eq!(names(&modern, "tools", "name"), alice_tools);
 }
 
 #[tokio::test]

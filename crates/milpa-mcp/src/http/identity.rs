@@ -3,7 +3,10 @@
 //!
 //! - A token the static [`Authenticator`] knows wins (manifest tokens keep working beside
 //!   OAuth). Otherwise, with OAuth configured, the token is checked as an access token.
-//! - Without OAuth: no token is anonymous; an unknown token gets `401`.
+//! - Without OAuth: an unknown token gets `401`. No token is anonymous, unless the server
+//!   requires one ([`HttpServer::require_token`](crate::HttpServer::require_token)): then
+//!   `401` with `WWW-Authenticate: Bearer` on every request to the endpoint, from
+//!   `initialize` on.
 //! - With OAuth: no valid token of either kind gets `401` with `WWW-Authenticate: Bearer
 //!   resource_metadata="…"` (plus `error="invalid_token"` and a short description when a
 //!   token was presented), for every method of the endpoint.
@@ -45,6 +48,9 @@ use crate::session::Caller;
 pub(crate) struct Gate {
     /// Tokens listed in the manifest (or generated at start).
     pub auth: Option<Arc<dyn Authenticator>>,
+    /// A request to the endpoint without a token is refused (`401`, see
+    /// [`require_token`]).
+    pub token_required: bool,
     /// The OAuth resource server, when configured.
     #[cfg(feature = "oauth")]
     pub oauth: Option<Arc<OAuthResource>>,
@@ -173,4 +179,21 @@ async fn access_token(
             Err(gate.refuse(address, rejection).await)
         }
     }
+}
+
+/// On the endpoint's route only (so an unknown path is still `404`): an anonymous caller
+/// gets `401` with `WWW-Authenticate: Bearer`. Runs after [`authenticate`], which put the
+/// caller in the request's extensions.
+pub(crate) async fn require_token(
+    request: Request,
+    next: Next,
+) -> Result<Response<Body>, HttpRejection> {
+    let anonymous = request
+        .extensions()
+        .get::<Caller>()
+        .is_none_or(|caller| caller.principal.is_none());
+    if anonymous {
+        return Err(HttpRejection::BearerTokenRequired);
+    }
+    Ok(next.run(request).await)
 }

@@ -118,6 +118,7 @@ pub struct HttpServer {
     registry: Arc<ToolRegistry>,
     options: ServerOptions,
     auth: Option<Arc<dyn Authenticator>>,
+    token_required: bool,
     hosts: Option<Vec<String>>,
     origins: Vec<String>,
     json_response: bool,
@@ -175,6 +176,7 @@ impl HttpServer {
             registry,
             options: ServerOptions::default(),
             auth: None,
+            token_required: false,
             hosts: Some(Vec::new()),
             origins: Vec::new(),
             json_response: false,
@@ -218,6 +220,16 @@ impl HttpServer {
     /// Maps bearer tokens to principals and scopes.
     pub fn authenticator(mut self, authenticator: impl Authenticator) -> Self {
         self.auth = Some(Arc::new(authenticator));
+        self
+    }
+
+    /// Refuses a request to the endpoint without a bearer token: `401` with
+    /// `WWW-Authenticate: Bearer`, from `initialize` on (default: off, such a request is an
+    /// anonymous caller's). Turn it on when the `mcp` channel serves anonymous callers
+    /// nothing (`require_auth`), so a client learns it needs a token when it connects rather
+    /// than from a tool error at its first call. An unknown path stays `404`.
+    pub fn require_token(mut self, required: bool) -> Self {
+        self.token_required = required;
         self
     }
 
@@ -527,6 +539,7 @@ impl HttpServer {
             )
         });
         let gate = Arc::new(identity::Gate {
+            token_required: self.token_required,
             auth: self.auth.clone(),
             #[cfg(feature = "oauth")]
             oauth: self.oauth.clone(),
@@ -661,7 +674,11 @@ fn router_for(endpoint: Endpoint, page: Option<Page>) -> Router {
         .post(post::post)
         .delete(delete::delete)
         .fallback(|| async { HttpRejection::MethodNotAllowed.into_response() });
-    let mcp = Router::new().route(&path, methods).with_state(state).layer(
+    let mut mcp = Router::new().route(&path, methods);
+    if gate.token_required {
+        mcp = mcp.route_layer(axum::middleware::from_fn(identity::require_token));
+    }
+    let mcp = mcp.with_state(state).layer(
         ServiceBuilder::new()
             .layer(ValidateRequestHeaderLayer::custom(hosts))
             .layer(ValidateRequestHeaderLayer::custom(

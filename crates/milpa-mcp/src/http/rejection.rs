@@ -48,6 +48,8 @@ pub(crate) enum HttpRejection {
     BodyUnreadable,
     /// A bearer token the authenticator does not know.
     InvalidToken,
+    /// No bearer token, where the endpoint serves nothing to an anonymous caller.
+    BearerTokenRequired,
     /// A refused bearer token from an address refused too often lately.
     TooManyFailedTokens {
         /// Until the address's window passes.
@@ -109,7 +111,9 @@ impl HttpRejection {
             HttpRejection::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             HttpRejection::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             HttpRejection::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
-            HttpRejection::InvalidToken => StatusCode::UNAUTHORIZED,
+            HttpRejection::InvalidToken | HttpRejection::BearerTokenRequired => {
+                StatusCode::UNAUTHORIZED
+            }
             #[cfg(feature = "oauth")]
             HttpRejection::TokenRequired { .. } | HttpRejection::InvalidAccessToken { .. } => {
                 StatusCode::UNAUTHORIZED
@@ -180,6 +184,10 @@ impl HttpRejection {
             HttpRejection::InvalidToken => {
                 plain(SERVER_ERROR, "Unauthorized: unknown bearer token")
             }
+            HttpRejection::BearerTokenRequired => plain(
+                SERVER_ERROR,
+                "Unauthorized: this server needs a bearer token (Authorization: Bearer); anonymous callers are served nothing",
+            ),
             HttpRejection::TooManyFailedTokens { retry_after } => plain(
                 SERVER_ERROR,
                 &format!(
@@ -250,6 +258,13 @@ impl IntoResponse for HttpRejection {
                     header::WWW_AUTHENTICATE,
                     HeaderValue::from_static("Bearer error=\"invalid_token\""),
                 );
+                response
+            }
+            HttpRejection::BearerTokenRequired => {
+                let mut response = rejection_body(status, self);
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
                 response
             }
             HttpRejection::TooManyFailedTokens { retry_after } => {

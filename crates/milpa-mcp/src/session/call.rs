@@ -311,6 +311,16 @@ pub(super) fn call_context(
     builder.build()
 }
 
+/// The context a listing for `caller` is judged in: who it is and what it holds, on the
+/// MCP channel.
+pub(super) fn listing_context(caller: &Caller) -> ToolContext {
+    let mut builder = ToolContext::builder(channel::MCP).scopes(caller.scopes.iter().cloned());
+    if let Some(principal) = &caller.principal {
+        builder = builder.principal(principal.clone());
+    }
+    builder.build()
+}
+
 /// The MCP semantic conventions' attributes of a `tools/call` on a session.
 fn span_attributes(
     id: Option<&RequestId>,

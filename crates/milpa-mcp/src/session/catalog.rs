@@ -10,11 +10,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use milpa::ErrorCode as MilpaCode;
 use milpa::catalog::AccessRefusal;
-use milpa::{CallHandle, ToolRegistry};
+use milpa::{CallHandle, Listed, ToolContext, ToolRegistry};
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 
-use super::call::{CallCancel, call_context};
+use super::call::{CallCancel, call_context, listing_context};
 use super::catalog_params::{CompleteParams, PromptParams, UriParams};
 use super::reply::Reply;
 use super::{Caller, Dispatch, Session, Shared};
@@ -94,24 +94,40 @@ fn refusal_error(refusal: &AccessRefusal, uri: Option<&str>, modern: bool) -> Er
 }
 
 impl Shared {
-    fn resources_page(&self) -> Map<String, Value> {
-        let list: Vec<Value> = self.registry.resources().map(resource_json).collect();
+    fn resources_page(&self, viewer: Option<&ToolContext>) -> Map<String, Value> {
+        let list: Vec<Value> = self
+            .registry
+            .resources()
+            .filter(|r| shown(&self.registry, viewer, Listed::Resource(r)))
+            .map(resource_json)
+            .collect();
         Map::from_iter([("resources".to_owned(), Value::Array(list))])
     }
 
-    fn templates_page(&self) -> Map<String, Value> {
+    fn templates_page(&self, viewer: Option<&ToolContext>) -> Map<String, Value> {
         let list: Vec<Value> = self
             .registry
             .resource_templates()
+            .filter(|t| shown(&self.registry, viewer, Listed::Template(t)))
             .map(template_json)
             .collect();
         Map::from_iter([("resourceTemplates".to_owned(), Value::Array(list))])
     }
 
-    fn prompts_page(&self) -> Map<String, Value> {
-        let list: Vec<Value> = self.registry.prompts().map(prompt_json).collect();
+    fn prompts_page(&self, viewer: Option<&ToolContext>) -> Map<String, Value> {
+        let list: Vec<Value> = self
+            .registry
+            .prompts()
+            .filter(|p| shown(&self.registry, viewer, Listed::Prompt(p)))
+            .map(prompt_json)
+            .collect();
         Map::from_iter([("prompts".to_owned(), Value::Array(list))])
     }
+}
+
+/// Whether a listing for `viewer` (`None`: for anyone) shows `entry`.
+fn shown(registry: &ToolRegistry, viewer: Option<&ToolContext>, entry: Listed<'_>) -> bool {
+    viewer.is_none_or(|ctx| registry.could_use(entry, ctx))
 }
 
 /// What a governed request answers with, once it is done: its result, or its refusal and,
@@ -119,25 +135,35 @@ impl Shared {
 type Answer = Result<Map<String, Value>, (AccessRefusal, Option<String>)>;
 
 impl Session {
-    /// A listing: every entry on one page (a 2026-07-28 one with its caching hints).
-    fn listed(&self, page: Map<String, Value>) -> Value {
+    /// A listing: every entry on one page (a 2026-07-28 one with its caching hints,
+    /// private when it was made for its caller).
+    fn listed(&self, page: Map<String, Value>, viewer: Option<&ToolContext>) -> Value {
         if self.is_modern() {
-            self.shared.cacheable(page)
+            self.shared.cacheable(page, viewer.is_none())
         } else {
             Value::Object(page)
         }
     }
 
-    pub(super) fn list_resources(&self) -> Value {
-        self.listed(self.shared.resources_page())
+    pub(super) fn list_resources(&self, caller: &Caller) -> Value {
+        let viewer = self.viewer(caller);
+        self.listed(self.shared.resources_page(viewer.as_ref()), viewer.as_ref())
     }
 
-    pub(super) fn list_resource_templates(&self) -> Value {
-        self.listed(self.shared.templates_page())
+    pub(super) fn list_resource_templates(&self, caller: &Caller) -> Value {
+        let viewer = self.viewer(caller);
+        self.listed(self.shared.templates_page(viewer.as_ref()), viewer.as_ref())
     }
 
-    pub(super) fn list_prompts(&self) -> Value {
-        self.listed(self.shared.prompts_page())
+    pub(super) fn list_prompts(&self, caller: &Caller) -> Value {
+        let viewer = self.viewer(caller);
+        self.listed(self.shared.prompts_page(viewer.as_ref()), viewer.as_ref())
+    }
+
+    /// The context a listing for `caller` is judged in, or `None` when every entry is
+    /// listed to everyone (`list_all`).
+    pub(super) fn viewer(&self, caller: &Caller) -> Option<ToolContext> {
+        (!self.shared.options.list_all).then(|| listing_context(caller))
     }
 
     /// `resources/subscribe`: a URI the registry serves is remembered; another is

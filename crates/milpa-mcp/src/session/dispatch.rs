@@ -7,9 +7,10 @@
 //! - 2026-07-28 admits the request's `_meta` first (see [`super::modern::admit`]), then
 //!   looks at its method.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
-use milpa::CallHandle;
+use milpa::{CallHandle, Listed};
 use serde_json::{Value, json};
 
 use super::call::call_context;
@@ -105,10 +106,23 @@ impl Session {
                 Ok(json!({}))
             }
             Request::ToolsList(cursor) => {
-                let page = shared.listing().page(cursor.as_deref());
+                let viewer = self.viewer(caller);
+                let visible: Option<HashSet<String>> = viewer.as_ref().map(|ctx| {
+                    let registry = &shared.registry;
+                    registry
+                        .definitions()
+                        .filter(|tool| registry.could_use(Listed::Tool(tool), ctx))
+                        .map(|tool| tool.name().to_owned())
+                        .collect()
+                });
+                let keep = visible
+                    .as_ref()
+                    .map(|visible| move |name: &str| visible.contains(name));
+                let shown = keep.as_ref().map(|keep| keep as &dyn Fn(&str) -> bool);
+                let page = shared.listing().page(cursor.as_deref(), shown);
                 if self.is_modern() {
                     page.map(|page| match page {
-                        Value::Object(page) => shared.cacheable(page),
+                        Value::Object(page) => shared.cacheable(page, viewer.is_none()),
                         other => other,
                     })
                 } else {
@@ -116,9 +130,9 @@ impl Session {
                 }
             }
             Request::ServerDiscover => Ok(shared.discover()),
-            Request::PromptsList => Ok(self.list_prompts()),
-            Request::ResourcesList => Ok(self.list_resources()),
-            Request::ResourceTemplatesList => Ok(self.list_resource_templates()),
+            Request::PromptsList => Ok(self.list_prompts(caller)),
+            Request::ResourcesList => Ok(self.list_resources(caller)),
+            Request::ResourceTemplatesList => Ok(self.list_resource_templates(caller)),
             Request::ResourcesSubscribe(params) => self.subscribe(params, &route),
             Request::ResourcesUnsubscribe(params) => Ok(self.unsubscribe(params)),
             Request::ResourcesRead(params) => return self.read_resource(id, params, caller),

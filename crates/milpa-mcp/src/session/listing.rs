@@ -46,24 +46,33 @@ fn list_tools(registry: &ToolRegistry, page_size: usize) -> ToolListing {
     // the next request lists again rather than keeping a listing of a newer list under
     // an older generation.
     let generation = registry.tool_list_generation();
-    let tools = registry
+    let (names, tools) = registry
         .definitions()
-        .map(|d| mapping::tool_entry(&d))
-        .collect();
-    ToolListing::new(tools, page_size, generation)
+        .map(|d| (d.name().to_owned(), mapping::tool_entry(&d)))
+        .unzip();
+    ToolListing {
+        names,
+        tools,
+        page_size: page_size.max(1),
+        generation,
+    }
 }
 
 /// The `tools/list` entries of one generation of the tool list, and the page size.
 #[derive(Debug)]
 pub(crate) struct ToolListing {
+    /// The tools' names, beside their entries: what a caller may see is decided by name.
+    names: Vec<String>,
     tools: Vec<Value>,
     page_size: usize,
     generation: u64,
 }
 
 impl ToolListing {
+    #[cfg(test)]
     pub fn new(tools: Vec<Value>, page_size: usize, generation: u64) -> Self {
         ToolListing {
+            names: (0..tools.len()).map(|i| i.to_string()).collect(),
             tools,
             page_size: page_size.max(1),
             generation,
@@ -78,12 +87,32 @@ impl ToolListing {
     /// Answers `tools/list` with these params (`cursor`: absent, null or one we gave).
     #[cfg(test)]
     pub fn list(&self, params: Option<&Value>) -> Result<Value, ErrorObject> {
-        self.page(read_cursor(params)?.as_deref())
+        self.page(read_cursor(params)?.as_deref(), None)
     }
 
-    /// The page a cursor read by [`read_cursor`] names (`None`: the first).
-    pub fn page(&self, cursor: Option<&str>) -> Result<Value, ErrorObject> {
-        let total = self.tools.len();
+    /// The page a cursor read by [`read_cursor`] names (`None`: the first), of every entry
+    /// or of those whose name `shown` keeps. Pages and cursors count the kept entries only,
+    /// so a caller's pages are as full as anyone's.
+    pub fn page(
+        &self,
+        cursor: Option<&str>,
+        shown: Option<&dyn Fn(&str) -> bool>,
+    ) -> Result<Value, ErrorObject> {
+        let Some(shown) = shown else {
+            return self.page_of(cursor, &self.tools);
+        };
+        let kept: Vec<Value> = self
+            .names
+            .iter()
+            .zip(&self.tools)
+            .filter(|(name, _)| shown(name))
+            .map(|(_, entry)| entry.clone())
+            .collect();
+        self.page_of(cursor, &kept)
+    }
+
+    fn page_of(&self, cursor: Option<&str>, tools: &[Value]) -> Result<Value, ErrorObject> {
+        let total = tools.len();
         let start = match cursor {
             None => 0,
             Some(cursor) => {
@@ -92,10 +121,7 @@ impl ToolListing {
         };
         let end = (start + self.page_size).min(total);
         let mut result = Map::new();
-        result.insert(
-            "tools".into(),
-            Value::Array(self.tools[start..end].to_vec()),
-        );
+        result.insert("tools".into(), Value::Array(tools[start..end].to_vec()));
         if end < total {
             result.insert(
                 "nextCursor".into(),
@@ -174,5 +200,18 @@ mod tests {
         );
         assert!(listing.list(Some(&json!({"cursor": 3}))).is_err());
         assert!(listing.list(Some(&json!({"cursor": null}))).is_ok());
+    }
+
+    /// A filtered listing pages over what it keeps: full pages, cursors to its own end.
+    #[test]
+    fn a_filtered_listing_pages_over_what_it_keeps() {
+        let listing = ToolListing::new((0..6).map(|i| json!({"name": i})).collect(), 2, 0);
+        let odd = |name: &str| name.parse::<u32>().unwrap() % 2 == 1;
+        let first = listing.page(None, Some(&odd)).unwrap();
+        assert_eq!(first["tools"], json!([{"name": 1}, {"name": 3}]));
+        let cursor = first["nextCursor"].as_str().unwrap().to_owned();
+        let second = listing.page(Some(&cursor), Some(&odd)).unwrap();
+        assert_eq!(second["tools"], json!([{"name": 5}]));
+        assert!(second.get("nextCursor").is_none());
     }
 }

@@ -48,13 +48,15 @@ impl Shared {
         json!({ META_SERVER_INFO: info })
     }
 
-    /// Adds what every 2026-07-28 list result carries: `resultType`, the caching hints and
-    /// the server's identity.
-    pub(super) fn cacheable(&self, mut result: Map<String, Value>) -> Value {
+    /// Adds what every 2026-07-28 list result carries: `resultType`, the caching hints
+    /// (`cacheScope` `public` when the result is the same for every caller, else `private`)
+    /// and the server's identity.
+    pub(super) fn cacheable(&self, mut result: Map<String, Value>, public: bool) -> Value {
         result.insert("resultType".into(), json!("complete"));
         let ttl = u64::try_from(self.options.list_ttl.as_millis()).unwrap_or(u64::MAX);
         result.insert("ttlMs".into(), json!(ttl));
-        result.insert("cacheScope".into(), json!("public"));
+        let scope = if public { "public" } else { "private" };
+        result.insert("cacheScope".into(), json!(scope));
         result.insert("_meta".into(), self.result_meta());
         Value::Object(result)
     }
@@ -75,7 +77,7 @@ impl Shared {
         if let Some(instructions) = &self.options.instructions {
             result.insert("instructions".into(), Value::String(instructions.clone()));
         }
-        self.cacheable(result)
+        self.cacheable(result, true)
     }
 }
 

@@ -61,6 +61,44 @@ impl<'a> AccessInput<'a> {
     }
 }
 
+/// An entry of a listing a [`CallPolicy`] is asked about (see
+/// [`CallPolicy::denies_whatever_the_arguments`]): a tool, a fixed resource or a prompt.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct ListingInput<'a> {
+    /// The caller, channel and mode.
+    pub ctx: &'a ToolContext,
+    /// What using the entry would be: a call, a read or a prompt request.
+    pub access: Access,
+    /// The tool's name, the resource's URI or the prompt's name.
+    pub name: &'a str,
+    /// The tool, for [`Access::CallTool`].
+    pub tool: Option<&'a ToolDefinition>,
+}
+
+impl<'a> ListingInput<'a> {
+    /// A tool in a listing for `ctx`.
+    pub fn tool(ctx: &'a ToolContext, tool: &'a ToolDefinition) -> Self {
+        ListingInput {
+            ctx,
+            access: Access::CallTool,
+            name: tool.name(),
+            tool: Some(tool),
+        }
+    }
+
+    /// A resource (`Access::ReadResource`, its URI) or prompt (`Access::GetPrompt`, its
+    /// name) in a listing for `ctx`.
+    pub fn entry(ctx: &'a ToolContext, access: Access, name: &'a str) -> Self {
+        ListingInput {
+            ctx,
+            access,
+            name,
+            tool: None,
+        }
+    }
+}
+
 /// What a [`CallPolicy`] decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -91,5 +129,16 @@ pub trait CallPolicy: Send + Sync + 'static {
             input.access.noun(),
             input.name
         )))
+    }
+
+    /// Whether this policy denies `input.ctx` every use of the entry, whatever the
+    /// arguments: listings leave such an entry out, so a model is not offered what it can
+    /// never use.
+    ///
+    /// The default says no (the entry is listed): a listing may show what a call will be
+    /// denied, never hide what it would allow.
+    fn denies_whatever_the_arguments(&self, input: ListingInput<'_>) -> bool {
+        let _ = input;
+        false
     }
 }

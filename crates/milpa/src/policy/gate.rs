@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use crate::context::{ToolContext, channel};
 use crate::definition::ToolDefinition;
-use crate::policy::call_policy::CallPolicy;
+use crate::policy::call_policy::{CallPolicy, ListingInput};
 use crate::policy::channel::ChannelPolicy;
 use crate::policy::rules::{PolicyRuleProvider, RuleEffect, RuleQuery};
 use crate::policy::subject::Subject;
@@ -211,6 +211,34 @@ impl PolicyGate {
             }
         }
         check_channel(policy, ctx, tool)
+    }
+}
+
+impl PolicyGate {
+    /// Whether `ctx` could use `subject` with some arguments, as far as a listing can tell:
+    /// the channel's `require_auth` and `block_mutating`, the subject's scopes and, when
+    /// `policy_input` is given, the call policy's
+    /// [`denies_whatever_the_arguments`](CallPolicy::denies_whatever_the_arguments).
+    ///
+    /// Rules are not consulted: a rule provider may be remote, and a listing that waits on
+    /// it for every entry would cost what a call costs per entry. A listing may therefore
+    /// show what a rule denies; it never hides what the gate would allow.
+    pub(crate) fn could_use(
+        &self,
+        ctx: &ToolContext,
+        subject: Subject<'_>,
+        policy_input: Option<ListingInput<'_>>,
+    ) -> bool {
+        let policy = self
+            .registered_policy(ctx.channel())
+            .unwrap_or(ChannelPolicy::FAIL_CLOSED);
+        if subject_denial(&policy, ctx, subject).is_some() || subject_blocked(&policy, subject) {
+            return false;
+        }
+        match (self.call_policy(), policy_input) {
+            (Some(call_policy), Some(input)) => !call_policy.denies_whatever_the_arguments(input),
+            _ => true,
+        }
     }
 }
 

@@ -6,7 +6,7 @@ mod gate;
 mod rules;
 mod subject;
 
-pub use call_policy::{AccessInput, CallPolicy, PolicyDecision, PolicyInput};
+pub use call_policy::{AccessInput, CallPolicy, ListingInput, PolicyDecision, PolicyInput};
 pub use channel::ChannelPolicy;
 pub use gate::{Authorization, Confirmation, PolicyGate};
 pub(crate) use gate::{CallerDenial, blocks_mutating, caller_denial};
