@@ -266,14 +266,16 @@ mod tests {
         let defaults = server_options(&Manifest::default());
         assert_eq!(defaults.name, ServerOptions::default().name);
         assert!(defaults.elicitation_confirmation);
+        assert!(!defaults.list_all, "listings are filtered per caller by default");
 
         let manifest = Manifest::parse(
             "milpa.toml",
-            "[server]\nname = \"ops\"\n\n[confirmation]\nelicitation = false\n",
+            "[server]\nname = \"ops\"\nlist_all = true\n\n[confirmation]\nelicitation = false\n",
         )
         .unwrap();
         let options = server_options(&manifest);
         assert_eq!(options.name, "ops");
+        assert!(options.list_all);
         assert!(!options.elicitation_confirmation);
     }
 }
