@@ -266,7 +266,10 @@ mod tests {
         let defaults = server_options(&Manifest::default());
         assert_eq!(defaults.name, ServerOptions::default().name);
         assert!(defaults.elicitation_confirmation);
-        assert!(!defaults.list_all, "listings are filtered per caller by default");
+        assert!(
+            !defaults.list_all,
+            "listings are filtered per caller by default"
+        );
 
         let manifest = Manifest::parse(
             "milpa.toml",

@@ -13,7 +13,7 @@ use milpa::catalog::{
     ResourceContents, ResourceProvider, ResourceTemplate,
 };
 use milpa::policy::Access;
-use milpa::{Deferred, ToolContext, ToolRegistry};
+use milpa::{Deferred, LogLevel, ToolContext, ToolRegistry};
 use milpa_mcp::auth::{StaticTokens, sha256_hex};
 use milpa_mcp::{HttpServer, ServerOptions};
 use serde_json::{Value, json};
@@ -33,8 +33,12 @@ impl ResourceProvider for Docs {
     fn read<'a>(
         &'a self,
         uri: &'a str,
-        _ctx: &'a ToolContext,
+        ctx: &'a ToolContext,
     ) -> Deferred<'a, Result<Vec<ResourceContents>, CatalogError>> {
+        // A provider logs as a tool does, through its call handle.
+        let handle = ctx.call_handle();
+        handle.log_with_logger(LogLevel::Debug, "docs", json!(format!("looking up {uri}")));
+        handle.log_with_logger(LogLevel::Warning, "docs", json!(format!("read {uri}")));
         Deferred::ready(Ok(vec![ResourceContents::text(
             uri,
             "text/plain",
@@ -184,6 +188,46 @@ async fn stdio_lists_reads_renders_and_completes() {
     assert_eq!(
         client.call("echo", json!({"text": "hi"})).await["isError"],
         false
+    );
+}
+
+/// What a provider logs reaches the client as `notifications/message`, at the level the
+/// client set: nothing below it.
+#[tokio::test]
+async fn a_providers_log_reaches_the_client_at_its_level() {
+    let (registry, _audit) = registry(false);
+    let mut client = StdioClient::start(registry, ServerOptions::default());
+    client.initialize(json!({})).await;
+    let set = client
+        .request("logging/setLevel", json!({"level": "warning"}))
+        .await;
+    assert_eq!(set["result"], json!({}));
+    let id = client.next_id();
+    client
+        .send(json!({"jsonrpc": "2.0", "id": id, "method": "resources/read", "params": {"uri": "docs://readme"}}))
+        .await;
+    let read = client.response(&id).await;
+    assert_eq!(
+        read["result"]["contents"][0]["text"],
+        "text of docs://readme"
+    );
+    // The stdio writer may put the reply before the messages sent while it was made.
+    let log = client
+        .wait_for(|m| m["method"] == "notifications/message")
+        .await;
+    assert_eq!(
+        log["params"],
+        json!({"level": "warning", "logger": "docs", "data": "read docs://readme"})
+    );
+    // The debug message was below the level: never sent.
+    assert_eq!(client.request("ping", json!({})).await["result"], json!({}));
+    assert!(
+        !client
+            .backlog
+            .iter()
+            .any(|m| m["method"] == "notifications/message"),
+        "{:?}",
+        client.backlog
     );
 }
 

@@ -23,6 +23,8 @@ use crate::catalog_mapping::{
 };
 use crate::client_link::{ClientLink, Route};
 use crate::jsonrpc::{self, ErrorCode, ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, RequestId};
+use crate::peer::Peer;
+use tokio_util::sync::CancellationToken;
 
 /// The URIs one session subscribed to (`resources/subscribe`), and the task that tells
 /// the client when one of them is updated.
@@ -198,8 +200,9 @@ impl Session {
         id: RequestId,
         params: UriParams,
         caller: &Caller,
+        route: Route,
     ) -> Dispatch {
-        self.governed(id, caller, move |session, ctx| async move {
+        self.governed(id, caller, route, move |session, ctx| async move {
             match session
                 .shared
                 .registry
@@ -227,8 +230,9 @@ impl Session {
         id: RequestId,
         params: PromptParams,
         caller: &Caller,
+        route: Route,
     ) -> Dispatch {
-        self.governed(id, caller, move |session, ctx| async move {
+        self.governed(id, caller, route, move |session, ctx| async move {
             let arguments = params.arguments.unwrap_or_default();
             match session
                 .shared
@@ -247,8 +251,9 @@ impl Session {
         id: RequestId,
         params: CompleteParams,
         caller: &Caller,
+        route: Route,
     ) -> Dispatch {
-        self.governed(id, caller, move |session, ctx| async move {
+        self.governed(id, caller, route, move |session, ctx| async move {
             let CompleteParams {
                 reference,
                 argument,
@@ -266,19 +271,31 @@ impl Session {
     }
 
     /// Runs a governed request as the transport runs a call (its own future), in the
-    /// caller's context, and answers with its result or its refusal.
+    /// caller's context, and answers with its result or its refusal. A provider logs
+    /// through the context's call handle: its messages reach the client along `route`, at
+    /// the level the client set, as a tool's do.
     fn governed<Work>(
         self: &Arc<Self>,
         id: RequestId,
         caller: &Caller,
+        route: Route,
         work: impl FnOnce(Arc<Session>, milpa::ToolContext) -> Work,
     ) -> Dispatch
     where
         Work: std::future::Future<Output = Answer> + Send + 'static,
     {
+        // Nobody cancels a governed request by id (see `CallCancel::detached`): the token
+        // only tells the provider's handle that nothing was cancelled.
+        let peer = Peer::new(
+            self.client.clone(),
+            CancellationToken::new(),
+            None,
+            route,
+            None,
+        );
         let ctx = call_context(
             caller,
-            CallHandle::detached(),
+            CallHandle::new(Arc::new(peer)),
             Some(&id),
             self.session_id.as_deref(),
             self.client.protocol_version(),

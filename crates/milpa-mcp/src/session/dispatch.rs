@@ -135,9 +135,11 @@ impl Session {
             Request::ResourceTemplatesList => Ok(self.list_resource_templates(caller)),
             Request::ResourcesSubscribe(params) => self.subscribe(params, &route),
             Request::ResourcesUnsubscribe(params) => Ok(self.unsubscribe(params)),
-            Request::ResourcesRead(params) => return self.read_resource(id, params, caller),
-            Request::PromptsGet(params) => return self.get_prompt(id, params, caller),
-            Request::Complete(params) => return self.complete(id, params, caller),
+            Request::ResourcesRead(params) => {
+                return self.read_resource(id, params, caller, route);
+            }
+            Request::PromptsGet(params) => return self.get_prompt(id, params, caller, route),
+            Request::Complete(params) => return self.complete(id, params, caller, route),
         };
         Dispatch::Reply(match result {
             Ok(value) => Reply::result(id, value),
