@@ -719,6 +719,10 @@ impl PromptProvider for FixturePrompts {
                     .with_description("URI of the resource to embed"),
             ),
             Prompt::new("test_prompt_with_image", "A prompt with an image"),
+            Prompt::new(
+                "test_input_required_result_prompt",
+                "Asks the user for context (one elicitation round on 2026-07-28)",
+            ),
         ]
     }
 
@@ -726,8 +730,28 @@ impl PromptProvider for FixturePrompts {
         &'a self,
         name: &'a str,
         arguments: &'a BTreeMap<String, String>,
-        _ctx: &'a ToolContext,
+        ctx: &'a ToolContext,
     ) -> Deferred<'a, Result<PromptReply, CatalogError>> {
+        if name == "test_input_required_result_prompt" {
+            // A prompt asks the client as a tool does, through its call handle.
+            return Deferred::pending(async move {
+                let question = json!({
+                    "message": "What context should the prompt use?",
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": {"context": {"type": "string"}},
+                        "required": ["context"]
+                    }
+                });
+                let answer = ask(ctx, "user_context", "elicitation/create", question)
+                    .await
+                    .map_err(|e| CatalogError::failed(e.to_string()))?;
+                let context = answer["content"]["context"].as_str().unwrap_or_default();
+                Ok(PromptReply::new(vec![PromptMessage::user(format!(
+                    "Use this context: {context}"
+                ))]))
+            });
+        }
         let argument = |key: &str| arguments.get(key).cloned().unwrap_or_default();
         let messages = match name {
             "test_simple_prompt" => {

@@ -50,9 +50,7 @@ CONFORMANCE_SCENARIOS=(
   prompts-get-with-image completion-complete
 )
 
-# Every 2026-07-28 server scenario of the pre-release line but one:
-# `input-required-result-non-tool-request` asks for a prompt that answers through
-# input_required (a prompt that elicits), which prompts cannot do yet.
+# Every 2026-07-28 server scenario of the pre-release line.
 CONFORMANCE_2026_SCENARIOS=(
   server-stateless tools-list
   tools-call-simple-text tools-call-image tools-call-audio tools-call-embedded-resource
@@ -69,7 +67,7 @@ CONFORMANCE_2026_SCENARIOS=(
   resources-list resources-read-text resources-read-binary resources-templates-read
   sep-2164-resource-not-found
   prompts-list prompts-get-simple prompts-get-with-args prompts-get-embedded-resource
-  prompts-get-with-image completion-complete
+  prompts-get-with-image completion-complete input-required-result-non-tool-request
 )
 
 log() { echo "[milpa-mcp interop] $*" >&2; }

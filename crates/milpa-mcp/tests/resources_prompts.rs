@@ -464,3 +464,96 @@ async fn the_2026_revision_reads_with_result_type_and_no_caching() {
         (json!(-32602), json!("docs://nope"))
     );
 }
+
+/// `interview(topic)`: asks the client for a detail, then renders with it.
+struct Interview;
+
+impl PromptProvider for Interview {
+    fn prompts(&self) -> Vec<Prompt> {
+        vec![
+            Prompt::new("interview", "Asks first").with_argument(PromptArgument::required("topic")),
+        ]
+    }
+
+    fn get<'a>(
+        &'a self,
+        _name: &'a str,
+        arguments: &'a BTreeMap<String, String>,
+        ctx: &'a ToolContext,
+    ) -> Deferred<'a, Result<PromptReply, CatalogError>> {
+        Deferred::pending(async move {
+            let question = json!({
+                "message": "Which detail?",
+                "requestedSchema": {"type": "object", "properties": {"detail": {"type": "string"}}},
+                "_meta": {milpa_mcp::protocol::INPUT_KEY_META: "detail"},
+            });
+            let answer = ctx
+                .call_handle()
+                .request("elicitation/create", question)
+                .await
+                .map_err(|e| CatalogError::failed(e.to_string()))?;
+            let text = format!(
+                "{} about {}",
+                arguments["topic"],
+                answer["content"]["detail"].as_str().unwrap_or("?")
+            );
+            Ok(PromptReply::new(vec![PromptMessage::user(text)]))
+        })
+    }
+}
+
+/// 2026-07-28: a prompt that asks the client answers `input_required`; the retry with the
+/// answer and the sealed state renders it; a state replayed with other arguments is refused.
+#[tokio::test]
+async fn a_prompt_that_asks_the_client_takes_an_input_round() {
+    let f = fixture_with(true, |b| b);
+    let mut registry =
+        std::sync::Arc::try_unwrap(f.registry).unwrap_or_else(|_| panic!("one owner"));
+    registry.register_prompts(Interview).unwrap();
+    let (addr, _stop) = start_http(HttpServer::new(std::sync::Arc::new(registry))).await;
+    let get = |params: Value| async move {
+        let mut params = params;
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        });
+        let mut headers = JSON_HEADERS.to_vec();
+        headers.extend([
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", "prompts/get"),
+            ("Mcp-Name", "interview"),
+        ]);
+        let body = json!({"jsonrpc": "2.0", "id": 9, "method": "prompts/get", "params": params});
+        answer(&http(addr, "POST", &headers, body.to_string().as_bytes()).await)
+    };
+    let first = get(json!({"name": "interview", "arguments": {"topic": "rust"}})).await;
+    let round = &first["result"];
+    assert_eq!(round["resultType"], "input_required", "{first}");
+    assert_eq!(
+        round["inputRequests"]["detail"]["method"],
+        "elicitation/create"
+    );
+    let state = round["requestState"].as_str().unwrap().to_owned();
+    let accepted = json!({"action": "accept", "content": {"detail": "lifetimes"}});
+
+    let done = get(json!({"name": "interview", "arguments": {"topic": "rust"},
+        "inputResponses": {"detail": accepted}, "requestState": state}))
+    .await;
+    assert_eq!(done["result"]["resultType"], "complete", "{done}");
+    assert_eq!(
+        done["result"]["messages"][0]["content"]["text"],
+        "rust about lifetimes"
+    );
+
+    let replayed = get(json!({"name": "interview", "arguments": {"topic": "go"},
+        "inputResponses": {"detail": accepted}, "requestState": state}))
+    .await;
+    assert_eq!(replayed["error"]["code"], -32602, "{replayed}");
+    assert!(
+        replayed["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("requestState"),
+        "{replayed}"
+    );
+}

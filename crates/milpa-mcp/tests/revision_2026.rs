@@ -94,7 +94,9 @@ async fn lists_and_calls_carry_result_type_and_caching_hints() {
     assert_eq!(r.status, 200);
     let result = &r.json()["result"];
     assert_eq!(result["resultType"], "complete");
-    assert_eq!(result["cacheScope"], "public");
+    // Listed for this caller (what it could use), so not for a shared cache; with
+    // `list_all` it is "public" (tests/resources_prompts.rs).
+    assert_eq!(result["cacheScope"], "private");
     assert_eq!(result["ttlMs"], 300_000);
     assert!(result["tools"].as_array().unwrap().len() > 3);
 

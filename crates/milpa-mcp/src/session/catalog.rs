@@ -14,6 +14,7 @@ use milpa::{CallHandle, Listed, ToolContext, ToolRegistry};
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 
+use super::argument_digest::ArgumentDigest;
 use super::call::{CallCancel, call_context, listing_context};
 use super::catalog_params::{CompleteParams, PromptParams, UriParams};
 use super::reply::Reply;
@@ -21,7 +22,7 @@ use super::{Caller, Dispatch, Session, Shared};
 use crate::catalog_mapping::{
     completion_json, contents_json, prompt_json, prompt_reply_json, resource_json, template_json,
 };
-use crate::client_link::{ClientLink, Route};
+use crate::client_link::{ClientLink, RequestMeta, Route};
 use crate::jsonrpc::{self, ErrorCode, ErrorObject, INTERNAL_ERROR, INVALID_PARAMS, RequestId};
 use crate::peer::Peer;
 use tokio_util::sync::CancellationToken;
@@ -132,9 +133,15 @@ fn shown(registry: &ToolRegistry, viewer: Option<&ToolContext>, entry: Listed<'_
     viewer.is_none_or(|ctx| registry.could_use(entry, ctx))
 }
 
-/// What a governed request answers with, once it is done: its result, or its refusal and,
-/// for a read, the URI it refused (error `data.uri`).
-type Answer = Result<Map<String, Value>, (AccessRefusal, Option<String>)>;
+/// What a governed request answers with, once it is done.
+enum Answer {
+    /// Its result (on 2026-07-28 `resultType: "complete"` is added when it has none).
+    Result(Map<String, Value>),
+    /// The gates' refusal and, for a read, the URI refused (error `data.uri`).
+    Refused(AccessRefusal, Option<String>),
+    /// A protocol error: a retry's `requestState` that does not open.
+    Invalid(ErrorObject),
+}
 
 impl Session {
     /// A listing: every entry on one page (a 2026-07-28 one with its caching hints,
@@ -202,7 +209,7 @@ impl Session {
         caller: &Caller,
         route: Route,
     ) -> Dispatch {
-        self.governed(id, caller, route, move |session, ctx| async move {
+        self.governed(id, caller, route, None, move |session, ctx, _| async move {
             match session
                 .shared
                 .registry
@@ -218,9 +225,9 @@ impl Session {
                         result.insert("ttlMs".into(), json!(0));
                         result.insert("cacheScope".into(), json!("private"));
                     }
-                    Ok(result)
+                    Answer::Result(result)
                 }
-                Err(refusal) => Err((refusal, Some(params.uri))),
+                Err(refusal) => Answer::Refused(refusal, Some(params.uri)),
             }
         })
     }
@@ -232,18 +239,60 @@ impl Session {
         caller: &Caller,
         route: Route,
     ) -> Dispatch {
-        self.governed(id, caller, route, move |session, ctx| async move {
-            let arguments = params.arguments.unwrap_or_default();
-            match session
-                .shared
-                .registry
-                .get_prompt(&params.name, &arguments, &ctx)
-                .await
-            {
-                Ok(reply) => Ok(prompt_reply_json(&reply)),
-                Err(refusal) => Err((refusal, None)),
-            }
-        })
+        let request = params.request.clone();
+        self.governed(
+            id,
+            caller,
+            route,
+            request,
+            move |session, ctx, peer| async move {
+                let arguments = params.arguments.unwrap_or_default();
+                // 2026-07-28: a prompt may ask the client (an elicitation) as a tool may; what
+                // it asked without an answer yet makes an `input_required` round, and a retry
+                // brings the answers back, checked against the sealed state.
+                let digest = params.request.as_ref().map(|_| {
+                    let arguments = Map::from_iter(
+                        arguments
+                            .iter()
+                            .map(|(k, v)| (k.clone(), Value::String(v.clone()))),
+                    );
+                    ArgumentDigest::of(&Value::Object(arguments))
+                });
+                if let (Some(digest), Some(state)) = (&digest, params.request_state.as_deref()) {
+                    let rounds = session.shared.input_rounds();
+                    match rounds.prompt_answers(&params.name, digest, state, &ctx) {
+                        Ok(answers) => peer.add_answers(answers),
+                        Err(error) => return Answer::Invalid(error),
+                    }
+                }
+                if let (Some(_), Some(responses)) = (&digest, params.input_responses) {
+                    peer.add_answers(responses);
+                }
+                let got = session
+                    .shared
+                    .registry
+                    .get_prompt(&params.name, &arguments, &ctx)
+                    .await;
+                let (asked, answers) = peer.take_inputs();
+                if let Some(digest) = &digest
+                    && !asked.is_empty()
+                    && peer.missing_capability().is_none()
+                {
+                    let round = session.shared.input_rounds().prompt_input_round(
+                        &params.name,
+                        digest,
+                        &ctx,
+                        asked,
+                        answers,
+                    );
+                    return Answer::Result(round);
+                }
+                match got {
+                    Ok(reply) => Answer::Result(prompt_reply_json(&reply)),
+                    Err(refusal) => Answer::Refused(refusal, None),
+                }
+            },
+        )
     }
 
     pub(super) fn complete(
@@ -253,7 +302,7 @@ impl Session {
         caller: &Caller,
         route: Route,
     ) -> Dispatch {
-        self.governed(id, caller, route, move |session, ctx| async move {
+        self.governed(id, caller, route, None, move |session, ctx, _| async move {
             let CompleteParams {
                 reference,
                 argument,
@@ -264,8 +313,8 @@ impl Session {
                 .complete(reference.as_ref(), &argument.name, &argument.value, &ctx)
                 .await
             {
-                Ok(completion) => Ok(completion_json(&completion)),
-                Err(refusal) => Err((refusal, None)),
+                Ok(completion) => Answer::Result(completion_json(&completion)),
+                Err(refusal) => Answer::Refused(refusal, None),
             }
         })
     }
@@ -279,23 +328,24 @@ impl Session {
         id: RequestId,
         caller: &Caller,
         route: Route,
-        work: impl FnOnce(Arc<Session>, milpa::ToolContext) -> Work,
+        request: Option<Arc<RequestMeta>>,
+        work: impl FnOnce(Arc<Session>, milpa::ToolContext, Arc<Peer>) -> Work,
     ) -> Dispatch
     where
         Work: std::future::Future<Output = Answer> + Send + 'static,
     {
         // Nobody cancels a governed request by id (see `CallCancel::detached`): the token
         // only tells the provider's handle that nothing was cancelled.
-        let peer = Peer::new(
+        let peer = Arc::new(Peer::new(
             self.client.clone(),
             CancellationToken::new(),
             None,
             route,
-            None,
-        );
+            request,
+        ));
         let ctx = call_context(
             caller,
-            CallHandle::new(Arc::new(peer)),
+            CallHandle::new(peer.clone()),
             Some(&id),
             self.session_id.as_deref(),
             self.client.protocol_version(),
@@ -303,16 +353,17 @@ impl Session {
         let session = Arc::clone(self);
         let scope_denial = caller.scope_denial.clone();
         let modern = self.is_modern();
-        let work = work(session, ctx);
+        let work = work(session, ctx, peer);
         let future = Box::pin(async move {
             Some(match work.await {
-                Ok(mut result) => {
-                    if modern {
+                Answer::Result(mut result) => {
+                    if modern && !result.contains_key("resultType") {
                         result.insert("resultType".into(), json!("complete"));
                     }
                     Reply::result(id, Value::Object(result))
                 }
-                Err((refusal, uri)) => {
+                Answer::Invalid(error) => Reply::error(Some(id), error),
+                Answer::Refused(refusal, uri) => {
                     if let Some(slot) = &scope_denial
                         && !refusal.required_scopes().is_empty()
                     {

@@ -1,11 +1,13 @@
 //! The params of the resource, prompt and completion methods, read once into their types.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use milpa::catalog::CompletionRef;
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
+use crate::client_link::RequestMeta;
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
 
 /// `resources/read`, `resources/subscribe` and `resources/unsubscribe`: `{uri}`.
@@ -14,12 +16,20 @@ pub(crate) struct UriParams {
     pub uri: String,
 }
 
-/// `prompts/get`: `{name, arguments?}`, every argument a string.
+/// `prompts/get`: `{name, arguments?}`, every argument a string; on 2026-07-28 also the
+/// `inputResponses` and `requestState` of a retry, and what the request declared.
 #[derive(Debug, Deserialize)]
 pub(crate) struct PromptParams {
     pub name: String,
     #[serde(default)]
     pub arguments: Option<BTreeMap<String, String>>,
+    #[serde(default, rename = "inputResponses")]
+    pub input_responses: Option<Map<String, Value>>,
+    #[serde(default, rename = "requestState")]
+    pub request_state: Option<String>,
+    /// 2026-07-28: the request's `_meta` (set by the dispatcher, never read from params).
+    #[serde(skip)]
+    pub request: Option<Arc<RequestMeta>>,
 }
 
 /// `completion/complete`: `{ref, argument: {name, value}}`.

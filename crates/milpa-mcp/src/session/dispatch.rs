@@ -190,8 +190,10 @@ fn read_stateless(
         return Err(method_not_found(name).into());
     };
     let mut request = Request::read(method, params, id)?;
-    if let Request::ToolsCall(call) = &mut request {
-        call.request = Some(Arc::new(meta));
+    match &mut request {
+        Request::ToolsCall(call) => call.request = Some(Arc::new(meta)),
+        Request::PromptsGet(prompt) => prompt.request = Some(Arc::new(meta)),
+        _ => {}
     }
     Ok(request)
 }

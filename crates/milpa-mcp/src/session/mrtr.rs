@@ -68,6 +68,12 @@ pub(crate) enum Outcome {
     Refused(ErrorObject),
 }
 
+/// What a prompt's `requestState` is bound to instead of a tool name: a `:` no tool name
+/// holds, so a prompt's state never opens for a tool of the same name (nor the reverse).
+fn prompt_subject(prompt: &str) -> String {
+    format!("prompt:{prompt}")
+}
+
 /// Seals and opens `requestState`s.
 pub(crate) struct StateSeal {
     key: StateSecret,
@@ -217,7 +223,9 @@ impl InputRounds<'_> {
             .await;
         let (asked, answers) = peer.take_inputs();
         let outcome = if !asked.is_empty() && peer.missing_capability().is_none() {
-            self.tool_input_round(&name, &digest, ctx, asked, answers)
+            Outcome::InputRequired(Value::Object(
+                self.input_round(&name, &digest, ctx, asked, answers),
+            ))
         } else {
             self.first_round(&name, &digest, outcome, ctx, meta)
         };
@@ -296,29 +304,54 @@ impl InputRounds<'_> {
     }
 
     /// A round that asked the client: the `input_required` result, its state carrying
-    /// every answer so far.
-    fn tool_input_round(
+    /// every answer so far. `subject` is the tool's name or a prompt's [`prompt_subject`].
+    fn input_round(
         &self,
-        tool: &str,
+        subject: &str,
         digest: &ArgumentDigest,
         ctx: &ToolContext,
         asked: serde_json::Map<String, Value>,
         answers: serde_json::Map<String, Value>,
-    ) -> Outcome {
+    ) -> serde_json::Map<String, Value> {
         let state = self.seal.seal(&SealedState {
             p: ctx.principal().map(str::to_owned),
-            t: tool.to_owned(),
+            t: subject.to_owned(),
             d: digest.as_str().to_owned(),
             e: now_secs() + STATE_TTL.as_secs(),
             k: String::new(),
             h: false,
             a: Some(answers),
         });
-        Outcome::InputRequired(json!({
-            "resultType": "input_required",
-            "inputRequests": asked,
-            "requestState": state,
-        }))
+        serde_json::Map::from_iter([
+            ("resultType".to_owned(), json!("input_required")),
+            ("inputRequests".to_owned(), Value::Object(asked)),
+            ("requestState".to_owned(), Value::String(state)),
+        ])
+    }
+
+    /// A `prompts/get` retry: the answers of earlier rounds its `requestState` carries,
+    /// once its seal and its bindings (caller, prompt, arguments) check out.
+    pub fn prompt_answers(
+        &self,
+        prompt: &str,
+        arguments: &ArgumentDigest,
+        request_state: &str,
+        ctx: &ToolContext,
+    ) -> Result<serde_json::Map<String, Value>, ErrorObject> {
+        let state = self.open_state(&prompt_subject(prompt), arguments, request_state, ctx)?;
+        Ok(state.a.unwrap_or_default())
+    }
+
+    /// A `prompts/get` round whose prompt asked the client: the `input_required` result.
+    pub fn prompt_input_round(
+        &self,
+        prompt: &str,
+        arguments: &ArgumentDigest,
+        ctx: &ToolContext,
+        asked: serde_json::Map<String, Value>,
+        answers: serde_json::Map<String, Value>,
+    ) -> serde_json::Map<String, Value> {
+        self.input_round(&prompt_subject(prompt), arguments, ctx, asked, answers)
     }
 
     /// A retry carrying a confirmation's or an approval's `requestState`: checks its seal
