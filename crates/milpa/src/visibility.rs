@@ -30,7 +30,12 @@ pub enum Listed<'a> {
 }
 
 impl ToolRegistry {
-    /// Whether a listing for `ctx` shows `entry` (see the [module docs](self)).
+    /// Whether a listing for `ctx` shows `entry`: not when the caller holds none of its
+    /// scopes, lacks the principal the channel requires, meets a mutating tool the channel
+    /// blocks, or the call policy denies it whatever the arguments
+    /// ([`CallPolicy::denies_whatever_the_arguments`](crate::policy::CallPolicy::denies_whatever_the_arguments)).
+    /// Rules and argument-dependent policies are not consulted: a listing may show what a
+    /// call will be denied, never hide what it would allow.
     ///
     /// ```
     /// use milpa::{Listed, ToolContext, ToolDefinition, ToolRegistry};
