@@ -4,29 +4,9 @@
 
 mod common;
 
-use common::{caller, policy, registry};
-use milpa::catalog::{CatalogError, Resource, ResourceContents, ResourceProvider};
-use milpa::{Deferred, Listed, ToolContext, ToolRegistry};
+use common::{Docs, caller, policy, registry};
+use milpa::{Listed, ToolContext, ToolRegistry};
 use milpa_cedar::DefaultEffect;
-
-struct Docs;
-
-impl ResourceProvider for Docs {
-    fn resources(&self) -> Vec<Resource> {
-        vec![
-            Resource::new("docs://public", "public"),
-            Resource::new("docs://private/plan", "plan"),
-        ]
-    }
-
-    fn read<'a>(
-        &'a self,
-        uri: &'a str,
-        _ctx: &'a ToolContext,
-    ) -> Deferred<'a, Result<Vec<ResourceContents>, CatalogError>> {
-        Deferred::ready(Ok(vec![ResourceContents::text(uri, "text/plain", "text")]))
-    }
-}
 
 /// The tools and resources `ctx` would be shown, by name.
 fn shown(registry: &ToolRegistry, ctx: &ToolContext) -> Vec<String> {

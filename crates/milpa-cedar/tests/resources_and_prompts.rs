@@ -6,39 +6,14 @@ mod common;
 
 use std::collections::BTreeMap;
 
-use common::{caller, policy, registry};
+use common::{Docs, caller, policy, registry};
 use milpa::audit::AuditOutcome;
 use milpa::catalog::{
-    CatalogError, Prompt, PromptArgument, PromptMessage, PromptProvider, PromptReply, Resource,
-    ResourceContents, ResourceProvider, ResourceTemplate,
+    CatalogError, Prompt, PromptArgument, PromptMessage, PromptProvider, PromptReply,
 };
 use milpa::{Deferred, ErrorCode, ToolContext, ToolRegistry};
 use milpa_cedar::{CedarPolicy, DefaultEffect};
 use serde_json::json;
-
-/// `docs://public`, `docs://private/plan` and the template `docs://notes/{id}`.
-struct Docs;
-
-impl ResourceProvider for Docs {
-    fn resources(&self) -> Vec<Resource> {
-        vec![
-            Resource::new("docs://public", "public"),
-            Resource::new("docs://private/plan", "plan"),
-        ]
-    }
-
-    fn templates(&self) -> Vec<ResourceTemplate> {
-        vec![ResourceTemplate::new("docs://notes/{id}", "note").unwrap()]
-    }
-
-    fn read<'a>(
-        &'a self,
-        uri: &'a str,
-        _ctx: &'a ToolContext,
-    ) -> Deferred<'a, Result<Vec<ResourceContents>, CatalogError>> {
-        Deferred::ready(Ok(vec![ResourceContents::text(uri, "text/plain", "text")]))
-    }
-}
 
 /// `greet(name)`.
 struct Greetings;

@@ -5,7 +5,10 @@
 use std::sync::Arc;
 
 use milpa::audit::{AuditOutcome, MemoryAuditSink};
-use milpa::{ToolContext, ToolDefinition, ToolRegistry};
+use milpa::catalog::{
+    CatalogError, Resource, ResourceContents, ResourceProvider, ResourceTemplate,
+};
+use milpa::{Deferred, ToolContext, ToolDefinition, ToolRegistry};
 use milpa_cedar::{CedarPolicy, DefaultEffect};
 use serde_json::json;
 
@@ -63,4 +66,29 @@ pub fn caller(principal: &str, scopes: &[&str]) -> ToolContext {
 /// The outcomes of the audit records so far, in order.
 pub fn outcomes(sink: &MemoryAuditSink) -> Vec<AuditOutcome> {
     sink.take().into_iter().map(|r| r.outcome).collect()
+}
+
+/// `docs://public`, `docs://private/plan` and the template `docs://notes/{id}`; every read
+/// answers `text`.
+pub struct Docs;
+
+impl ResourceProvider for Docs {
+    fn resources(&self) -> Vec<Resource> {
+        vec![
+            Resource::new("docs://public", "public"),
+            Resource::new("docs://private/plan", "plan"),
+        ]
+    }
+
+    fn templates(&self) -> Vec<ResourceTemplate> {
+        vec![ResourceTemplate::new("docs://notes/{id}", "note").unwrap()]
+    }
+
+    fn read<'a>(
+        &'a self,
+        uri: &'a str,
+        _ctx: &'a ToolContext,
+    ) -> Deferred<'a, Result<Vec<ResourceContents>, CatalogError>> {
+        Deferred::ready(Ok(vec![ResourceContents::text(uri, "text/plain", "text")]))
+    }
 }
