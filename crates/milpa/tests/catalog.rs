@@ -400,3 +400,51 @@ fn a_uri_or_prompt_offered_twice_is_refused() {
     assert!(registry.register_prompts(Greetings).is_err());
     assert_eq!(registry.prompts().count(), 1);
 }
+
+/// After its record, a read or prompt that ran is announced (`resource.read`,
+/// `resource.failed`, `prompt.got`); one the gates refused is not, as a refused call is not.
+#[tokio::test]
+async fn reads_and_prompts_that_ran_are_announced_after_their_record() {
+    use milpa::events::Dispatcher;
+    use parking_lot::Mutex;
+
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let dispatcher = Arc::new(Dispatcher::new());
+    let log = seen.clone();
+    dispatcher.subscribe("*.*", 0, move |event: &milpa::Event<'_>| {
+        if let milpa::Event::Accessed(accessed) = event {
+            let failure = accessed.failure.map(|(code, _)| format!(" {code:?}"));
+            log.lock().push(format!(
+                "{} {}{}",
+                event.name(),
+                accessed.name,
+                failure.unwrap_or_default()
+            ));
+        }
+    });
+    let (mut registry, _sink) = audited(ToolRegistry::builder().dispatcher(dispatcher));
+    registry.register_resources(Docs(Runs::default())).unwrap();
+    registry.register_prompts(Greetings).unwrap();
+    let ana = ana(&[]);
+    assert!(registry.read_resource("docs://readme", &ana).await.is_ok());
+    assert!(
+        registry
+            .read_resource("docs://notes/boom", &ana)
+            .await
+            .is_err()
+    );
+    assert!(registry.read_resource("docs://secret", &ana).await.is_err());
+    assert!(registry.read_resource("docs://nope", &ana).await.is_err());
+    let greeted = registry
+        .get_prompt("greet", &args(&[("name", "Bo")]), &ana)
+        .await;
+    assert!(greeted.is_ok());
+    assert_eq!(
+        *seen.lock(),
+        [
+            "resource.read docs://readme",
+            "resource.failed docs://notes/boom InternalError",
+            "prompt.got greet",
+        ]
+    );
+}

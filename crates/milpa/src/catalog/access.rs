@@ -11,6 +11,7 @@
 //! that could answer instead. What is left runs in the call's order, with the call's
 //! collaborators: the same gate, limiter, audit sink and redactor.
 
+use crate::events::{Accessed, Event};
 use std::collections::BTreeMap;
 use std::future::IntoFuture;
 
@@ -283,6 +284,9 @@ impl<'a> Governed<'a> {
             let scrubbed = wiring.redactor.scrub(&r.message, self.args);
             clip(&scrubbed, wiring.audit_limits.max_error_bytes).into_owned()
         });
+        let took_ms = wiring
+            .clock
+            .millis_between(self.started, wiring.clock.now());
         wiring.audit.record(&AuditRecord {
             request_id: self.ctx.request_id(),
             channel: self.ctx.channel(),
@@ -293,9 +297,7 @@ impl<'a> Governed<'a> {
             success: refusal.is_none(),
             code: refusal.map(|r| &r.code),
             error: error.as_deref(),
-            took_ms: wiring
-                .clock
-                .millis_between(self.started, wiring.clock.now()),
+            took_ms,
             timeout_exceeded: false,
             args: self.args,
             redactor: &wiring.redactor,
@@ -303,6 +305,20 @@ impl<'a> Governed<'a> {
             ip: self.ctx.ip(),
             max_args_bytes: wiring.audit_limits.max_args_bytes,
         });
+        // After the record, as a call's events: only for what ran (its provider answered
+        // or failed); a refusal by the gates has its record only. The message is the
+        // record's, secrets scrubbed.
+        if let Some(dispatcher) = &wiring.dispatcher
+            && matches!(outcome, AuditOutcome::Executed | AuditOutcome::Failed)
+        {
+            dispatcher.dispatch(&Event::Accessed(Accessed {
+                access: self.access,
+                name: self.asked,
+                ctx: self.ctx,
+                failure: refusal.map(|r| (&r.code, error.as_deref().unwrap_or_default())),
+                took_ms,
+            }));
+        }
     }
 }
 

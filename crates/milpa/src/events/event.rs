@@ -4,6 +4,7 @@ use serde_json::Value;
 
 use crate::context::ToolContext;
 use crate::events::slot::InterceptionSlot;
+use crate::policy::Access;
 use crate::result::{ErrorCode, ToolResult};
 use crate::verification::{
     VERIFICATION_GRANTED, VERIFICATION_REJECTED, VERIFICATION_REQUESTED, VerificationEvent,
@@ -15,6 +16,45 @@ pub const TOOL_EXECUTING: &str = "tool.executing";
 pub const TOOL_EXECUTED: &str = "tool.executed";
 /// Name of the event dispatched after a tool failed, panicked or timed out.
 pub const TOOL_FAILED: &str = "tool.failed";
+
+/// Name of the event dispatched after a resource was read.
+pub const RESOURCE_READ: &str = "resource.read";
+/// Name of the event dispatched after a resource's provider failed (or its contents were
+/// over the result cap).
+pub const RESOURCE_FAILED: &str = "resource.failed";
+/// Name of the event dispatched after a prompt was rendered.
+pub const PROMPT_GOT: &str = "prompt.got";
+/// Name of the event dispatched after a prompt's provider failed.
+pub const PROMPT_FAILED: &str = "prompt.failed";
+
+/// `resource.read` / `prompt.got`, or `resource.failed` / `prompt.failed`: a read or a
+/// prompt request passed every gate and its provider answered. A request the gates refused
+/// leaves its audit record only, as a refused call does.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Accessed<'a> {
+    /// A read ([`Access::ReadResource`]) or a prompt ([`Access::GetPrompt`]).
+    pub access: Access,
+    /// The URI read, or the prompt's name.
+    pub name: &'a str,
+    /// The caller's context.
+    pub ctx: &'a ToolContext,
+    /// The failure's code and message, for `*.failed`.
+    pub failure: Option<(&'a ErrorCode, &'a str)>,
+    /// Time from the request to its answer, in milliseconds.
+    pub took_ms: u64,
+}
+
+impl Accessed<'_> {
+    fn name(&self) -> &'static str {
+        match (self.access, self.failure.is_some()) {
+            (Access::GetPrompt, false) => PROMPT_GOT,
+            (Access::GetPrompt, true) => PROMPT_FAILED,
+            (_, false) => RESOURCE_READ,
+            (_, true) => RESOURCE_FAILED,
+        }
+    }
+}
 
 /// `tool.executing`: the call passed every gate. A listener may answer through the slot.
 #[derive(Debug, Clone, Copy)]
@@ -74,6 +114,8 @@ pub enum Event<'a> {
     ToolExecuted(ToolExecuted<'a>),
     /// See [`ToolFailed`].
     ToolFailed(ToolFailed<'a>),
+    /// See [`Accessed`].
+    Accessed(Accessed<'a>),
     /// `verification.requested`: a verification request was opened.
     VerificationRequested(&'a VerificationEvent),
     /// `verification.granted`: a verification request passed (its last required grant).
@@ -96,6 +138,7 @@ impl Event<'_> {
             Event::ToolExecuting(_) => TOOL_EXECUTING,
             Event::ToolExecuted(_) => TOOL_EXECUTED,
             Event::ToolFailed(_) => TOOL_FAILED,
+            Event::Accessed(accessed) => accessed.name(),
             Event::VerificationRequested(_) => VERIFICATION_REQUESTED,
             Event::VerificationGranted(_) => VERIFICATION_GRANTED,
             Event::VerificationRejected(_) => VERIFICATION_REJECTED,
