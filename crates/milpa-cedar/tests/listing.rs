@@ -17,6 +17,7 @@ fn shown(registry: &ToolRegistry, ctx: &ToolContext) -> Vec<String> {
         .collect();
     names.extend(
         registry
+            .catalog_snapshot()
             .resources()
             .filter(|r| registry.could_use(Listed::Resource(r), ctx))
             .map(|r| r.uri().to_owned()),

@@ -17,14 +17,15 @@ use crate::{CliError, EXIT_CALL_FAILED, EXIT_OK};
 
 /// `milpa resources`: the resources and templates, as a table or as JSON.
 pub(crate) fn list_resources(registry: &ToolRegistry, json: bool) -> Result<u8, CliError> {
+    let catalog = registry.catalog_snapshot();
     if json {
         print_json(&json!({
-            "resources": registry.resources().map(resource_json).collect::<Vec<_>>(),
-            "resourceTemplates": registry.resource_templates().map(template_json).collect::<Vec<_>>(),
+            "resources": catalog.resources().map(resource_json).collect::<Vec<_>>(),
+            "resourceTemplates": catalog.templates().map(template_json).collect::<Vec<_>>(),
         }))?;
         return Ok(EXIT_OK);
     }
-    let mut rows: Vec<Vec<String>> = registry
+    let mut rows: Vec<Vec<String>> = catalog
         .resources()
         .map(|r| {
             vec![
@@ -35,7 +36,7 @@ pub(crate) fn list_resources(registry: &ToolRegistry, json: bool) -> Result<u8, 
             ]
         })
         .collect();
-    rows.extend(registry.resource_templates().map(|t| {
+    rows.extend(catalog.templates().map(|t| {
         vec![
             t.template().as_str().to_owned(),
             t.mime_type().unwrap_or("-").to_owned(),
@@ -53,11 +54,12 @@ pub(crate) fn list_resources(registry: &ToolRegistry, json: bool) -> Result<u8, 
 
 /// `milpa prompts`: the prompts, as a table or as JSON.
 pub(crate) fn list_prompts(registry: &ToolRegistry, json: bool) -> Result<u8, CliError> {
+    let catalog = registry.catalog_snapshot();
     if json {
-        print_json(&json!({"prompts": registry.prompts().map(prompt_json).collect::<Vec<_>>()}))?;
+        print_json(&json!({"prompts": catalog.prompts().map(prompt_json).collect::<Vec<_>>()}))?;
         return Ok(EXIT_OK);
     }
-    let rows: Vec<Vec<String>> = registry
+    let rows: Vec<Vec<String>> = catalog
         .prompts()
         .map(|p| {
             let arguments: Vec<String> = p

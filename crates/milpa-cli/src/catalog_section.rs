@@ -38,6 +38,10 @@ pub const DEFAULT_RESOURCE_MAX_BYTES: u64 = 1024 * 1024;
 /// The longest a command resource may run, unless `timeout_seconds` says otherwise.
 pub const DEFAULT_RESOURCE_TIMEOUT_SECONDS: u64 = 30;
 
+/// How often `serve` looks at a folder resource again, unless `rescan_seconds` says
+/// otherwise.
+pub const DEFAULT_RESCAN_SECONDS: u64 = 5;
+
 /// One `[[resources]]` entry: a file, a folder or a command.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -75,6 +79,10 @@ pub struct ResourceSpec {
     /// How long a command may run.
     #[serde(default)]
     pub timeout_seconds: Option<u64>,
+    /// How often `serve` looks for files added to or removed from a folder, and tells
+    /// clients when its listing changed (`0`: never) [default: 5].
+    #[serde(default)]
+    pub rescan_seconds: Option<u64>,
 }
 
 /// Where a resource's contents come from.
@@ -96,6 +104,13 @@ impl ResourceSpec {
             (None, Some(_)) => ResourceSource::Folder,
             (None, None) => ResourceSource::Command,
         }
+    }
+
+    /// How often a folder is looked at again; `None` for other sources and when turned off.
+    pub fn rescan_every(&self) -> Option<std::time::Duration> {
+        let seconds = self.rescan_seconds.unwrap_or(DEFAULT_RESCAN_SECONDS);
+        (self.source() == ResourceSource::Folder && seconds > 0)
+            .then(|| std::time::Duration::from_secs(seconds))
     }
 
     /// The size cap.
@@ -161,6 +176,12 @@ impl ResourceSpec {
             return Err(at(
                 start,
                 format!("resource `{uri}`: timeout_seconds and env are for command resources"),
+            ));
+        }
+        if self.folder.is_none() && self.rescan_seconds.is_some() {
+            return Err(at(
+                start,
+                format!("resource `{uri}`: rescan_seconds is for folder resources"),
             ));
         }
         Ok(())

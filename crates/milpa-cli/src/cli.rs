@@ -11,7 +11,7 @@ use clap::{Args, Parser, Subcommand};
     name = "milpa",
     version,
     about = "List, inspect, call and serve milpa tools (the built-in demo toolset, or a manifest's)",
-    after_help = "Exit codes: 0 success, 1 a refused or failed call, 2 a usage or manifest error."
+    after_help = "Exit codes: 0 success, 1 a refused or failed call, 2 a usage or manifest error, 3 a call that did not run (it waits for a confirmation or an approval)."
 )]
 pub(crate) struct Cli {
     /// The manifest [default: ./milpa.toml if present, else the built-in demo toolset]

@@ -28,7 +28,7 @@ use crate::setup::{
 use crate::store::{self, StoreUrl, Stores};
 use crate::telemetry::Telemetry;
 use crate::terminal_output::{emit, print_json, printable, printable_lines, table};
-use crate::{CliError, EXIT_CALL_FAILED, EXIT_OK, approvals, load_manifest};
+use crate::{CliError, EXIT_CALL_FAILED, EXIT_NOT_RUN, EXIT_OK, approvals, load_manifest};
 use milpa_gateway::{Upstream, UpstreamConfig};
 use milpa_mcp::auth::oauth::OAuthResource;
 
@@ -480,17 +480,19 @@ async fn call(registry: &ToolRegistry, stores: &Stores, args: CallArgs) -> Resul
         CallOutcome::NeedsConfirmation(ticket) => ticket,
         CallOutcome::AwaitingApproval(pending) => {
             let result = pending.to_result();
-            show(&result, &ctx, args.json)?;
-            if args.confirm_token.is_none() {
-                eprintln!(
-                    "milpa: a person other than {caller} approves it with `milpa approvals grant \
-                     {id}` (or on the /approvals page of `milpa serve --http`); then repeat the \
-                     call with --confirm-token {id}",
-                    caller = printable(ctx.principal().unwrap_or("the caller")),
-                    id = printable(pending.id()),
-                );
+            if args.json {
+                print_json(&result)?;
+            } else {
+                emit(&format!(
+                    "Nothing was done: {} waits for a person's approval (until {}).\n",
+                    printable(pending.summary()),
+                    pending.expires_at_text()
+                ));
             }
-            return Ok(exit_code(&result));
+            if args.confirm_token.is_none() {
+                eprintln!("milpa: {}", approval_hint(stores, &ctx, pending.id()));
+            }
+            return Ok(EXIT_NOT_RUN);
         }
         other => {
             let result = other.into_result();
@@ -499,32 +501,35 @@ async fn call(registry: &ToolRegistry, stores: &Stores, args: CallArgs) -> Resul
         }
     };
     if !std::io::stdin().is_terminal() {
-        let result = ticket.to_result();
-        show(&result, &ctx, args.json)?;
+        if args.json {
+            print_json(&ticket.to_result())?;
+        } else {
+            emit(&format!(
+                "Nothing was done: {} needs a confirmation.\n",
+                printable(ticket.summary())
+            ));
+        }
         let lifetime = if *stores.url() == StoreUrl::Memory {
-            " (with --store memory the token lives only in this process; run interactively to be \
-             asked instead)"
+            " (with --store memory the token lives only in this process; run it at a terminal \
+             to be asked instead)"
         } else {
             ""
         };
         eprintln!(
-            "milpa: confirm by repeating the call with --confirm-token {token}{lifetime}",
-            token = ticket.token()
+            "milpa: to confirm, before {expiry}, run{lifetime}:\n  {command}",
+            expiry = ticket.expires_at_text(),
+            command = confirm_command(std::env::args(), ticket.token()),
         );
-        return Ok(exit_code(&result));
+        return Ok(EXIT_NOT_RUN);
     }
-    if args.json {
-        eprintln!("{}", printable(ticket.summary()));
-    } else {
-        show(&ticket.to_result(), &ctx, false)?;
-    }
+    eprintln!("{} needs a confirmation.", printable(ticket.summary()));
     // On a blocking thread, so Ctrl-C at the question still stops the program.
     let confirmed = tokio::task::spawn_blocking(|| ask("Proceed? [y/N] "))
         .await
         .unwrap_or(false);
     if !confirmed {
         eprintln!("Not confirmed: nothing was done.");
-        return Ok(EXIT_CALL_FAILED);
+        return Ok(EXIT_NOT_RUN);
     }
     let done = registry
         .redeem(&args.tool, ticket.token(), &ctx)
@@ -532,6 +537,66 @@ async fn call(registry: &ToolRegistry, stores: &Stores, args: CallArgs) -> Resul
         .into_result();
     show(&done, &ctx, args.json)?;
     Ok(exit_code(&done))
+}
+
+/// How a parked call can be decided with this setup: from the command line or the page
+/// when the store outlives the process, not at all with the memory store.
+fn approval_hint(stores: &Stores, ctx: &ToolContext, id: &str) -> String {
+    let caller = ctx
+        .principal()
+        .map(|p| format!("other than {}", printable(p)))
+        .unwrap_or_else(|| "other than the caller".to_owned());
+    if *stores.url() == StoreUrl::Memory {
+        return format!(
+            "with --store memory the approval lives only in this process and nobody can grant \
+             it; use a durable store (the default SQLite one, or --store redis://…) so that a \
+             person {caller} can run `milpa approvals grant {id}`"
+        );
+    }
+    format!(
+        "nothing runs until a person {caller} grants it: `milpa approvals grant {id}` at their \
+         own shell, or the /approvals page of `milpa serve --http` on this store; then repeat \
+         the call with --confirm-token {id}",
+        id = printable(id),
+    )
+}
+
+/// The command line that confirms: this one, with `--confirm-token TOKEN` in place of any
+/// token it had, quoted for a POSIX shell.
+fn confirm_command(argv: impl Iterator<Item = String>, token: &str) -> String {
+    let mut words = Vec::new();
+    let mut argv = argv.peekable();
+    while let Some(word) = argv.next() {
+        if word == "--confirm-token" {
+            argv.next();
+            continue;
+        }
+        if word.starts_with("--confirm-token=") {
+            continue;
+        }
+        words.push(word);
+    }
+    words.push("--confirm-token".to_owned());
+    words.push(token.to_owned());
+    words
+        .iter()
+        .map(|word| shell_quoted(word))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `word` as a POSIX shell reads it back: bare when it holds only safe characters, else in
+/// single quotes.
+fn shell_quoted(word: &str) -> String {
+    let safe = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-./:=@%+,".contains(&b));
+    if safe {
+        word.to_owned()
+    } else {
+        format!("'{}'", printable(word).replace('\'', "'\\''"))
+    }
 }
 
 /// Asks on standard error; true only for `y` or `yes`.
@@ -574,6 +639,8 @@ fn serve(
         for upstream in &upstreams {
             upstream.follow_tool_list(&registry);
         }
+        // Files added to a folder resource are listed, and clients told.
+        crate::resource_source::rescan_folders(&registry, &manifest.resources);
     }
     let mut options = server_options(manifest);
     options.state_secret = runtime.block_on(stores.request_state_secret())?;
@@ -854,5 +921,28 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(anon.principal(), None);
+    }
+
+    #[test]
+    fn the_confirm_command_is_this_one_with_the_token_quoted_for_a_shell() {
+        let argv = [
+            "milpa",
+            "call",
+            "notes_delete",
+            r#"{"id": 1}"#,
+            "--confirm-token",
+            "old",
+        ]
+        .map(String::from);
+        assert_eq!(
+            confirm_command(argv.into_iter(), "abc123"),
+            r#"milpa call notes_delete '{"id": 1}' --confirm-token abc123"#
+        );
+        let argv = ["milpa", "--confirm-token=old", "call", "it's"].map(String::from);
+        assert_eq!(
+            confirm_command(argv.into_iter(), "t"),
+            r#"milpa call 'it'\''s' --confirm-token t"#
+        );
+        assert_eq!(shell_quoted(""), "''");
     }
 }

@@ -114,6 +114,9 @@ pub(crate) const EXIT_OK: u8 = 0;
 pub(crate) const EXIT_CALL_FAILED: u8 = 1;
 /// Exit code of a usage or manifest error.
 pub(crate) const EXIT_USAGE: u8 = 2;
+/// Exit code of a call that did not run: it waits for a confirmation or a person's
+/// approval, or the confirmation was declined.
+pub(crate) const EXIT_NOT_RUN: u8 = 3;
 
 /// The manifest read when `--manifest` is not given, if it exists.
 pub(crate) const DEFAULT_MANIFEST: &str = "milpa.toml";

@@ -12,12 +12,13 @@
 
 use std::path::{Component, Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 
 use milpa::catalog::{
     CatalogError, Resource, ResourceContents, ResourceProvider, ResourceTemplate,
 };
-use milpa::{Deferred, ToolContext};
+use milpa::{Deferred, ToolContext, ToolRegistry};
 use milpa_process::{child_env, process_tree};
 
 use crate::catalog_section::{DEFAULT_RESOURCE_TIMEOUT_SECONDS, ResourceSource, ResourceSpec};
@@ -210,6 +211,51 @@ impl ResourceProvider for ManifestResources {
             Err(CatalogError::NotFound(uri.to_owned()))
         })
     }
+}
+
+/// Looks at the manifest's folders again every `rescan_seconds` (the shortest any folder
+/// asks for) while `registry` is served: a file added or removed changes the listing, and
+/// the registry tells each client (`notifications/resources/list_changed`). Nothing runs
+/// when no folder asks for it. Must be called inside a Tokio runtime.
+///
+/// Polling, not file-system events: a listing is at most [`MAX_LISTED_FILES`] files, so a
+/// look costs about a millisecond, and it works the same on every file system (network
+/// mounts and containers included, where events are unreliable).
+pub(crate) fn rescan_folders(registry: &Arc<ToolRegistry>, specs: &[ResourceSpec]) {
+    let Some(every) = specs.iter().filter_map(ResourceSpec::rescan_every).min() else {
+        return;
+    };
+    // The task must not keep the registry alive once the server let it go.
+    let registry = Arc::downgrade(registry);
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ticks.tick().await;
+        let mut last_error: Option<String> = None;
+        loop {
+            ticks.tick().await;
+            let Some(registry) = registry.upgrade() else {
+                return;
+            };
+            // Reading folders blocks: off the runtime's threads.
+            let Ok(refreshed) =
+                tokio::task::spawn_blocking(move || registry.refresh_catalog()).await
+            else {
+                return;
+            };
+            match refreshed {
+                Ok(()) => last_error = None,
+                Err(error) => {
+                    let message = error.to_string();
+                    // Said once, not every few seconds while it lasts.
+                    if last_error.as_deref() != Some(message.as_str()) {
+                        tracing::warn!(target: "milpa::resources", error = %message, "the resource listing did not change: it would offer a URI twice");
+                        last_error = Some(message);
+                    }
+                }
+            }
+        }
+    });
 }
 
 /// `relative` below `root`, refused when it is not a plain relative path or leads out of

@@ -49,7 +49,8 @@ fn park(sb: &Sandbox) -> String {
         "agent",
         "--json",
     ]));
-    assert_eq!(parked.code, 1, "{}", parked.stderr);
+    // Nothing ran yet: exit 3.
+    assert_eq!(parked.code, 3, "{}", parked.stderr);
     parked.json()["data"]["approval_id"]
         .as_str()
         .unwrap_or_else(|| panic!("no approval id: {}", parked.stdout))
@@ -78,7 +79,8 @@ fn state(sb: &Sandbox, id: &str) -> String {
 fn still_pending(sb: &Sandbox, id: &str) {
     assert_eq!(state(sb, id), "pending");
     let early = replay(sb, id);
-    assert_eq!(early.code, 1, "{}", early.stdout);
+    // Still nothing ran: exit 3.
+    assert_eq!(early.code, 3, "{}", early.stdout);
     assert!(
         early.stdout.contains("APPROVAL_PENDING"),
         "{}",

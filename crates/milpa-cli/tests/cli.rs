@@ -210,8 +210,10 @@ fn confirmation_without_a_terminal_prints_the_token() {
         r#"{"id":1}"#,
         "--json",
     ]));
-    assert_eq!(r.code, 0);
+    // Nothing ran: exit 3, and the JSON keeps the original's shape.
+    assert_eq!(r.code, 3);
     let result = r.json();
+    assert_eq!(result["success"], true);
     assert_eq!(result["meta"]["requires_confirmation"], true);
     let token = result["data"]["confirm_token"].as_str().unwrap();
     assert_eq!(token.len(), 32);
@@ -238,6 +240,49 @@ fn confirmation_without_a_terminal_prints_the_token() {
     ]));
     assert_eq!(r.code, 1);
     assert_eq!(r.json()["error"], "Invalid or expired confirmation token");
+}
+
+#[test]
+fn a_piped_confirmation_prints_the_command_that_confirms_and_that_command_works() {
+    let sb = Sandbox::new();
+    run(sb
+        .milpa()
+        .args(["call", "notes_add", r#"{"text": "buy milk"}"#]));
+    let asked = run(sb.milpa().args(["call", "notes_delete", r#"{"id": 1}"#]));
+    assert_eq!(asked.code, 3, "{}", asked.stderr);
+    assert_eq!(
+        asked.stdout,
+        "Nothing was done: notes_delete(id=1) needs a confirmation.\n"
+    );
+    assert!(!asked.stdout.contains("Type 'yes'"));
+    let command = asked
+        .stderr
+        .lines()
+        .skip_while(|l| !l.starts_with("milpa: to confirm"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no command in: {}", asked.stderr))
+        .trim()
+        .to_owned();
+    assert!(
+        command.contains(r#"call notes_delete '{"id": 1}' --confirm-token "#),
+        "{command}"
+    );
+    // What it printed, run by a shell, confirms: the note is gone.
+    let mut shell = assert_cmd::Command::new("sh");
+    shell
+        .args(["-c", &command])
+        .current_dir(sb.path())
+        .env(common::HOME_ENV, sb.path())
+        .env_remove(common::STORE_ENV)
+        .env("NO_COLOR", "1");
+    let confirmed = run(&mut shell);
+    assert_eq!(
+        confirmed.code, 0,
+        "{}{}",
+        confirmed.stdout, confirmed.stderr
+    );
+    let listed = run(sb.milpa().args(["call", "notes_list", "--json"]));
+    assert_eq!(listed.json()["data"], json!([]), "{}", listed.stdout);
 }
 
 #[test]
@@ -406,9 +451,10 @@ required = true
     let Some(r) = in_terminal(&sb, r#"call touch '{"path": "no.txt"}'"#, "n\n") else {
         return;
     };
-    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.code, 3, "{}{}", r.stdout, r.stderr);
     assert!(r.stdout.contains("Proceed? [y/N]"), "{}", r.stdout);
     assert!(r.stdout.contains("Not confirmed"));
+    assert!(!r.stdout.contains("Type 'yes'"), "{}", r.stdout);
     assert!(!sb.path().join("no.txt").exists());
 
     let r = in_terminal(&sb, r#"call touch '{"path": "yes.txt"}'"#, "y\n").unwrap();

@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::stdio::StdioClient;
 use common::{Sandbox, run, run_manifest};
 use serde_json::json;
 
@@ -261,5 +262,66 @@ fn the_demo_serves_a_resource_and_a_prompt() {
         prompt.stdout.contains("summarize the notes in one line"),
         "{}",
         prompt.stdout
+    );
+}
+
+#[test]
+fn a_served_folder_lists_files_added_while_it_runs_and_tells_the_client() {
+    let sb = Sandbox::new();
+    sb.write("guide/intro.md", "Intro\n");
+    sb.write(
+        "m.toml",
+        r#"
+[[resources]]
+uri = "docs://guide/"
+folder = "guide"
+rescan_seconds = 1
+"#,
+    );
+    let mut command = common::http::milpa_command(&sb);
+    command.args(["--manifest", "m.toml", "serve"]);
+    let mut server = StdioClient::start(command, &sb.path().join("serve.log"));
+    let uris = |listed: &serde_json::Value| -> Vec<String> {
+        listed["result"]["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["uri"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let listed = server.request("resources/list", json!({}));
+    assert_eq!(uris(&listed), ["docs://guide/intro.md"]);
+
+    sb.write("guide/new.md", "New\n");
+    let note = server.wait_for(|m| m["method"] == "notifications/resources/list_changed");
+    assert_eq!(note["params"], json!({}));
+    let listed = server.request("resources/list", json!({}));
+    assert_eq!(
+        uris(&listed),
+        ["docs://guide/intro.md", "docs://guide/new.md"]
+    );
+
+    std::fs::remove_file(sb.path().join("guide/intro.md")).unwrap();
+    server.wait_for(|m| m["method"] == "notifications/resources/list_changed");
+    let listed = server.request("resources/list", json!({}));
+    assert_eq!(uris(&listed), ["docs://guide/new.md"]);
+}
+
+#[test]
+fn rescan_seconds_is_for_folders_only() {
+    let sb = Sandbox::new();
+    sb.write("README.md", "# Hello\n");
+    let refused = run_manifest(
+        &sb,
+        "[[resources]]\nuri = \"docs://readme\"\nfile = \"README.md\"\nrescan_seconds = 3\n",
+        &["resources"],
+    );
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("resource `docs://readme`: rescan_seconds is for folder resources"),
+        "{}",
+        refused.stderr
     );
 }

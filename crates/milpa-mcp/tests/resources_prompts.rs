@@ -234,7 +234,7 @@ async fn a_providers_log_reaches_the_client_at_its_level() {
 #[tokio::test]
 async fn a_subscribed_resource_is_announced_and_an_unsubscribed_one_is_not() {
     let (registry, _audit) = registry(false);
-    let notifier = registry.resource_notifier();
+    let notifier = registry.catalog_notifier();
     let mut client = StdioClient::start(registry, ServerOptions::default());
     client.initialize(json!({})).await;
     let unknown = client

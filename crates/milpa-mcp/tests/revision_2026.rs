@@ -576,7 +576,8 @@ async fn a_listen_stream_is_acknowledged_then_told_of_tool_list_changes() {
     let payload = body(
         80,
         "subscriptions/listen",
-        json!({"notifications": {"toolsListChanged": true, "promptsListChanged": true}, "_meta": meta()}),
+        json!({"notifications": {"toolsListChanged": true, "promptsListChanged": true,
+            "resourceSubscriptions": ["docs://a"]}, "_meta": meta()}),
     );
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let head = format!(
@@ -620,7 +621,7 @@ async fn a_listen_stream_is_acknowledged_then_told_of_tool_list_changes() {
     // Only what the server delivers is acknowledged; tagged with the request's id.
     assert_eq!(
         events[0]["params"],
-        json!({"notifications": {"toolsListChanged": true},
+        json!({"notifications": {"toolsListChanged": true, "promptsListChanged": true},
             "_meta": {"io.modelcontextprotocol/subscriptionId": 80}})
     );
     f.registry

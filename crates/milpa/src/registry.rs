@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use crate::catalog::{
-    AccessRefusal, Catalog, CatalogError, Completion, CompletionRef, Prompt, PromptProvider,
-    PromptReply, Resource, ResourceContents, ResourceNotifier, ResourceProvider, ResourceTemplate,
+    AccessRefusal, Catalog, CatalogError, CatalogGenerations, CatalogNotifier, CatalogSnapshot,
+    Completion, CompletionRef, PromptProvider, PromptReply, ResourceContents, ResourceProvider,
 };
 use std::collections::HashMap;
 use std::future::Future;
@@ -747,40 +747,44 @@ impl ToolRegistry {
         self.catalog.add_prompts(Arc::new(provider))
     }
 
-    /// The fixed resources, in registration order.
-    pub fn resources(&self) -> impl Iterator<Item = &Resource> {
-        self.catalog.resources()
+    /// The resources, templates and prompts as they stand now.
+    pub fn catalog_snapshot(&self) -> CatalogSnapshot {
+        CatalogSnapshot::new(self.catalog.snapshot())
     }
 
-    /// The resource templates, in registration order.
-    pub fn resource_templates(&self) -> impl Iterator<Item = &ResourceTemplate> {
-        self.catalog.templates()
+    /// The handle that announces a resource's update to the sessions subscribed to it,
+    /// and a change of the lists to every session.
+    pub fn catalog_notifier(&self) -> CatalogNotifier {
+        self.catalog.notifier()
     }
 
-    /// The prompts, in registration order.
-    pub fn prompts(&self) -> impl Iterator<Item = &Prompt> {
-        self.catalog.prompts()
+    /// Reads every provider's lists again (what [`CatalogNotifier::lists_changed`] does).
+    pub fn refresh_catalog(&self) -> Result<(), CatalogError> {
+        self.catalog.refresh()
     }
 
-    /// The handle that announces a resource's update to the sessions subscribed to it.
-    pub fn resource_notifier(&self) -> ResourceNotifier {
-        self.catalog.notifier().clone()
+    /// A signal of changes to the resource and prompt lists: each list's generation,
+    /// bumped when a provider is registered or a refresh changes it. Servers watch it to
+    /// tell their clients (`notifications/resources/list_changed`,
+    /// `notifications/prompts/list_changed`).
+    pub fn catalog_changes(&self) -> watch::Receiver<CatalogGenerations> {
+        self.catalog.changes()
     }
 
     /// Whether `uri` is one this registry serves (a fixed resource, or one a template
     /// matches). Says nothing of who may read it.
     pub fn serves_resource(&self, uri: &str) -> bool {
-        self.catalog.resolve_resource(uri).is_some()
+        self.catalog.snapshot().resolve_resource(uri).is_some()
     }
 
     /// Whether any resource provider is registered.
     pub fn has_resources(&self) -> bool {
-        self.catalog.has_resources()
+        self.catalog.snapshot().has_resources()
     }
 
     /// Whether any prompt provider is registered.
     pub fn has_prompts(&self) -> bool {
-        self.catalog.has_prompts()
+        self.catalog.snapshot().has_prompts()
     }
 
     /// Reads `uri` for `ctx`: resolve (a fixed resource, else the first matching

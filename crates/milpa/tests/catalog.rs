@@ -395,10 +395,10 @@ fn a_uri_or_prompt_offered_twice_is_refused() {
         .register_resources(Docs(Runs::default()))
         .unwrap_err();
     assert_eq!(again.to_string(), "already registered: docs://readme");
-    assert_eq!(registry.resources().count(), 2);
+    assert_eq!(registry.catalog_snapshot().resources().count(), 2);
     registry.register_prompts(Greetings).unwrap();
     assert!(registry.register_prompts(Greetings).is_err());
-    assert_eq!(registry.prompts().count(), 1);
+    assert_eq!(registry.catalog_snapshot().prompts().count(), 1);
 }
 
 /// After its record, a read or prompt that ran is announced (`resource.read`,

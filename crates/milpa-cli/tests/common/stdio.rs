@@ -88,6 +88,19 @@ impl StdioClient {
         }
     }
 
+    /// The first message `matches` accepts (others are skipped).
+    pub fn wait_for(&mut self, matches: impl Fn(&Value) -> bool) -> Value {
+        loop {
+            let message = self
+                .messages
+                .recv_timeout(WAIT)
+                .unwrap_or_else(|_| panic!("no message awaited came"));
+            if matches(&message) {
+                return message;
+            }
+        }
+    }
+
     /// Sends a request and waits for its answer.
     pub fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.send(method, params);

@@ -42,7 +42,7 @@ impl ResourceSubscriptions {
         if self.started.swap(true, Ordering::AcqRel) {
             return;
         }
-        let mut updates = registry.resource_notifier().listen();
+        let mut updates = registry.catalog_notifier().listen();
         let uris = Arc::clone(&self.uris);
         let client = Arc::clone(client);
         tokio::spawn(async move {
@@ -100,6 +100,7 @@ impl Shared {
     fn resources_page(&self, viewer: Option<&ToolContext>) -> Map<String, Value> {
         let list: Vec<Value> = self
             .registry
+            .catalog_snapshot()
             .resources()
             .filter(|r| shown(&self.registry, viewer, Listed::Resource(r)))
             .map(resource_json)
@@ -110,7 +111,8 @@ impl Shared {
     fn templates_page(&self, viewer: Option<&ToolContext>) -> Map<String, Value> {
         let list: Vec<Value> = self
             .registry
-            .resource_templates()
+            .catalog_snapshot()
+            .templates()
             .filter(|t| shown(&self.registry, viewer, Listed::Template(t)))
             .map(template_json)
             .collect();
@@ -120,6 +122,7 @@ impl Shared {
     fn prompts_page(&self, viewer: Option<&ToolContext>) -> Map<String, Value> {
         let list: Vec<Value> = self
             .registry
+            .catalog_snapshot()
             .prompts()
             .filter(|p| shown(&self.registry, viewer, Listed::Prompt(p)))
             .map(prompt_json)

@@ -37,15 +37,15 @@ pub(super) fn initialize(
     result.insert("protocolVersion".into(), Value::String(version.into()));
     result.insert(
         "capabilities".into(),
-        // The server tells its clients when the registry's tool list changes (an
-        // upstream's did): see `Session::forward_tool_list_changes`.
-        // Resources and prompts are answered whether or not the registry has any (a list
-        // may be empty); their lists do not change after start-up.
+        // The server tells its clients when one of the registry's lists changes (an
+        // upstream's tools did, a provider's resources did): see
+        // `Session::forward_list_changes`. Resources and prompts are answered whether or
+        // not the registry has any (a list may be empty, and fill later).
         json!({
             "tools": {"listChanged": true},
             "logging": {},
-            "resources": {"subscribe": true, "listChanged": false},
-            "prompts": {"listChanged": false},
+            "resources": {"subscribe": true, "listChanged": true},
+            "prompts": {"listChanged": true},
             "completions": {},
         }),
     );

@@ -1,15 +1,17 @@
 //! `subscriptions/listen` (2026-07-28): a long-lived request through which the server sends
-//! the notifications a client asked for. This server can deliver one kind, the tool list
-//! changing (`toolsListChanged`); it acknowledges only what it delivers, then tags each
-//! notification with the subscription's id (the request's id) until the client ends it.
+//! the notifications a client asked for. This server delivers the list changes
+//! (`toolsListChanged`, `resourcesListChanged`, `promptsListChanged`); it acknowledges only
+//! what it delivers, then tags each notification with the subscription's id (the request's
+//! id) until the client ends it.
 //! HTTP ends a subscription when the client closes its stream; stdio when the client
 //! sends `notifications/cancelled` naming the request, or closes the connection.
 
 use milpa::ToolRegistry;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use super::Out;
+use super::list_watch::{ListChanges, Lists};
 use crate::jsonrpc::{self, ErrorObject, INVALID_PARAMS, RequestId};
 
 /// `_meta` key tagging a subscription's notifications with its id.
@@ -20,8 +22,8 @@ const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 pub(crate) struct Subscription {
     /// `{"io.modelcontextprotocol/subscriptionId": <request id>}`.
     tag: Value,
-    /// Whether tool list changes were asked for.
-    tools: bool,
+    /// The lists whose changes were asked for.
+    lists: Lists,
 }
 
 impl Subscription {
@@ -47,53 +49,60 @@ impl Subscription {
                 "Invalid params: notifications (a subscription filter object) is required",
             ));
         };
+        let asked = |key: &str| filter.get(key) == Some(&Value::Bool(true));
         Ok(Subscription {
             tag: json!({ META_SUBSCRIPTION_ID: id }),
-            tools: filter.get("toolsListChanged") == Some(&Value::Bool(true)),
+            lists: Lists {
+                tools: asked("toolsListChanged"),
+                resources: asked("resourcesListChanged"),
+                prompts: asked("promptsListChanged"),
+            },
         })
     }
 
     /// `notifications/subscriptions/acknowledged`, naming what will be delivered.
     pub fn acknowledgement(&self) -> String {
-        let accepted = if self.tools {
-            json!({"toolsListChanged": true})
-        } else {
-            json!({})
-        };
+        let mut accepted = Map::new();
+        for (on, key) in [
+            (self.lists.tools, "toolsListChanged"),
+            (self.lists.resources, "resourcesListChanged"),
+            (self.lists.prompts, "promptsListChanged"),
+        ] {
+            if on {
+                accepted.insert(key.to_owned(), Value::Bool(true));
+            }
+        }
         jsonrpc::notification(
             "notifications/subscriptions/acknowledged",
             &json!({"notifications": accepted, "_meta": self.tag}),
         )
     }
 
-    /// Sends `notifications/tools/list_changed` into `tx` on every change of `registry`'s
-    /// tool list made from now on, until `tx`'s receiver is gone or `stop` resolves.
+    /// Sends the `list_changed` notification of each asked-for list of `registry` that
+    /// changes from now on into `tx`, until `tx`'s receiver is gone or `stop` resolves.
     pub async fn forward(
         self,
         registry: &ToolRegistry,
         tx: mpsc::UnboundedSender<Out>,
         stop: impl Future<Output = ()>,
     ) {
-        let mut changes = registry.tool_list_changes();
-        changes.mark_unchanged();
+        let mut changes = ListChanges::new(registry);
         let mut stop = std::pin::pin!(stop);
         loop {
-            tokio::select! {
+            let changed = tokio::select! {
                 // An ended subscription sends nothing more, even a change already waiting.
                 biased;
                 () = tx.closed() => return,
                 () = &mut stop => return,
-                changed = changes.changed(), if self.tools => {
-                    if changed.is_err() {
-                        return;
-                    }
-                    let note = jsonrpc::notification(
-                        "notifications/tools/list_changed",
-                        &json!({"_meta": self.tag}),
-                    );
-                    if tx.send(Out::Msg(note)).is_err() {
-                        return;
-                    }
+                changed = changes.next(self.lists) => match changed {
+                    Some(changed) => changed,
+                    None => return,
+                },
+            };
+            for method in changed.methods() {
+                let note = jsonrpc::notification(method, &json!({"_meta": self.tag}));
+                if tx.send(Out::Msg(note)).is_err() {
+                    return;
                 }
             }
         }
@@ -113,15 +122,19 @@ mod tests {
     }
 
     #[test]
-    fn only_tool_list_changes_are_acknowledged() {
+    fn only_list_changes_are_acknowledged() {
         let id = RequestId::Number(4);
-        let asked = params(json!({"toolsListChanged": true, "resourcesListChanged": true}));
+        let asked = params(json!({
+            "toolsListChanged": true,
+            "promptsListChanged": true,
+            "resourceSubscriptions": ["docs://a"],
+        }));
         let sub = Subscription::open(&id, Some(&asked), None).unwrap();
         let ack: Value = serde_json::from_str(&sub.acknowledgement()).unwrap();
         assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
         assert_eq!(
             ack["params"]["notifications"],
-            json!({"toolsListChanged": true})
+            json!({"toolsListChanged": true, "promptsListChanged": true})
         );
         assert_eq!(ack["params"]["_meta"][META_SUBSCRIPTION_ID], 4);
 

@@ -12,7 +12,7 @@
 //!   person's decision.
 //! - [`argument_digest`]: the digest of a call's arguments a `requestState` is bound to.
 //! - [`mrtr`]: 2026-07-28 confirmation and approval through `input_required` results.
-//! - [`tool_list_watch`]: telling the client when the tool list changes.
+//! - [`list_watch`]: telling the client when a list (tools, resources, prompts) changes.
 //! - [`modern`]: the 2026-07-28 revision — `server/discover`, per-request `_meta`, no
 //!   session state.
 //!
@@ -29,13 +29,13 @@ mod catalog_params;
 mod confirm;
 mod dispatch;
 mod initialize;
+mod list_watch;
 mod listen;
 mod listing;
 mod modern;
 mod mrtr;
 mod reply;
 mod request;
-mod tool_list_watch;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -57,8 +57,8 @@ use crate::client_link::ClientInfo;
 use crate::jsonrpc::{self, Incoming, Params, Rejected, RequestId};
 use crate::protocol::{MODERN_VERSION, ServerOptions};
 use call::{CallEnv, InFlight};
+use list_watch::ListWatch;
 use listing::{ListingCache, ToolListing};
-use tool_list_watch::ToolListWatch;
 
 /// The server's shared, precomputed state.
 pub(crate) struct Shared {
@@ -170,7 +170,7 @@ pub(crate) struct Session {
     /// HTTP: the session id, for tool contexts.
     session_id: Option<Arc<str>>,
     /// The task telling the client about tool list changes, once started.
-    tool_list: ToolListWatch,
+    lists: ListWatch,
     /// The resources the client subscribed to.
     resource_subscriptions: catalog::ResourceSubscriptions,
 }
@@ -195,7 +195,7 @@ impl Session {
             client,
             calls: Arc::default(),
             session_id: session_id.map(Arc::from),
-            tool_list: ToolListWatch::default(),
+            lists: ListWatch::default(),
             resource_subscriptions: Default::default(),
         })
     }
@@ -311,18 +311,18 @@ impl Session {
     }
 
     /// Adds a standalone stream (HTTP `GET`); later streams are preferred. The first one
-    /// also starts telling the client when the tool list changes.
+    /// also starts telling the client when a list changes.
     pub fn add_standalone(&self, stream: mpsc::UnboundedSender<Out>) {
         self.client.add_standalone(stream);
-        self.forward_tool_list_changes(Route::Standalone);
+        self.forward_list_changes(Route::Standalone);
     }
 
-    /// Sends `notifications/tools/list_changed` along `route` each time the registry's tool
-    /// list changes (once the session is initialized), until the session ends. Started once
-    /// per session; later calls do nothing.
-    pub fn forward_tool_list_changes(&self, route: Route) {
-        self.tool_list
-            .start(&self.shared.registry, &self.client, route);
+    /// Sends `notifications/tools/list_changed` (or `resources/…`, `prompts/…`) along
+    /// `route` each time the registry's list of that kind changes (once the session is
+    /// initialized), until the session ends. Started once per session; later calls do
+    /// nothing.
+    pub fn forward_list_changes(&self, route: Route) {
+        self.lists.start(&self.shared.registry, &self.client, route);
     }
 }
 

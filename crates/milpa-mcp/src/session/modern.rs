@@ -69,8 +69,8 @@ impl Shared {
             json!({
                 // Changes reach `subscriptions/listen` subscriptions.
                 "tools": {"listChanged": true},
-                "prompts": {"listChanged": false},
-                "resources": {"listChanged": false, "subscribe": false},
+                "prompts": {"listChanged": true},
+                "resources": {"listChanged": true, "subscribe": false},
                 "completions": {},
             }),
         );

@@ -410,10 +410,12 @@ pub(crate) async fn read_resource(
     ctx: &ToolContext,
 ) -> Result<Vec<ResourceContents>, AccessRefusal> {
     let args = Value::Object(Map::new());
+    // Held to the request's end: a change of the lists meanwhile does not pull its
+    // provider away.
+    let catalog = registry.catalog().snapshot();
     let mut request = Governed::new(registry.wiring(), ctx, Access::ReadResource, uri, &args);
     let resolve = || {
-        let found = registry
-            .catalog()
+        let found = catalog
             .resolve_resource(uri)
             .ok_or_else(|| not_found(Access::ReadResource, uri))?;
         let provider = found.provider;
@@ -442,10 +444,10 @@ pub(crate) async fn get_prompt(
             .map(|(k, v)| (k.clone(), Value::String(v.clone())))
             .collect(),
     );
+    let catalog = registry.catalog().snapshot();
     let mut request = Governed::new(registry.wiring(), ctx, Access::GetPrompt, name, &args);
     let resolve = || {
-        let (prompt, provider) = registry
-            .catalog()
+        let (prompt, provider) = catalog
             .prompt(name)
             .ok_or_else(|| not_found(Access::GetPrompt, name))?;
         let missing = prompt.missing(arguments);

@@ -44,7 +44,7 @@ pub(crate) async fn complete(
     value: &str,
     ctx: &ToolContext,
 ) -> Result<Completion, AccessRefusal> {
-    let catalog = registry.catalog();
+    let catalog = registry.catalog().snapshot();
     let not_found = |what: &str, name: &str| {
         AccessRefusal::new(ErrorCode::NotFound, format!("{what} not found: {name}"))
     };

@@ -266,8 +266,9 @@ impl PromptReply {
 
 /// What serves prompts.
 ///
-/// The registry reads [`prompts`](Self::prompts) once, when the provider is registered. A
-/// request reaches [`get`](Self::get) only after the gates allowed it, and with every
+/// The registry reads [`prompts`](Self::prompts) when the provider is registered, and again
+/// each time [`CatalogNotifier::lists_changed`](crate::catalog::CatalogNotifier::lists_changed)
+/// is called. A request reaches [`get`](Self::get) only after the gates allowed it, and with every
 /// required argument given (see [`ToolRegistry::get_prompt`](crate::ToolRegistry::get_prompt)).
 pub trait PromptProvider: Send + Sync + 'static {
     /// The prompts.

@@ -242,8 +242,9 @@ impl ResourceContents {
 /// What serves resources: the listing, and the reads.
 ///
 /// The registry reads [`resources`](Self::resources) and [`templates`](Self::templates)
-/// once, when the provider is registered: they decide which URIs reach
-/// [`read`](Self::read), and the scopes each needs. A read reaches the provider only after
+/// when the provider is registered, and again each time
+/// [`CatalogNotifier::lists_changed`](crate::catalog::CatalogNotifier::lists_changed) is
+/// called: they decide which URIs reach [`read`](Self::read), and the scopes each needs. A read reaches the provider only after
 /// the gates allowed it (see [`ToolRegistry::read_resource`](crate::ToolRegistry::read_resource)).
 pub trait ResourceProvider: Send + Sync + 'static {
     /// The fixed resources.
