@@ -55,6 +55,16 @@ pub(crate) enum Command {
     Read(ReadArgs),
     /// Render one prompt through the pipeline's gates and print its messages.
     Prompt(PromptArgs),
+    /// Print a shell completion script, e.g. `source <(milpa completions bash)`.
+    Completions(CompletionsArgs),
+}
+
+/// `milpa completions`.
+#[derive(Debug, Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub(crate) shell: clap_complete::Shell,
 }
 
 /// `milpa resources` and `milpa prompts`.

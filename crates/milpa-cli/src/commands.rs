@@ -34,6 +34,12 @@ use milpa_mcp::auth::oauth::OAuthResource;
 
 /// Runs a parsed command line; returns the exit code.
 pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
+    if let Command::Completions(args) = &cli.command {
+        // Needs no manifest and no store: it describes the command line only.
+        let mut command = <Cli as clap::CommandFactory>::command();
+        clap_complete::generate(args.shell, &mut command, "milpa", &mut std::io::stdout());
+        return Ok(EXIT_OK);
+    }
     let manifest = load_manifest(cli.manifest.as_deref())?;
     let url = store::choose(
         cli.store.as_deref(),
@@ -62,7 +68,7 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
             "warn,milpa::audit=info,milpa::upstream=info"
         }
         Command::Serve(_) | Command::Proxy(_) => "warn,milpa::upstream=info",
-        Command::Audit(_) => "warn",
+        Command::Audit(_) | Command::Completions(_) => "warn",
         Command::Tools(_)
         | Command::Call(_)
         | Command::Approvals(_)
@@ -152,6 +158,7 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
             let ctx = context(&args.caller);
             runtime.block_on(crate::catalog_commands::read(&registry, &ctx, &args))
         }
+        Command::Completions(_) => Ok(EXIT_OK),
         Command::Prompt(args) => {
             let audit = with_store_trail(Arc::new(TracingAuditSink::line()), &stores);
             let registry = registry(&manifest, &stores, Some(audit), None, tools)?;
@@ -402,7 +409,13 @@ fn inspect(
 ) -> Result<u8, CliError> {
     let ctx = context(&args.caller);
     let Some(plan) = milpa::inspect::InvocationPlan::build(registry, &args.tool, &ctx) else {
-        return Err(CliError::failed(format!("Tool not found: {}", args.tool)));
+        let hint = nearest_tool(registry, &args.tool)
+            .map(|near| format!("\nmilpa: did you mean `{}`?", printable(&near)))
+            .unwrap_or_default();
+        return Err(CliError::failed(format!(
+            "Tool not found: {}{hint}",
+            args.tool
+        )));
     };
     let upstream = registry.get(&args.tool).and_then(|d| {
         let name = d.upstream()?;
@@ -497,6 +510,11 @@ async fn call(registry: &ToolRegistry, stores: &Stores, args: CallArgs) -> Resul
         other => {
             let result = other.into_result();
             show(&result, &ctx, args.json)?;
+            if result.code() == Some(&milpa::ErrorCode::ToolNotFound)
+                && let Some(near) = nearest_tool(registry, &args.tool)
+            {
+                eprintln!("milpa: did you mean `{}`?", printable(&near));
+            }
             return Ok(exit_code(&result));
         }
     };
@@ -537,6 +555,17 @@ async fn call(registry: &ToolRegistry, stores: &Stores, args: CallArgs) -> Resul
         .into_result();
     show(&done, &ctx, args.json)?;
     Ok(exit_code(&done))
+}
+
+/// The registered tool whose name is nearest to `asked`, when one is near enough to be a
+/// typo (Jaro-Winkler similarity of at least 0.8, the threshold clap uses for subcommands).
+fn nearest_tool(registry: &ToolRegistry, asked: &str) -> Option<Arc<str>> {
+    registry
+        .tool_names()
+        .map(|name| (strsim::jaro_winkler(asked, &name), name))
+        .filter(|(similarity, _)| *similarity >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, name)| name)
 }
 
 /// How a parked call can be decided with this setup: from the command line or the page
@@ -861,6 +890,10 @@ async fn serve_http(
         server = server.oauth(resource);
     }
     eprintln!("milpa: serving MCP on http://{local}/mcp");
+    if manifest.source().is_some() {
+        // Without a manifest the announcement of the run's tokens named the page already.
+        eprintln!("milpa: approvals page on {page} (sign in with a token holding approvals:grant)");
+    }
     server
         .serve_listener(listener, std::future::pending())
         .await

@@ -529,3 +529,54 @@ fn call_and_tables_escape_bidi_controls_and_line_separators() {
     );
     assert!(!r.stdout.contains('\u{202E}') && !r.stdout.contains('\u{2029}'));
 }
+
+#[test]
+fn an_unknown_tool_gets_the_nearest_name_when_one_is_near() {
+    let sb = Sandbox::new();
+    let r = run(sb.milpa().args(["call", "note_add", r#"{"text": "x"}"#]));
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stdout.contains("Tool not found: note_add"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stderr.contains("milpa: did you mean `notes_add`?"),
+        "{}",
+        r.stderr
+    );
+    let r = run(sb.milpa().args(["call", "zzzz"]));
+    assert!(!r.stderr.contains("did you mean"), "{}", r.stderr);
+    let r = run(sb.milpa().args(["tools", "inspect", "notes_lst"]));
+    assert_eq!(r.code, 1);
+    assert!(
+        r.stderr.contains("did you mean `notes_list`?"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn completions_load_in_bash_and_are_printed_for_zsh_and_fish() {
+    let sb = Sandbox::new();
+    let bin = assert_cmd::cargo::cargo_bin("milpa");
+    let script = format!(
+        "source <('{}' completions bash) && complete -p milpa",
+        bin.display()
+    );
+    let mut bash = assert_cmd::Command::new("bash");
+    bash.args(["-c", &script]);
+    let loaded = run(&mut bash);
+    assert_eq!(loaded.code, 0, "{}", loaded.stderr);
+    assert!(
+        loaded.stdout.contains("-F _milpa milpa"),
+        "{}",
+        loaded.stdout
+    );
+    let zsh = run(sb.milpa().args(["completions", "zsh"]));
+    assert!(zsh.stdout.starts_with("#compdef milpa"), "{}", zsh.stdout);
+    let fish = run(sb.milpa().args(["completions", "fish"]));
+    assert!(fish.stdout.contains("complete -c milpa"), "{}", fish.stdout);
+    // Subcommands and their flags are completed, not only the top level.
+    assert!(fish.stdout.contains("confirm-token"));
+}

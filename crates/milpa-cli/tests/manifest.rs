@@ -242,7 +242,7 @@ fn the_example_manifest_loads() {
             "uptime",
             "log_tail",
             "restart_service",
-            "reboot"
+            "flush_dns_cache"
         ]
     );
     let tail = &r.json()[4]["inputSchema"];
@@ -572,5 +572,42 @@ command = ["true"]
         "confirm = \"human\"",
     ] {
         assert!(text.contains(key), "the example lacks {key}");
+    }
+}
+
+#[test]
+fn the_example_manifest_works_as_written() {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/milpa.toml");
+    let sb = Sandbox::new();
+    // Its Cedar rule matches the channel agents' calls arrive on (HTTP and stdio: `mcp`).
+    let r = run(sb.milpa().args([
+        "--manifest",
+        example,
+        "call",
+        "restart_service",
+        r#"{"unit": "sshd.service"}"#,
+        "--channel",
+        "mcp",
+        "--actor",
+        "alice",
+        "--scope",
+        "ops:write",
+        "--json",
+    ]));
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    let error = r.json()["error"].as_str().unwrap().to_owned();
+    assert!(
+        error.starts_with("Denied by policy 'no-sshd-restarts-by-agents'"),
+        "{error}"
+    );
+    let text = std::fs::read_to_string(example).unwrap();
+    // Someone can decide parked calls on the page.
+    assert!(text.contains("scopes = [\"approvals:grant\"]"));
+    // And nothing in it takes the machine down.
+    for word in ["reboot", "poweroff", "shutdown", "halt"] {
+        assert!(
+            !text.contains(&format!("\"{word}\"")),
+            "the example runs {word}"
+        );
     }
 }

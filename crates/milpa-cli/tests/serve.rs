@@ -341,3 +341,28 @@ required = true
     );
     assert_eq!(record["args"]["password"], "***REDACTED***");
 }
+
+#[test]
+fn serving_a_manifest_over_http_prints_the_approvals_page() {
+    let sb = Sandbox::new();
+    sb.write("m.toml", &manifest());
+    let mut child = milpa_command(&sb)
+        .args(["--manifest", "m.toml", "serve", "--http", "127.0.0.1:0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let _server = Server(child);
+    let mut lines = BufReader::new(stderr).lines().map(Result::unwrap);
+    let mcp = lines
+        .find_map(|l| l.strip_prefix("milpa: serving MCP on ").map(str::to_owned))
+        .expect("the MCP address");
+    let page = lines.next().expect("the page's line");
+    let expected = format!(
+        "milpa: approvals page on {} (sign in with a token holding approvals:grant)",
+        mcp.replace("/mcp", "/approvals")
+    );
+    assert_eq!(page, expected);
+}
