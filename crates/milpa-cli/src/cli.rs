@@ -55,8 +55,20 @@ pub(crate) enum Command {
     Read(ReadArgs),
     /// Render one prompt through the pipeline's gates and print its messages.
     Prompt(PromptArgs),
+    /// Check the manifest as `serve` would at start (tools, resources, prompts, Cedar
+    /// policy, upstream settings) without starting anything: exit 0 when sound, 2 naming
+    /// the file and line of the first problem.
+    Check(CheckArgs),
     /// Print a shell completion script, e.g. `source <(milpa completions bash)`.
     Completions(CompletionsArgs),
+}
+
+/// `milpa check`.
+#[derive(Debug, Args)]
+pub(crate) struct CheckArgs {
+    /// Print the verdict as JSON (what the manifest offers).
+    #[arg(long)]
+    pub(crate) json: bool,
 }
 
 /// `milpa completions`.

@@ -41,6 +41,9 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
         return Ok(EXIT_OK);
     }
     let manifest = load_manifest(cli.manifest.as_deref())?;
+    if let Command::Check(args) = &cli.command {
+        return check(&manifest, tools, args.json);
+    }
     let url = store::choose(
         cli.store.as_deref(),
         &|name| std::env::var_os(name),
@@ -68,7 +71,7 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
             "warn,milpa::audit=info,milpa::upstream=info"
         }
         Command::Serve(_) | Command::Proxy(_) => "warn,milpa::upstream=info",
-        Command::Audit(_) | Command::Completions(_) => "warn",
+        Command::Audit(_) | Command::Completions(_) | Command::Check(_) => "warn",
         Command::Tools(_)
         | Command::Call(_)
         | Command::Approvals(_)
@@ -158,7 +161,8 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
             let ctx = context(&args.caller);
             runtime.block_on(crate::catalog_commands::read(&registry, &ctx, &args))
         }
-        Command::Completions(_) => Ok(EXIT_OK),
+        // Answered before the store was opened.
+        Command::Completions(_) | Command::Check(_) => Ok(EXIT_OK),
         Command::Prompt(args) => {
             let audit = with_store_trail(Arc::new(TracingAuditSink::line()), &stores);
             let registry = registry(&manifest, &stores, Some(audit), None, tools)?;
@@ -185,6 +189,24 @@ fn registry(
 ) -> Result<ToolRegistry, CliError> {
     build_registry_with(manifest, stores, audit, notifier, tools)
         .map_err(|e| CliError::usage(e.to_string()))
+}
+
+/// `milpa check`: builds what `serve` builds at start on a memory store (no state file is
+/// opened or created), and checks each upstream's settings without starting it.
+fn check(manifest: &Manifest, tools: Box<ToolsFn<'_>>, json: bool) -> Result<u8, CliError> {
+    let runtime = runtime(false)?;
+    let stores = runtime.block_on(Stores::open(&StoreUrl::Memory, manifest))?;
+    let registry = registry(manifest, &stores, None, None, tools)?;
+    crate::manifest_check::check_upstreams(manifest, &|name| std::env::var_os(name))?;
+    let catalog = registry.catalog_snapshot();
+    let offered = crate::manifest_check::Offered {
+        tools: registry.tool_names().count(),
+        resources: catalog.resources().count(),
+        templates: catalog.templates().count(),
+        prompts: catalog.prompts().count(),
+        upstreams: manifest.upstreams.len(),
+    };
+    crate::manifest_check::report(manifest.source(), &offered, json)
 }
 
 /// The manifest's `[[upstreams]]`.

@@ -56,6 +56,7 @@ mod commands;
 pub mod demo;
 mod local_tokens;
 pub mod manifest;
+mod manifest_check;
 mod manifest_error;
 mod notify;
 pub mod policy_section;

@@ -611,3 +611,62 @@ fn the_example_manifest_works_as_written() {
         );
     }
 }
+
+#[test]
+fn check_finds_what_serve_would_refuse_without_starting_anything() {
+    let sb = Sandbox::new();
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/milpa.toml");
+    let r = run(sb.milpa().args(["--manifest", example, "check", "--json"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.json()["ok"], true);
+    assert_eq!(r.json()["tools"], 7);
+    // Nothing was started or stored: no state file appears.
+    assert!(!sb.path().join("state.db").exists());
+
+    // An upstream whose program is nowhere: named with its line, not launched.
+    sb.write(
+        "up.toml",
+        "[[upstreams]]\nname = \"files\"\ncommand = [\"no-such-mcp-server\", \"--stdio\"]\n",
+    );
+    let r = run(sb.milpa().args(["--manifest", "up.toml", "check"]));
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("up.toml:3: upstream `files`: program `no-such-mcp-server` is not found"),
+        "{}",
+        r.stderr
+    );
+    // A bearer token variable that is not set.
+    sb.write(
+        "http.toml",
+        "[[upstreams]]\nname = \"api\"\nurl = \"http://127.0.0.1:9/mcp\"\nbearer_env = \"MILPA_TEST_NO_SUCH_TOKEN\"\n",
+    );
+    let r = run(sb.milpa().args(["--manifest", "http.toml", "check"]));
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("http.toml:4: upstream `api`: bearer_env names `MILPA_TEST_NO_SUCH_TOKEN`, which is not set"),
+        "{}",
+        r.stderr
+    );
+    // A Cedar policy that does not parse, with its file and line.
+    sb.write(
+        "bad.cedar",
+        "permit(principal, action, resource) when { nonsense };\n",
+    );
+    sb.write("cedar.toml", "[policy]\ncedar = \"bad.cedar\"\n");
+    let r = run(sb.milpa().args(["--manifest", "cedar.toml", "check"]));
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(r.stderr.contains("bad.cedar"), "{}", r.stderr);
+    // A sound one, as text.
+    sb.write(
+        "ok.toml",
+        "[[tools]]\nname = \"hi\"\ndescription = \"Says hi\"\ncommand = [\"echo\", \"hi\"]\n",
+    );
+    let r = run(sb.milpa().args(["--manifest", "ok.toml", "check"]));
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        r.stdout,
+        "ok.toml is sound: 1 tool(s), 0 resource(s), 0 template(s), 0 prompt(s)\n"
+    );
+}
