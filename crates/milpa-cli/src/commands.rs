@@ -693,6 +693,8 @@ fn serve(
         // Files added to a folder resource are listed, and clients told.
         crate::resource_source::rescan_folders(&registry, &manifest.resources);
     }
+    // `/readyz` asks after them; they end when the server is done with them.
+    let upstreams = Arc::new(upstreams);
     let mut options = server_options(manifest);
     options.state_secret = runtime.block_on(stores.request_state_secret())?;
     let passkeys = approvals::passkey_options(manifest, stores)?;
@@ -710,7 +712,8 @@ fn serve(
                 None => milpa_mcp::serve_stdio_with(registry, options).await,
                 Some(addr) => {
                     let page = (notifier.as_deref(), passkeys);
-                    serve_http(registry, options, manifest, page, addr).await
+                    let readiness = crate::readiness::ServeReadiness::new(stores, upstreams);
+                    serve_http(registry, options, manifest, page, readiness, addr).await
                 }
             }
         };
@@ -854,6 +857,7 @@ async fn serve_http(
         Option<&ApprovalNotifier>,
         milpa_mcp::approvals::PasskeyOptions,
     ),
+    readiness: crate::readiness::ServeReadiness,
     addr: std::net::SocketAddr,
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr)
@@ -889,6 +893,7 @@ async fn serve_http(
     let mut server = milpa_mcp::HttpServer::new(registry)
         .options(options)
         .require_token(require_token)
+        .readiness(readiness)
         .authenticator(tokens)
         .approval_passkeys(passkeys);
     if let Some(config) = oauth_config(manifest) {

@@ -62,6 +62,7 @@ mod notify;
 pub mod policy_section;
 mod prompt_template;
 mod prompt_text;
+mod readiness;
 mod resource_source;
 pub mod setup;
 pub mod store;

@@ -237,6 +237,11 @@ impl Stores {
         self.sqlite.as_ref()
     }
 
+    /// The Redis store, when that is what is open.
+    pub(crate) fn redis(&self) -> Option<&milpa_redis::RedisStore> {
+        self.redis.as_ref()
+    }
+
     /// The key that seals the `requestState` of MCP 2026-07-28 confirmations and approvals,
     /// kept in the store (made on first use): every process on the same SQLite file or
     /// Redis checks what any of them sealed, and a restart keeps pending rounds valid. With

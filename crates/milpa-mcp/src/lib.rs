@@ -101,7 +101,7 @@ mod trace_context;
 
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
-pub use http::HttpServer;
+pub use http::{HttpServer, Readiness, ReadinessCheck};
 pub use protocol::{LATEST_VERSION, SUPPORTED_VERSIONS, ServerOptions};
 #[cfg(feature = "stdio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "stdio")))]

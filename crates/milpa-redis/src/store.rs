@@ -123,6 +123,18 @@ impl RedisStore {
         Ok(value)
     }
 
+    /// Whether Redis answers now (`PING`, within the connection's deadline): what a
+    /// readiness probe asks. Fails with [`StoreError::unavailable`] when it does not.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        self.shared
+            .link
+            .run(|mut conn| async move {
+                let _: String = redis::cmd("PING").query_async(&mut conn).await?;
+                Ok(())
+            })
+            .await
+    }
+
     /// [`confirmations`](Self::confirmations) as its concrete type.
     pub fn confirmation_store(&self) -> RedisConfirmationStore {
         RedisConfirmationStore::new(self.shared.clone())

@@ -160,6 +160,18 @@ impl SqliteStore {
         &self.shared.path
     }
 
+    /// Whether the store can be written now: a round trip through its writer thread
+    /// (`SELECT 1` on the writer's connection), what a readiness probe asks.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        self.shared
+            .writer
+            .call(|conn| {
+                crate::writer::sql(conn.query_row("SELECT 1", [], |row| row.get::<_, i64>(0)))?;
+                Ok(())
+            })
+            .await
+    }
+
     /// Pending confirmation tokens.
     pub fn confirmations(&self) -> Arc<dyn ConfirmationStore> {
         Arc::new(self.confirmation_store())

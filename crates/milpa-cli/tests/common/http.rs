@@ -101,6 +101,19 @@ impl Response {
     }
 }
 
+/// One GET of `path` on a fresh connection (HTTP/1.1, `Connection: close`).
+pub fn get(addr: SocketAddr, path: &str) -> Response {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let head = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    parse(&raw)
+}
+
 /// One POST /mcp on a fresh connection (HTTP/1.1, `Connection: close`).
 pub fn post(addr: SocketAddr, headers: &[(&str, &str)], body: &Value) -> Response {
     let body = body.to_string();

@@ -76,6 +76,7 @@ mod connection_share;
 mod delete;
 mod get;
 mod guard;
+mod health;
 mod identity;
 #[cfg(feature = "oauth")]
 mod metadata;
@@ -92,6 +93,7 @@ mod stream_budget;
 use crate::listener::HostOriginCheck;
 use crate::listener::throttle::{FailureThrottle, ThrottleLimits};
 use accept::ConnectionLimits;
+pub use health::{Readiness, ReadinessCheck};
 use rejection::HttpRejection;
 use sessions::{SessionLimits, Sessions};
 use stream_budget::{StreamBudget, StreamLimits};
@@ -140,6 +142,7 @@ pub struct HttpServer {
     anonymous_body_limit: usize,
     anonymous_body_budget: usize,
     streams: StreamLimits,
+    readiness: Option<Arc<dyn Readiness>>,
 }
 
 impl std::fmt::Debug for HttpServer {
@@ -208,6 +211,7 @@ impl HttpServer {
             anonymous_body_limit: 64 * 1024,
             anonymous_body_budget: 8 * 1024 * 1024,
             streams: StreamLimits::default(),
+            readiness: None,
         }
     }
 
@@ -466,6 +470,13 @@ impl HttpServer {
         self
     }
 
+    /// What `/readyz` checks (the store, upstreams…); without one, ready means alive. See
+    /// [`Readiness`].
+    pub fn readiness(mut self, readiness: impl Readiness) -> Self {
+        self.readiness = Some(Arc::new(readiness));
+        self
+    }
+
     /// The axum router serving the endpoint (and the approvals page), with every request
     /// check. Serve it with connect info (`into_make_service_with_connect_info::<SocketAddr>()`)
     /// to see callers' addresses; the connection limits and the header read timeout are then
@@ -566,6 +577,7 @@ impl HttpServer {
         ));
         let endpoint = Endpoint {
             path: self.path.clone(),
+            readiness: self.readiness.clone(),
             gate,
             budget,
             check,
@@ -639,6 +651,7 @@ impl HttpServer {
 /// The MCP endpoint and what its router needs.
 struct Endpoint {
     path: String,
+    readiness: Option<Arc<dyn Readiness>>,
     gate: Arc<identity::Gate>,
     budget: Arc<body_budget::BodyBudget>,
     check: HostOriginCheck,
@@ -654,6 +667,7 @@ struct Endpoint {
 fn router_for(endpoint: Endpoint, page: Option<Page>) -> Router {
     let Endpoint {
         path,
+        readiness,
         gate,
         budget,
         check: hosts,
@@ -670,6 +684,7 @@ fn router_for(endpoint: Endpoint, page: Option<Page>) -> Router {
     let page = page.map(|page| approvals::router(page, hosts.clone()));
     #[cfg(not(feature = "approvals-page"))]
     let page: Option<Router> = page.map(|none| match none {});
+    let probes = health::router(readiness, hosts.clone());
     let methods = axum::routing::get(get::get)
         .post(post::post)
         .delete(delete::delete)
@@ -697,6 +712,7 @@ fn router_for(endpoint: Endpoint, page: Option<Page>) -> Router {
                 body_budget::limit_anonymous_bodies,
             )),
     );
+    let mcp = mcp.merge(probes);
     let mcp = match metadata {
         Some(metadata) => mcp.merge(metadata),
         None => mcp,
