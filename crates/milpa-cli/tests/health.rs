@@ -22,7 +22,7 @@ fn ready_becomes(addr: std::net::SocketAddr, status: u16) -> common::http::Respo
         if answer.status == status || Instant::now() > deadline {
             return answer;
         }
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -84,4 +84,75 @@ fn readiness_follows_redis_down_and_back() {
     let back = ready_becomes(addr, 200);
     assert_eq!(back.status, 200, "{}", back.body);
     assert_eq!(body(&back)["status"], "ready");
+}
+
+/// The processes `pid` started (from `/proc`, every thread's children).
+fn children(pid: u32) -> Vec<i32> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|list| {
+            list.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect()
+}
+
+#[test]
+fn readiness_follows_an_upstream_that_crashes_and_is_restarted() {
+    let sb = Sandbox::new();
+    let upstream = sb.write(
+        "upstream.toml",
+        "[[tools]]\nname = \"hi\"\ncommand = [\"echo\", \"hi\"]\n",
+    );
+    sb.write(
+        "m.toml",
+        &format!(
+            "[[upstreams]]\nname = \"up\"\ncommand = {}\n",
+            common::upstream_command(&upstream)
+        ),
+    );
+    let (server, addr) = spawn_http_command(
+        milpa_command(&sb),
+        &[
+            "--store",
+            "memory",
+            "--manifest",
+            "m.toml",
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+        ],
+    );
+    let ready = body(&ready_becomes(addr, 200));
+    assert_eq!(
+        ready["checks"][1],
+        json!({"name": "upstream:up", "ready": true, "detail": "ready"})
+    );
+
+    let upstreams = children(server.0.id());
+    assert!(!upstreams.is_empty(), "the upstream runs as a child");
+    for pid in upstreams {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let down = ready_becomes(addr, 503);
+    assert_eq!(down.status, 503, "{}", down.body);
+    let down = body(&down);
+    assert_eq!(
+        down["checks"][0]["ready"], true,
+        "the store is fine: {down}"
+    );
+    assert_eq!(down["checks"][1]["name"], "upstream:up");
+    assert_eq!(down["checks"][1]["ready"], false);
+
+    // Restarted with backoff: ready again.
+    let back = ready_becomes(addr, 200);
+    assert_eq!(back.status, 200, "{}", back.body);
 }
