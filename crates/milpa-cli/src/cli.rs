@@ -11,17 +11,20 @@ use clap::{Args, Parser, Subcommand};
     name = "milpa",
     version,
     about = "List, inspect, call and serve milpa tools (the built-in demo toolset, or a manifest's)",
-    after_help = "Exit codes: 0 success, 1 a refused or failed call, 2 a usage or manifest error, 3 a call that did not run (it waits for a confirmation or an approval)."
+    after_help = "Global options (--manifest, --store) go before or after the subcommand.\n\
+Where state lives, unless --store says: $MILPA_STORE, else the manifest's `[store] url`, else \
+sqlite:$MILPA_HOME/state.db, $XDG_STATE_HOME/milpa/state.db or ~/.local/state/milpa/state.db.\n\n\
+Exit codes: 0 success, 1 a refused or failed call, 2 a usage or manifest error, 3 a call that \
+did not run (it waits for a confirmation or an approval).\n\n\
+Examples:\n  milpa call add '{\"a\": 2, \"b\": 3}'\n  milpa serve\n  \
+milpa --manifest ops.toml serve --http 127.0.0.1:8080\n  milpa check --manifest ops.toml"
 )]
 pub(crate) struct Cli {
-    /// The manifest [default: ./milpa.toml if present, else the built-in demo toolset]
+    /// The manifest [default: ./milpa.toml, else the demo toolset]
     #[arg(long, global = true, value_name = "FILE")]
     pub(crate) manifest: Option<PathBuf>,
 
-    /// Where confirmations, approvals, verifications, budgets and the audit trail live: memory |
-    /// sqlite:PATH | redis://HOST:PORT[/DB] [default: $MILPA_STORE, else the manifest's
-    /// `[store] url`, else sqlite:$MILPA_HOME/state.db, $XDG_STATE_HOME/milpa/state.db or
-    /// ~/.local/state/milpa/state.db]
+    /// Where state lives: memory | sqlite:PATH | redis://HOST:PORT[/DB] (default: `milpa --help`)
     #[arg(long, global = true, value_name = "URL")]
     pub(crate) store: Option<String>,
 
@@ -34,32 +37,60 @@ pub(crate) struct Cli {
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// List the tools (name, flags, scopes, description), or inspect one.
+    #[command(
+        after_help = "Examples:\n  milpa tools\n  milpa tools --json\n  milpa tools inspect notes_delete --channel mcp --actor bot --scope notes:write"
+    )]
     Tools(ToolsArgs),
     /// Run one call through the pipeline and print its result.
+    #[command(
+        after_help = "Examples:\n  milpa call add '{\"a\": 2, \"b\": 3}'\n  milpa call notes_delete '{\"id\": 1}'              # asks Proceed? [y/N] at a terminal\n  milpa call notes_delete --confirm-token TOKEN    # redeems a confirmation\n  milpa call notes_add '{\"text\": \"x\"}' --channel mcp --actor bot --scope notes:write --json"
+    )]
     Call(CallArgs),
     /// Serve the tools over MCP (stdio by default, or Streamable HTTP).
+    #[command(
+        after_help = "Examples:\n  milpa serve                                # stdio, for a desktop client\n  milpa serve --http 127.0.0.1:8080 --audit audit.jsonl"
+    )]
     Serve(ServeArgs),
     /// Serve one upstream MCP server (a stdio command) through the pipeline: its tools,
     /// prefixed `<name>__`, with the manifest's policy.
+    #[command(
+        after_help = "Examples:\n  milpa proxy -- npx -y @modelcontextprotocol/server-everything\n  milpa proxy --http 127.0.0.1:8080 --name files -- ./files-server --stdio"
+    )]
     Proxy(ProxyArgs),
     /// List, show, grant or reject the approvals waiting for a person (calls parked by a
     /// `confirm = "human"` gate, and verification requests).
+    #[command(
+        after_help = "Examples:\n  milpa approvals\n  milpa approvals show ID\n  milpa approvals grant ID --reason 'looks right'\n  milpa approvals reject ID --reason 'not today'"
+    )]
     Approvals(ApprovalsArgs),
     /// Show the store's audit trail, newest first, or check its hash chain.
+    #[command(
+        after_help = "Examples:\n  milpa audit --since 1h\n  milpa audit --tool notes_delete --outcome success --json\n  milpa audit verify"
+    )]
     Audit(AuditArgs),
     /// List the resources and resource templates (URI, type, scopes, description).
+    #[command(after_help = "Examples:\n  milpa resources\n  milpa resources --json")]
     Resources(ListArgs),
     /// List the prompts (name, arguments, scopes, description).
+    #[command(after_help = "Examples:\n  milpa prompts\n  milpa prompts --json")]
     Prompts(ListArgs),
     /// Read one resource through the pipeline's gates and print its contents.
+    #[command(
+        after_help = "Examples:\n  milpa read notes://all\n  milpa read docs://guide/intro.md --channel mcp --actor bot --scope docs:read"
+    )]
     Read(ReadArgs),
     /// Render one prompt through the pipeline's gates and print its messages.
+    #[command(after_help = "Examples:\n  milpa prompt summarize_notes '{\"style\": \"one line\"}'")]
     Prompt(PromptArgs),
     /// Check the manifest as `serve` would at start (tools, resources, prompts, Cedar
     /// policy, upstream settings) without starting anything: exit 0 when sound, 2 naming
     /// the file and line of the first problem.
+    #[command(after_help = "Examples:\n  milpa check --manifest ops.toml\n  milpa check --json")]
     Check(CheckArgs),
     /// Print a shell completion script, e.g. `source <(milpa completions bash)`.
+    #[command(
+        after_help = "Examples:\n  source <(milpa completions bash)\n  milpa completions zsh > ~/.zfunc/_milpa\n  milpa completions fish > ~/.config/fish/completions/milpa.fish"
+    )]
     Completions(CompletionsArgs),
 }
 

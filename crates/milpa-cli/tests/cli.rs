@@ -580,3 +580,41 @@ fn completions_load_in_bash_and_are_printed_for_zsh_and_fish() {
     // Subcommands and their flags are completed, not only the top level.
     assert!(fish.stdout.contains("confirm-token"));
 }
+
+#[test]
+fn every_subcommand_has_examples_and_the_global_options_stay_short() {
+    let sb = Sandbox::new();
+    for subcommand in [
+        "tools",
+        "call",
+        "serve",
+        "proxy",
+        "approvals",
+        "audit",
+        "resources",
+        "prompts",
+        "read",
+        "prompt",
+        "check",
+        "completions",
+    ] {
+        let help = run(sb.milpa().args([subcommand, "--help"]));
+        assert_eq!(help.code, 0, "{subcommand}");
+        assert!(
+            help.stdout.contains("\nExamples:\n  milpa ")
+                || help.stdout.contains("\nExamples:\n  source <(milpa"),
+            "{subcommand}: {}",
+            help.stdout
+        );
+        let store = help
+            .stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with("--store"))
+            .unwrap_or_else(|| panic!("{subcommand}: no --store line"));
+        assert!(store.len() < 120, "{subcommand}: {store}");
+    }
+    // The long story is told once, at the top.
+    let top = run(sb.milpa().arg("--help"));
+    assert!(top.stdout.contains("~/.local/state/milpa/state.db"));
+    assert!(top.stdout.contains("3 a call that did not run"));
+}
