@@ -51,9 +51,14 @@ pub(crate) async fn run(
     args: ApprovalsArgs,
 ) -> Result<u8, CliError> {
     match args.command {
-        None => list(registry, args.json).await,
+        None => list(registry, args.json, args.all).await,
         Some(ApprovalsCommand::List(list_args)) => {
-            list(registry, list_args.json || args.json).await
+            list(
+                registry,
+                list_args.json || args.json,
+                list_args.all || args.all,
+            )
+            .await
         }
         Some(ApprovalsCommand::Show(show_args)) => {
             show(registry, &show_args.id, show_args.json || args.json).await
@@ -160,12 +165,14 @@ fn refused(error: milpa::approval::ApprovalError) -> CliError {
     CliError::failed(error.to_string())
 }
 
-async fn list(registry: &ToolRegistry, json: bool) -> Result<u8, CliError> {
-    let pending = registry
-        .approvals()
-        .pending(LIST_LIMIT)
-        .await
-        .map_err(refused)?;
+async fn list(registry: &ToolRegistry, json: bool, all: bool) -> Result<u8, CliError> {
+    let queue = registry.approvals();
+    let pending = if all {
+        queue.pending(LIST_LIMIT).await
+    } else {
+        queue.pending_here(LIST_LIMIT).await
+    }
+    .map_err(refused)?;
     let now = now_ms();
     if json {
         let items: Vec<Value> = pending
@@ -204,6 +211,7 @@ fn pending_table(pending: &[Approval], now: u64) -> String {
                 approval.kind().as_str().to_owned(),
                 printable(approval.summary()),
                 approval.requested_by().map_or("-".to_owned(), printable),
+                approval.server().map_or("-".to_owned(), printable),
                 duration(now.saturating_sub(approval.created_at_ms())),
                 approval
                     .expires_at_ms()
@@ -218,6 +226,7 @@ fn pending_table(pending: &[Approval], now: u64) -> String {
             "KIND",
             "SUMMARY",
             "REQUESTED BY",
+            "SERVER",
             "AGE",
             "EXPIRES IN",
         ],

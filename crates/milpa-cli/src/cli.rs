@@ -159,6 +159,11 @@ pub(crate) struct ApprovalsArgs {
     #[arg(long)]
     pub(crate) json: bool,
 
+    /// List the approvals of every server on this store, not only this one's (`[server]
+    /// name`, else the manifest's file stem, else `demo`).
+    #[arg(long)]
+    pub(crate) all: bool,
+
     /// `list` (the default), `show`, `grant` or `reject`.
     #[command(subcommand)]
     pub(crate) command: Option<ApprovalsCommand>,
@@ -199,6 +204,10 @@ pub(crate) struct ListApprovalsArgs {
     /// Print them as a JSON array.
     #[arg(long)]
     pub(crate) json: bool,
+
+    /// Every server's approvals on this store, not only this one's.
+    #[arg(long)]
+    pub(crate) all: bool,
 }
 
 /// `milpa approvals show`.

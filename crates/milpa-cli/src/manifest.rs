@@ -871,6 +871,19 @@ impl Manifest {
         self.source.as_deref()
     }
 
+    /// The name this server's approvals are tagged with: `[server] name`, else the
+    /// manifest's file stem (`ops` for `ops.toml`), else `demo` (the built-in toolset).
+    pub fn server_name(&self) -> String {
+        if let Some(name) = &self.server.name {
+            return name.clone();
+        }
+        self.source
+            .as_deref()
+            .and_then(Path::file_stem)
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "demo".to_owned())
+    }
+
     /// The folder relative paths in the manifest are resolved against.
     pub fn base_dir(&self) -> Option<&Path> {
         self.source

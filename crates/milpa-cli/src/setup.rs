@@ -189,7 +189,9 @@ fn approval_queue(
     }
     let verifier =
         HumanVerifier::new(Arc::clone(&stores.verifications)).with_dispatcher(Arc::new(dispatcher));
-    ApprovalQueue::new(verifier).with_ttl(manifest.approvals.ttl())
+    ApprovalQueue::new(verifier)
+        .with_ttl(manifest.approvals.ttl())
+        .with_server(manifest.server_name())
 }
 
 /// The bearer tokens of `[[auth.tokens]]` (hashes checked when the manifest was read).

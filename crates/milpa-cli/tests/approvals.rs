@@ -725,3 +725,54 @@ fn a_passkey_rp_id_that_does_not_fit_the_origin_stops_serve_at_start() {
         refused.stderr
     );
 }
+
+#[test]
+fn servers_sharing_a_store_each_list_their_own_queue() {
+    let sb = Sandbox::new();
+    let tool = "[[tools]]\nname = \"wipe\"\ndescription = \"Wipes\"\ncommand = [\"true\"]\nmutating = true\nconfirm = \"human\"\n";
+    sb.write("alpha.toml", tool);
+    sb.write(
+        "beta.toml",
+        &format!("[server]\nname = \"beta-ops\"\n\n{tool}"),
+    );
+    let park = |manifest: &str| {
+        let parked = run(sb
+            .milpa()
+            .args(["--manifest", manifest, "call", "wipe", "--json"]));
+        assert_eq!(parked.code, 3, "{}", parked.stderr);
+        parked.json()["data"]["approval_id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let alpha = park("alpha.toml");
+    let beta = park("beta.toml");
+    let listed = |args: &[&str]| -> Vec<(String, Value)> {
+        let mut command = sb.milpa();
+        command.args(["approvals", "--json"]).args(args);
+        let r = run(&mut command);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        r.json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| (a["id"].as_str().unwrap().to_owned(), a["server"].clone()))
+            .collect()
+    };
+    // The file stem names a server without `[server] name`.
+    assert_eq!(
+        listed(&["--manifest", "alpha.toml"]),
+        [(alpha.clone(), json!("alpha"))]
+    );
+    assert_eq!(
+        listed(&["--manifest", "beta.toml"]),
+        [(beta.clone(), json!("beta-ops"))]
+    );
+    let mut all = listed(&["--manifest", "alpha.toml", "--all"]);
+    all.sort_by_key(|a| a.1.to_string());
+    assert_eq!(all, [(alpha, json!("alpha")), (beta, json!("beta-ops"))]);
+    // The table says whose each one is.
+    let table = run(sb.milpa().args(["--manifest", "beta.toml", "approvals"]));
+    assert!(table.stdout.contains("SERVER"), "{}", table.stdout);
+    assert!(table.stdout.contains("beta-ops"), "{}", table.stdout);
+}

@@ -1034,3 +1034,36 @@ async fn an_enrolment_link_serves_only_the_actor_it_names_and_only_while_live() 
         unknown.body
     );
 }
+
+#[tokio::test]
+async fn the_page_shows_this_servers_queue_when_servers_share_a_store() {
+    use milpa::approval::ApprovalQueue;
+    use milpa::verification::{HumanVerifier, InMemoryVerificationStore, VerificationStore};
+    let store: Arc<dyn VerificationStore> = Arc::new(InMemoryVerificationStore::new());
+    let build = |server: &str| {
+        let queue = ApprovalQueue::new(HumanVerifier::new(Arc::clone(&store))).with_server(server);
+        let mut registry = ToolRegistry::builder().approvals(Arc::new(queue)).build();
+        registry
+            .register(
+                ToolDefinition::builder("deploy")
+                    .mutating(true)
+                    .requires_human_approval(true)
+                    .sync(|_, _| json!("deployed")),
+            )
+            .unwrap();
+        Arc::new(registry)
+    };
+    let (here, there) = (build("here"), build("there"));
+    let park_on = |registry: Arc<ToolRegistry>| async move {
+        let parked = registry.call("deploy", json!({}), &agent()).await;
+        parked.data["approval_id"].as_str().unwrap().to_owned()
+    };
+    let mine = park_on(here.clone()).await;
+    let theirs = park_on(there).await;
+    let (addr, _stop) = start_http(HttpServer::new(here).authenticator(tokens())).await;
+    let mut alice = PageClient::new(addr);
+    let queue = alice.logged_in(ALICE).await;
+    let pending = pending_section(&queue.body);
+    assert!(pending.contains(&card(&mine)), "{pending}");
+    assert!(!pending.contains(&card(&theirs)), "{pending}");
+}

@@ -412,8 +412,13 @@ async fn queue_response(
     let notice = page.logins.take_notice(&login.id);
     let queue = page.registry.approvals();
     // One more than shown, to know whether there are more.
-    let lists = match queue.pending(PENDING_SHOWN + 1).await {
-        Ok(pending) => queue.decided(DECISIONS_SHOWN).await.map(|d| (pending, d)),
+    // This server's queue: servers sharing a store each show their own calls.
+    let here = |a: &Approval| queue.server().is_none_or(|server| a.is_for(server));
+    let lists = match queue.pending_here(PENDING_SHOWN + 1).await {
+        Ok(pending) => queue
+            .decided(DECISIONS_SHOWN)
+            .await
+            .map(|d| (pending, d.into_iter().filter(here).collect())),
         Err(error) => Err(error),
     };
     let (pending, decided): (Vec<Approval>, Vec<Approval>) = match lists {

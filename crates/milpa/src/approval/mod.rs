@@ -220,6 +220,18 @@ impl Approval {
         self.parked.as_ref().map(|p| p.binding.tool.as_str())
     }
 
+    /// The server that parked the call, when its queue has a name.
+    pub fn server(&self) -> Option<&str> {
+        self.parked.as_ref().and_then(|p| p.server.as_deref())
+    }
+
+    /// Whether a view of `server`'s queue shows it: a call parked by that server, or one
+    /// no server tagged (a verification request, or a call from an untagged queue), which
+    /// every server's view shows rather than hide.
+    pub fn is_for(&self, server: &str) -> bool {
+        self.server().is_none_or(|tag| tag == server)
+    }
+
     /// The channel the parked call came over.
     pub fn channel(&self) -> Option<&str> {
         self.parked.as_ref().map(|p| p.binding.channel.as_str())
@@ -286,7 +298,7 @@ impl Approval {
     }
 
     /// The approval as JSON for people and scripts (`milpa approvals --json`, the page):
-    /// `id, kind, state, summary, requested_by, tool, channel, args (redacted), policy,
+    /// `id, kind, state, summary, requested_by, tool, channel, server, args (redacted), policy,
     /// grants, rejection, created_at, expires_at, decided_at, executed_at` (times as
     /// RFC 3339 UTC).
     pub fn to_json(&self, redactor: &Redactor, now_ms: u64) -> Value {
@@ -299,6 +311,7 @@ impl Approval {
             "requested_by": self.requested_by(),
             "tool": self.tool(),
             "channel": self.channel(),
+            "server": self.server(),
             "args": self.redacted_args(redactor),
             "policy": self.record.policy.as_str(),
             "required_grants": self.record.required_grants,

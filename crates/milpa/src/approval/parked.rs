@@ -27,6 +27,11 @@ pub(crate) struct ParkedCall {
     /// When the granted call was run; set once, by the compare-and-set that claims it.
     #[serde(default)]
     pub executed_at_ms: Option<u64>,
+    /// The server that parked it (its queue's
+    /// [`with_server`](crate::approval::ApprovalQueue::with_server)), when it has a name:
+    /// servers sharing a store each show their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
 }
 
 impl ParkedCall {
@@ -67,9 +72,11 @@ mod tests {
             args: json!({"env": "prod"}),
             expires_at_ms: 10,
             executed_at_ms: None,
+            server: Some("ops".into()),
         };
         let payload = parked.to_payload();
         assert_eq!(payload["parked_call"]["binding"]["tool"], json!("deploy"));
+        assert_eq!(payload["parked_call"]["server"], json!("ops"));
         assert_eq!(ParkedCall::from_payload(&payload), Some(parked));
         assert_eq!(ParkedCall::from_payload(&json!({})), None);
         assert_eq!(ParkedCall::from_payload(&json!({"parked_call": 3})), None);

@@ -36,6 +36,8 @@ pub struct ApprovalQueue {
     verifier: Arc<HumanVerifier>,
     ttl: Duration,
     decided: Notify,
+    /// What the calls parked here are tagged with.
+    server: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for ApprovalQueue {
@@ -68,6 +70,7 @@ impl ApprovalQueue {
             verifier: verifier.into(),
             ttl: DEFAULT_TTL,
             decided: Notify::new(),
+            server: None,
         }
     }
 
@@ -85,6 +88,18 @@ impl ApprovalQueue {
     /// The TTL of parked calls.
     pub fn ttl(&self) -> Duration {
         self.ttl
+    }
+
+    /// Tags every call this queue parks with the server's `name`, so that servers sharing
+    /// one store can each show their own queue ([`Approval::is_for`]).
+    pub fn with_server(mut self, name: impl Into<Arc<str>>) -> Self {
+        self.server = Some(name.into());
+        self
+    }
+
+    /// The name calls parked here are tagged with.
+    pub fn server(&self) -> Option<&str> {
+        self.server.as_deref()
     }
 
     /// The verifier (and through it the store) behind the queue.
@@ -113,6 +128,23 @@ impl ApprovalQueue {
             .into_iter()
             .map(Approval::from_record)
             .filter(|approval| !approval.is_expired(now))
+            .take(limit)
+            .collect())
+    }
+
+    /// Up to `limit` approvals waiting for a decision that this queue's server shows
+    /// ([`Approval::is_for`]; all of them when the queue has no server name), oldest first.
+    pub async fn pending_here(&self, limit: usize) -> Result<Vec<Approval>, ApprovalError> {
+        let Some(server) = self.server.as_deref() else {
+            return self.pending(limit).await;
+        };
+        // Other servers' items are left out after reading: read a margin more.
+        let all = self
+            .pending(limit.saturating_mul(4).max(limit + 64))
+            .await?;
+        Ok(all
+            .into_iter()
+            .filter(|approval| approval.is_for(server))
             .take(limit)
             .collect())
     }
@@ -239,6 +271,7 @@ impl ApprovalQueue {
             args,
             expires_at_ms,
             executed_at_ms: None,
+            server: self.server.as_deref().map(str::to_owned),
         };
         let mut request = VerificationRequest::new(summary)
             .id(new_request_id())
