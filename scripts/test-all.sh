@@ -4,6 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# What the tests start themselves (redis-server, Chromium, npm, python3-venv…): installed
+# when missing, or a stop at once with the command that would.
+scripts/install-test-deps.sh
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
