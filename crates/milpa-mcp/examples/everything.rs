@@ -18,7 +18,7 @@
 //! Tools: the suite's fixtures (`test_simple_text`, `test_image_content`,
 //! `test_audio_content`, `test_embedded_resource`, `test_multiple_content_types`,
 //! `test_error_handling`, `test_tool_with_logging`, `test_tool_with_progress`,
-//! `test_reconnection`, `test_trigger_tool_change`, `test_sampling`, `test_elicitation`, `test_elicitation_sep1034_defaults`,
+//! `test_reconnection`, `test_trigger_tool_change`, `test_trigger_prompt_change`, `test_sampling`, `test_elicitation`, `test_elicitation_sep1034_defaults`,
 //! `test_elicitation_sep1330_enums`, `json_schema_2020_12_tool`), plus `add(a, b)`,
 //! `echo(text)`, `delete_note(id)` (asks for confirmation), `restart_server` (denied by a
 //! policy rule) and `slow(seconds)` (reports progress, stops when cancelled).
@@ -624,7 +624,7 @@ fn build_registry(args: &Args) -> Result<ToolRegistry, Box<dyn std::error::Error
         .into_iter()
         .chain(input_required_tools())
         .chain(demo_tools())
-        .chain([trigger_tool_change()])
+        .chain([trigger_tool_change(), trigger_prompt_change()])
     {
         registry.register(tool)?;
     }
@@ -724,6 +724,18 @@ impl PromptProvider for FixturePrompts {
                 "Asks the user for context (one elicitation round on 2026-07-28)",
             ),
         ]
+        .into_iter()
+        .chain(
+            CHANGED_PROMPT
+                .load(std::sync::atomic::Ordering::Acquire)
+                .then(|| {
+                    Prompt::new(
+                        "changed_prompt",
+                        "Appears and disappears with test_trigger_prompt_change",
+                    )
+                }),
+        )
+        .collect()
     }
 
     fn get<'a>(
@@ -757,6 +769,7 @@ impl PromptProvider for FixturePrompts {
             "test_simple_prompt" => {
                 vec![PromptMessage::user("This is a simple prompt for testing.")]
             }
+            "changed_prompt" => vec![PromptMessage::user("This prompt comes and goes.")],
             "test_prompt_with_arguments" => vec![PromptMessage::user(format!(
                 "Prompt with arguments: arg1='{}', arg2='{}'",
                 argument("arg1"),
@@ -829,6 +842,28 @@ fn trigger_tool_change() -> ToolDefinition {
             match registry.replace_tools("changes", extra) {
                 Ok(()) => json!("tool list changed"),
                 Err(error) => json!(format!("tool list unchanged: {error}")),
+            }
+        })
+}
+
+/// Whether the prompt `changed_prompt` is listed now (see [`trigger_prompt_change`]).
+static CHANGED_PROMPT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `test_trigger_prompt_change`: the suite's hook for prompt list changes (2026-07-28
+/// `subscriptions/listen`). Each call adds the prompt `changed_prompt` or takes it away
+/// again, and tells the registry its prompt list changed.
+fn trigger_prompt_change() -> ToolDefinition {
+    ToolDefinition::builder("test_trigger_prompt_change")
+        .description("Adds the prompt changed_prompt, or removes it when it is there")
+        .input_schema(no_args())
+        .sync(|_, _| {
+            let Some(registry) = SERVED.get().and_then(std::sync::Weak::upgrade) else {
+                return json!("no registry is being served");
+            };
+            CHANGED_PROMPT.fetch_xor(true, std::sync::atomic::Ordering::AcqRel);
+            match registry.catalog_notifier().lists_changed() {
+                Ok(()) => json!("prompt list changed"),
+                Err(error) => json!(format!("prompt list unchanged: {error}")),
             }
         })
 }
