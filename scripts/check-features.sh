@@ -4,8 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Crates a stdio-only build must not link: the HTTP server, JWT and TLS stacks.
-FORBIDDEN=(axum hyper hyper-util hyper-rustls rustls tower-http jsonwebtoken webauthn-rs askama cookie)
+# Crates a stdio-only build must not link: the HTTP server, JWT and TLS stacks, and the
+# metrics encoder of `/metrics`.
+FORBIDDEN=(axum hyper hyper-util hyper-rustls rustls tower-http jsonwebtoken webauthn-rs askama cookie prometheus)
 FEATURES=(stdio http oauth approvals-page otel)
 
 echo "== milpa-mcp: what a stdio-only build links"

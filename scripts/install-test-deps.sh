@@ -3,7 +3,9 @@
 # redis-server (the Redis store's and the CLI's tests), Chromium and ChromeDriver (the
 # approvals page in a headless browser), npm and python3-venv (the official SDK clients
 # and third-party servers of the interop suite), OpenSSL's headers and pkg-config (the
-# passkeys' webauthn-rs builds on openssl-sys), and cargo's rustfmt and clippy.
+# passkeys' webauthn-rs builds on openssl-sys), promtool (Debian's `prometheus`: the
+# `/metrics` tests check the text with `promtool check metrics`), and cargo's rustfmt and
+# clippy.
 #
 # Nothing is installed when everything is there. As root it runs apt-get; otherwise it
 # uses sudo when sudo works without a password, and else stops at once (exit 2) printing
@@ -27,6 +29,7 @@ command -v pkg-config >/dev/null 2>&1 || packages+=(pkg-config)
 command -v npm >/dev/null 2>&1 || packages+=(npm)
 command -v python3 >/dev/null 2>&1 || packages+=(python3)
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || packages+=(python3-venv)
+command -v promtool >/dev/null 2>&1 || packages+=(prometheus)
 
 if [ "${#packages[@]}" -eq 0 ]; then
   exit 0

@@ -291,8 +291,28 @@ fn details(approval: &Approval, registry: &ToolRegistry, now: u64) -> String {
     if let Some(tool) = approval.tool() {
         fields.push(("tool", printable(tool)));
     }
+    if let Some(description) = approval.description() {
+        fields.push(("description", printable(description)));
+    }
+    if let Some(mutating) = approval.mutating() {
+        let effect = if mutating {
+            "mutating (changes state)"
+        } else {
+            "read-only"
+        };
+        fields.push(("effect", effect.to_owned()));
+    }
+    if let Some(upstream) = approval.upstream() {
+        fields.push(("upstream", printable(upstream)));
+    }
+    if let Some(server) = approval.server() {
+        fields.push(("server", printable(server)));
+    }
     if let Some(channel) = approval.channel() {
         fields.push(("channel", printable(channel)));
+    }
+    if let Some(client) = approval.client() {
+        fields.push(("client", printable(client)));
     }
     fields.push((
         "requested by",

@@ -52,7 +52,7 @@ pub(crate) enum Command {
     )]
     Serve(ServeArgs),
     /// Serve one upstream MCP server (a stdio command) through the pipeline: its tools,
-    /// prefixed `<name>__`, with the manifest's policy.
+    /// under their own names (or `--prefix`), with the manifest's policy.
     #[command(
         after_help = "Examples:\n  milpa proxy -- npx -y @modelcontextprotocol/server-everything\n  milpa proxy --http 127.0.0.1:8080 --name files -- ./files-server --stdio"
     )]
@@ -92,6 +92,10 @@ pub(crate) enum Command {
         after_help = "Examples:\n  source <(milpa completions bash)\n  milpa completions zsh > ~/.zfunc/_milpa\n  milpa completions fish > ~/.config/fish/completions/milpa.fish"
     )]
     Completions(CompletionsArgs),
+    /// Print the manual page (roff) on standard output: what the Debian package installs as
+    /// milpa(1). Hidden: it is for packagers (`milpa manpage > milpa.1`).
+    #[command(hide = true)]
+    Manpage,
 }
 
 /// `milpa check`.
@@ -419,9 +423,13 @@ pub(crate) struct ProxyArgs {
     #[arg(long, value_name = "ADDR", value_parser = parse_http_addr)]
     pub(crate) http: Option<SocketAddr>,
 
-    /// The upstream's name (and so the prefix `<name>__`) [default: the command's file name]
+    /// The upstream's name, in logs and listings [default: the command's file name]
     #[arg(long, value_name = "N")]
     pub(crate) name: Option<String>,
+
+    /// Put P before each of the server's tool names [default: none, the server's own names]
+    #[arg(long, value_name = "P")]
+    pub(crate) prefix: Option<String>,
 
     /// Append one JSON line per call outcome to FILE [default: audit to stderr]
     #[arg(long, value_name = "FILE")]

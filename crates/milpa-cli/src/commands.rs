@@ -4,10 +4,11 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::sync::Arc;
 
-use milpa::audit::chain::verify_lines;
+use milpa::audit::chain::ChainVerifier;
 use milpa::audit::trail::AuditQuery;
 use milpa::audit::{
-    AuditRecord, AuditSink, FoldingAuditSink, JsonLinesAuditSink, TracingAuditSink,
+    AuditRecord, AuditSink, CallCounts, CountingAuditSink, FoldingAuditSink, JsonLinesAuditSink,
+    TracingAuditSink,
 };
 use milpa::render::{ChannelRenderer, TerminalRenderer};
 use milpa::{
@@ -20,16 +21,20 @@ use crate::cli::{
     ToolsCommand,
 };
 use crate::local_tokens::LocalTokens;
-use crate::manifest::{Manifest, UpstreamSpec};
+use crate::manifest::{Manifest, MetricsSetting};
 use crate::notify::ApprovalNotifier;
+use crate::plan_words::{self, Approvers, Setup};
 use crate::setup::{
     ToolsFn, authenticator, build_registry_with, oauth_config, server_options, url_host,
 };
 use crate::store::{self, StoreUrl, Stores};
 use crate::telemetry::Telemetry;
 use crate::terminal_output::{emit, print_json, printable, printable_lines, table};
+use crate::upstream_metrics::ServeUpstreams;
+use crate::verify_progress::VerifyProgress;
 use crate::{CliError, EXIT_CALL_FAILED, EXIT_NOT_RUN, EXIT_OK, approvals, load_manifest};
 use milpa_gateway::{Upstream, UpstreamConfig};
+use milpa_mcp::MetricsAccess;
 use milpa_mcp::auth::oauth::OAuthResource;
 
 /// Runs a parsed command line; returns the exit code.
@@ -38,6 +43,13 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
         // Needs no manifest and no store: it describes the command line only.
         let mut command = <Cli as clap::CommandFactory>::command();
         clap_complete::generate(args.shell, &mut command, "milpa", &mut std::io::stdout());
+        return Ok(EXIT_OK);
+    }
+    if let Command::Manpage = &cli.command {
+        let command = <Cli as clap::CommandFactory>::command();
+        clap_mangen::Man::new(command)
+            .render(&mut std::io::stdout())
+            .map_err(|e| CliError::failed(format!("cannot write the manual page: {e}")))?;
         return Ok(EXIT_OK);
     }
     let manifest = load_manifest(cli.manifest.as_deref())?;
@@ -71,7 +83,9 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
             "warn,milpa::audit=info,milpa::upstream=info"
         }
         Command::Serve(_) | Command::Proxy(_) => "warn,milpa::upstream=info",
-        Command::Audit(_) | Command::Completions(_) | Command::Check(_) => "warn",
+        Command::Audit(_) | Command::Completions(_) | Command::Manpage | Command::Check(_) => {
+            "warn"
+        }
         Command::Tools(_)
         | Command::Call(_)
         | Command::Approvals(_)
@@ -85,14 +99,22 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
     let notifier = ApprovalNotifier::from_manifest(&manifest).map(Arc::new);
     let code = match cli.command {
         Command::Tools(args) => {
-            let mut registry = registry(&manifest, &stores, None, None, tools)?;
-            let upstreams = start_upstreams(&runtime, &mut registry, upstream_configs(&manifest))?;
-            tools_command(&registry, &upstreams, args)
+            let registry = Arc::new(registry(&manifest, &stores, None, None, tools)?);
+            let upstreams = settled_upstreams(&runtime, &registry, upstream_configs(&manifest, 0)?);
+            let approvers = approvers(&manifest, &stores);
+            tools_command(&registry, &upstreams, &approvers, args)
         }
         Command::Call(args) => {
             let audit = with_store_trail(Arc::new(TracingAuditSink::line()), &stores);
-            let mut registry = registry(&manifest, &stores, Some(audit), notifier.as_ref(), tools)?;
-            let _upstreams = start_upstreams(&runtime, &mut registry, upstream_configs(&manifest))?;
+            let registry = Arc::new(registry(
+                &manifest,
+                &stores,
+                Some(audit),
+                notifier.as_ref(),
+                tools,
+            )?);
+            let _upstreams =
+                settled_upstreams(&runtime, &registry, upstream_configs(&manifest, 0)?);
             runtime.block_on(async {
                 let code = tokio::select! {
                     code = call(&registry, &stores, args) => code,
@@ -114,17 +136,17 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
             })
         }
         Command::Serve(args) => {
-            let upstreams = upstream_configs(&manifest);
+            let upstreams = upstream_configs(&manifest, 0)?;
             serve(
                 &runtime, &manifest, &stores, notifier, tools, upstreams, args,
             )
         }
         Command::Proxy(args) => {
-            let mut upstreams = upstream_configs(&manifest);
-            upstreams.push(UpstreamConfig::stdio(
-                args.upstream_name(),
-                args.command.clone(),
-            ));
+            let mut upstreams = upstream_configs(&manifest, 1)?;
+            // In front of one server, its own tool names: what clients and prompts know.
+            let mut proxied = UpstreamConfig::stdio(args.upstream_name(), args.command.clone());
+            proxied.prefix = Some(args.prefix.clone().unwrap_or_default());
+            upstreams.push(proxied);
             let serve_args = ServeArgs {
                 stdio: args.http.is_none(),
                 http: args.http,
@@ -162,7 +184,7 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
             runtime.block_on(crate::catalog_commands::read(&registry, &ctx, &args))
         }
         // Answered before the store was opened.
-        Command::Completions(_) | Command::Check(_) => Ok(EXIT_OK),
+        Command::Completions(_) | Command::Manpage | Command::Check(_) => Ok(EXIT_OK),
         Command::Prompt(args) => {
             let audit = with_store_trail(Arc::new(TracingAuditSink::line()), &stores);
             let registry = registry(&manifest, &stores, Some(audit), None, tools)?;
@@ -209,32 +231,65 @@ fn check(manifest: &Manifest, tools: Box<ToolsFn<'_>>, json: bool) -> Result<u8,
     crate::manifest_check::report(manifest.source(), &offered, json)
 }
 
-/// The manifest's `[[upstreams]]`.
-fn upstream_configs(manifest: &Manifest) -> Vec<UpstreamConfig> {
+/// The manifest's `[[upstreams]]`, each `${VAR}` read from milpa's environment now; a
+/// variable that is unset (without a default) is a usage error naming its file and line.
+/// Without a `prefix`, a lone upstream's tools keep their names, and several upstreams'
+/// tools are prefixed `<name>__` (`alongside`: how many others are served besides).
+fn upstream_configs(
+    manifest: &Manifest,
+    alongside: usize,
+) -> Result<Vec<UpstreamConfig>, CliError> {
+    let env = |name: &str| std::env::var(name).ok();
     manifest
         .upstreams
         .iter()
-        .map(UpstreamSpec::config)
+        .map(|upstream| {
+            let mut config = upstream.config(&env).map_err(|(at, message)| {
+                CliError::usage(manifest.error_at(Some(at), message).to_string())
+            })?;
+            // One upstream keeps its own tool names; several get `<name>__` each.
+            if manifest.upstreams.len() + alongside == 1 && config.prefix.is_none() {
+                config.prefix = Some(String::new());
+            }
+            Ok(config)
+        })
         .collect()
 }
 
-/// Starts each upstream (handshake and discovery) and registers its tools; the first that
-/// fails stops start-up with a message naming it. Keep what this returns alive while the
-/// tools are served: dropping an upstream ends its server's process tree.
-fn start_upstreams(
+/// Starts each upstream in the background, its tools served from `registry` once it is
+/// up (and followed when its list changes). Keep what this returns alive while the tools
+/// are served: dropping an upstream ends its server's process tree.
+fn spawn_upstreams(
     runtime: &tokio::runtime::Runtime,
-    registry: &mut ToolRegistry,
+    registry: &Arc<ToolRegistry>,
     configs: Vec<UpstreamConfig>,
-) -> Result<Vec<Upstream>, CliError> {
-    let mut started = Vec::with_capacity(configs.len());
-    for config in configs {
-        let upstream = runtime
-            .block_on(Upstream::start(config))
-            .map_err(|e| CliError::failed(e.to_string()))?;
-        milpa_gateway::register(registry, &upstream).map_err(|e| CliError::usage(e.to_string()))?;
-        started.push(upstream);
-    }
-    Ok(started)
+) -> Vec<Upstream> {
+    let _runtime = runtime.enter();
+    configs
+        .into_iter()
+        .map(|config| {
+            let upstream = Upstream::spawn(config);
+            upstream.follow_tool_list(registry);
+            upstream
+        })
+        .collect()
+}
+
+/// [`spawn_upstreams`], then waits until each one's first start ended (within its
+/// `start_timeout_seconds`), for the commands that run once (`tools`, `call`): an upstream
+/// that did not start is listed as down, and its tools are not there.
+fn settled_upstreams(
+    runtime: &tokio::runtime::Runtime,
+    registry: &Arc<ToolRegistry>,
+    configs: Vec<UpstreamConfig>,
+) -> Vec<Upstream> {
+    let upstreams = spawn_upstreams(runtime, registry, configs);
+    runtime.block_on(async {
+        for upstream in &upstreams {
+            upstream.settled().await;
+        }
+    });
+    upstreams
 }
 
 /// `sink`, and the store's trail too when the store keeps one.
@@ -310,7 +365,11 @@ fn init_tracing(default: &str, telemetry: Option<&Telemetry>) {
         .try_init();
 }
 
-/// The context the caller flags describe: `ToolContext::cli()` when there are none.
+/// What a call from this command line names as its client (the approvals page shows it).
+const CLI_CLIENT: &str = "milpa CLI";
+
+/// The context the caller flags describe: `ToolContext::cli()` when there are none; either
+/// way its client is the CLI.
 fn context(caller: &CallerArgs) -> ToolContext {
     let ctx = if caller.describes_a_caller() {
         let mut builder = ToolContext::builder(caller.channel.as_deref().unwrap_or(channel::CLI))
@@ -322,6 +381,7 @@ fn context(caller: &CallerArgs) -> ToolContext {
     } else {
         ToolContext::cli()
     };
+    let ctx = ctx.with_client(CLI_CLIENT);
     if caller.plan { ctx.as_plan() } else { ctx }
 }
 
@@ -334,13 +394,14 @@ const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(500
 fn tools_command(
     registry: &ToolRegistry,
     upstreams: &[Upstream],
+    approvers: &Approvers,
     args: ToolsArgs,
 ) -> Result<u8, CliError> {
     match args.command {
         Some(ToolsCommand::Inspect(mut inspect)) => {
             // `milpa tools --json inspect T` means the same as `milpa tools inspect T --json`.
             inspect.json |= args.json;
-            crate::commands::inspect(registry, upstreams, inspect)
+            crate::commands::inspect(registry, upstreams, approvers, inspect)
         }
         None if args.json => {
             print_json(&registry.tool_summaries())?;
@@ -424,9 +485,32 @@ fn or_dash(text: String) -> String {
 
 /// The plan of a call; for an upstream tool, also the upstream and its state now (`upstream`
 /// in the JSON, a last line in the text).
+/// Who could decide a parked call with this manifest and store (for `inspect`).
+fn approvers(manifest: &Manifest, stores: &Stores) -> Approvers {
+    let page_principals = manifest.source().map(|_| {
+        manifest
+            .auth
+            .tokens
+            .iter()
+            .filter(|token| {
+                token
+                    .scopes
+                    .iter()
+                    .any(|scope| scope == "*" || scope == milpa::approval::APPROVE_SCOPE)
+            })
+            .map(|token| token.principal.get_ref().clone())
+            .collect()
+    });
+    Approvers {
+        memory_store: *stores.url() == StoreUrl::Memory,
+        page_principals,
+    }
+}
+
 fn inspect(
     registry: &ToolRegistry,
     upstreams: &[Upstream],
+    approvers: &Approvers,
     args: crate::cli::InspectArgs,
 ) -> Result<u8, CliError> {
     let ctx = context(&args.caller);
@@ -453,7 +537,19 @@ fn inspect(
         }
         print_json(&json)?;
     } else {
-        emit(&printable_lines(&plan.to_text()));
+        let gate = registry.policy_gate();
+        if let Some(tool) = registry.get(&args.tool) {
+            let setup = Setup {
+                policy: gate.channel_policy(ctx.channel()),
+                channel_known: gate.registered_policy(ctx.channel()).is_some(),
+                rules: registry.has_rule_provider(),
+                call_policy: gate.call_policy().map(|policy| policy.describe(&tool)),
+                confirmation_ttl: registry.confirmation_ttl(),
+                approval_ttl: registry.approvals().ttl(),
+                approvers,
+            };
+            emit(&printable_lines(&plan_words::explain(&plan, &tool, &setup)));
+        }
         if let Some(upstream) = upstream {
             emit(&format!(
                 "\nupstream: {} ({})\n",
@@ -483,11 +579,36 @@ fn call_arguments(text: Option<&str>) -> Result<Value, CliError> {
 
 fn show(result: &ToolResult, ctx: &ToolContext, json: bool) -> Result<(), CliError> {
     if json {
-        print_json(result)
-    } else {
-        emit(&TerminalRenderer::detect().render(result, Some(ctx)));
-        Ok(())
+        return print_json(result);
     }
+    if let Some(text) = invalid_arguments_text(result) {
+        emit(&text);
+        return Ok(());
+    }
+    // A list of records (`notes_list`) reads best as a table.
+    emit(
+        &TerminalRenderer::detect()
+            .with_tables(true)
+            .render(result, Some(ctx)),
+    );
+    Ok(())
+}
+
+/// A refusal of the arguments as a person reads it: the failures in the schema's words (the
+/// result's message, one a line) instead of the original's (`id: Expected integer, got
+/// string`, which `--json` keeps in `error`). `None` for any other result.
+fn invalid_arguments_text(result: &ToolResult) -> Option<String> {
+    if result.code() != Some(&milpa::ErrorCode::ValidationError) {
+        return None;
+    }
+    let words = result.message.as_deref()?;
+    let mut text = String::from("✗ Invalid arguments:\n");
+    for line in words.lines() {
+        text.push_str("  - ");
+        text.push_str(&printable(line));
+        text.push('\n');
+    }
+    Some(text)
 }
 
 fn exit_code(result: &ToolResult) -> u8 {
@@ -679,17 +800,27 @@ fn serve(
     // A server meets floods of refusals (unknown names, anonymous callers): repeats of one
     // caller's refusal are counted into one record instead of one record each.
     let folding = Arc::new(FoldingAuditSink::new(with_store_trail(log_or_file, stores)));
-    let audit: Arc<dyn AuditSink> = folding.clone();
-    let mut registry = registry(manifest, stores, Some(audit), notifier.as_ref(), tools)?;
-    let upstreams = start_upstreams(runtime, &mut registry, upstreams)?;
-    let registry = Arc::new(registry);
+    // Over HTTP, `/metrics` counts every tool call's record before any is folded: a few
+    // atomic additions per record.
+    let counts = Arc::new(CallCounts::new());
+    let audit: Arc<dyn AuditSink> = match args.http {
+        Some(_) => Arc::new(CountingAuditSink::new(folding.clone(), Arc::clone(&counts))),
+        None => folding.clone(),
+    };
+    let registry = Arc::new(registry(
+        manifest,
+        stores,
+        Some(audit),
+        notifier.as_ref(),
+        tools,
+    )?);
+    counts.follow(&registry);
+    // They start in the background while the server serves; their tools appear when they
+    // are up, and are discovered again when they say their list changed; the server then
+    // tells its clients.
+    let upstreams = spawn_upstreams(runtime, &registry, upstreams);
     {
-        // Their tools are discovered again when they say their list changed; the server
-        // then tells its clients.
         let _runtime = runtime.enter();
-        for upstream in &upstreams {
-            upstream.follow_tool_list(&registry);
-        }
         // Files added to a folder resource are listed, and clients told.
         crate::resource_source::rescan_folders(&registry, &manifest.resources);
     }
@@ -712,8 +843,15 @@ fn serve(
                 None => milpa_mcp::serve_stdio_with(registry, options).await,
                 Some(addr) => {
                     let page = (notifier.as_deref(), passkeys);
-                    let readiness = crate::readiness::ServeReadiness::new(stores, upstreams);
-                    serve_http(registry, options, manifest, page, readiness, addr).await
+                    let observed = Observed {
+                        readiness: crate::readiness::ServeReadiness::new(
+                            stores,
+                            Arc::clone(&upstreams),
+                        ),
+                        upstreams: ServeUpstreams::new(upstreams),
+                        counts,
+                    };
+                    serve_http(registry, options, manifest, page, observed, addr).await
                 }
             }
         };
@@ -752,9 +890,12 @@ fn audit_command(stores: &Stores, args: AuditArgs) -> Result<u8, CliError> {
         }));
     };
     if args.command.is_some() {
+        let bar = VerifyProgress::on_terminal();
         let verdict = trail
-            .verify()
-            .map_err(|e| CliError::failed(format!("audit verify: {}", store::chain(&e))))?;
+            .verify_reporting(&mut |checked, total| bar.show(checked, total))
+            .map_err(|e| CliError::failed(format!("audit verify: {}", store::chain(&e))));
+        bar.finish();
+        let verdict = verdict?;
         return Ok(report_chain(
             &format!("the trail of {}", stores.url()),
             verdict,
@@ -820,12 +961,39 @@ fn audit_table(records: &[Value]) -> String {
 }
 
 /// `milpa audit verify FILE`.
+///
+/// Read line by line, each line bounded (`trail_file`): a trail of any size is checked
+/// without being held in memory.
 fn verify_file(path: &Path) -> Result<u8, CliError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| CliError::usage(format!("audit verify {}: {e}", path.display())))?;
+    let cannot =
+        |e: std::io::Error| CliError::usage(format!("audit verify {}: {e}", path.display()));
+    let total = crate::trail_file::count_lines(path).map_err(cannot)?;
+    let mut lines = crate::trail_file::TrailLines::open(path).map_err(cannot)?;
+    let bar = VerifyProgress::on_terminal();
+    bar.show(0, total);
+    let mut verifier = ChainVerifier::new();
+    let mut verdict = None;
+    let mut checked = 0;
+    loop {
+        let line = match lines.next_line() {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            Err(error) => {
+                bar.finish();
+                return Err(cannot(error));
+            }
+        };
+        if let Err(broken) = verifier.push(line) {
+            verdict = Some(Err(broken));
+            break;
+        }
+        checked += 1;
+        bar.show(checked, total);
+    }
+    bar.finish();
     Ok(report_chain(
         &path.display().to_string(),
-        verify_lines(text.lines()),
+        verdict.unwrap_or_else(|| Ok(verifier.finish())),
     ))
 }
 
@@ -849,6 +1017,13 @@ fn report_chain(
     }
 }
 
+/// What `serve --http`'s probes and `/metrics` read.
+struct Observed {
+    readiness: crate::readiness::ServeReadiness,
+    upstreams: ServeUpstreams,
+    counts: Arc<CallCounts>,
+}
+
 async fn serve_http(
     registry: Arc<ToolRegistry>,
     options: milpa_mcp::ServerOptions,
@@ -857,7 +1032,7 @@ async fn serve_http(
         Option<&ApprovalNotifier>,
         milpa_mcp::approvals::PasskeyOptions,
     ),
-    readiness: crate::readiness::ServeReadiness,
+    observed: Observed,
     addr: std::net::SocketAddr,
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr)
@@ -893,7 +1068,13 @@ async fn serve_http(
     let mut server = milpa_mcp::HttpServer::new(registry)
         .options(options)
         .require_token(require_token)
-        .readiness(readiness)
+        .readiness(observed.readiness)
+        .call_counts(observed.counts)
+        .upstream_reports(observed.upstreams)
+        .metrics_access(match manifest.server.metrics {
+            MetricsSetting::Public => MetricsAccess::Public,
+            MetricsSetting::Token => MetricsAccess::Token,
+        })
         .authenticator(tokens)
         .approval_passkeys(passkeys);
     if let Some(config) = oauth_config(manifest) {
@@ -921,6 +1102,13 @@ async fn serve_http(
         // Without a manifest the announcement of the run's tokens named the page already.
         eprintln!("milpa: approvals page on {page} (sign in with a token holding approvals:grant)");
     }
+    eprintln!(
+        "milpa: metrics on http://{local}/metrics ({})",
+        match manifest.server.metrics {
+            MetricsSetting::Public => "public: [server] metrics = \"public\"",
+            MetricsSetting::Token => "a bearer token holding metrics:read",
+        }
+    );
     server
         .serve_listener(listener, std::future::pending())
         .await
@@ -964,8 +1152,8 @@ mod tests {
     fn caller_flags_build_the_context() {
         let cli = context(&CallerArgs::default());
         assert_eq!(
-            (cli.channel(), cli.principal()),
-            ("cli", Some("local-shell"))
+            (cli.channel(), cli.principal(), cli.client()),
+            ("cli", Some("local-shell"), Some("milpa CLI"))
         );
         let ctx = context(&CallerArgs {
             channel: Some("mcp".into()),

@@ -7,7 +7,8 @@
 //!   (which would let it act as another principal: `requested_by` of
 //!   `request_verification`, `principal` of `resolve_verification`) nor `approvals:grant`
 //!   (which would let it decide approvals, a person's calls parked from a shell among them).
-//! - `local-approver` (only `approvals:grant`) signs a person in on the approvals page. It is
+//! - `local-approver` (`approvals:grant` and `metrics:read`) signs a person in on the
+//!   approvals page, and reads `/metrics`. It is
 //!   a second principal because a parked call cannot be approved by the principal that made
 //!   it: with one token, the calls agents park could never be approved over HTTP. It calls
 //!   no tool: [`approver_calls_no_tool`] is a policy rule denying it every tool, so such a
@@ -20,6 +21,7 @@
 use milpa::approval::APPROVE_SCOPE;
 use milpa::policy::{PolicyRule, RuleEffect, StaticRule};
 use milpa::{ToolRegistry, is_scope_pattern, scope_matches};
+use milpa_mcp::METRICS_SCOPE;
 use milpa_mcp::auth::StaticTokens;
 use rand::TryRngCore;
 use rand::rngs::OsRng;
@@ -82,11 +84,16 @@ impl LocalTokens {
     }
 
     /// The authenticator knowing both tokens, by their SHA-256 only: the agent's with the
-    /// [`agent_scopes`] of `registry`, the approver's with `approvals:grant` alone.
+    /// [`agent_scopes`] of `registry`, the approver's with `approvals:grant` and
+    /// `metrics:read` (the person running the server reads its metrics too).
     pub(crate) fn authenticator(&self, registry: &ToolRegistry) -> StaticTokens {
         let mut tokens = StaticTokens::new();
         tokens.insert_token(&self.agent, LOCAL_USER, agent_scopes(registry));
-        tokens.insert_token(&self.approver, LOCAL_APPROVER, [APPROVE_SCOPE]);
+        tokens.insert_token(
+            &self.approver,
+            LOCAL_APPROVER,
+            [APPROVE_SCOPE, METRICS_SCOPE],
+        );
         tokens
     }
 
@@ -104,7 +111,7 @@ impl LocalTokens {
              milpa:\n\
              milpa:   approvals page  {page}\n\
              milpa:   approver token  {approver}\n\
-             milpa:                   principal {LOCAL_APPROVER}, scope {APPROVE_SCOPE}; sign in on the page with it (it calls no tool)\n\
+             milpa:                   principal {LOCAL_APPROVER}, scopes {APPROVE_SCOPE} and {METRICS_SCOPE}; sign in on the page with it (it calls no tool)\n\
              milpa:\n\
              milpa: Two tokens because nobody may approve a call they made themselves: agents call as\n\
              milpa: {LOCAL_USER}, and a person approves their parked calls as {LOCAL_APPROVER}.\n",
@@ -146,7 +153,10 @@ mod tests {
         let approver = tokens.lookup(&a.approver).unwrap();
         assert_eq!(
             (approver.principal.as_str(), approver.scopes.as_slice()),
-            (LOCAL_APPROVER, [APPROVE_SCOPE.to_owned()].as_slice())
+            (
+                LOCAL_APPROVER,
+                [APPROVE_SCOPE.to_owned(), METRICS_SCOPE.to_owned()].as_slice()
+            )
         );
         assert!(tokens.lookup(&b.agent).is_none());
         assert!(!format!("{a:?} {tokens:?}").contains(&a.agent));

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use toml::Spanned;
 
+use crate::env_template::EnvTemplate;
 use crate::template::ArgTemplate;
 
 /// Default cap on a command's standard output: 1 MiB.
@@ -120,6 +121,23 @@ pub struct ServerSection {
     /// listing leaves out what the caller could never use).
     #[serde(default)]
     pub list_all: bool,
+    /// Who may read `/metrics` on `serve --http`: `"token"` (default: a bearer token
+    /// holding the scope `metrics:read`) or `"public"` (anyone who reaches the listener).
+    #[serde(default)]
+    pub metrics: MetricsSetting,
+}
+
+/// `[server] metrics`: who may read the Prometheus metrics at `/metrics`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum MetricsSetting {
+    /// A bearer token holding `metrics:read`.
+    #[default]
+    Token,
+    /// Anyone who can reach the server (it listens on loopback only): for a Prometheus on
+    /// the same machine without a token to keep.
+    Public,
 }
 
 /// `[store]`.
@@ -494,17 +512,31 @@ impl CommandToolSpec {
 pub struct UpstreamSpec {
     /// The upstream's name (messages, logs, listings, the default prefix).
     pub name: Spanned<String>,
-    /// A stdio child: the argv, never a shell.
+    /// A stdio child: the argv, never a shell. `${VAR}` and `${VAR:-default}` are read
+    /// from milpa's environment when it starts.
     pub command: Option<Spanned<Vec<String>>>,
-    /// A Streamable HTTP server's endpoint (`http://` or `https://`).
+    /// A Streamable HTTP server's endpoint (`http://` or `https://`); `${VAR}` allowed.
     pub url: Option<Spanned<String>>,
     /// The environment variable holding the HTTP server's bearer token.
     pub bearer_env: Option<Spanned<String>>,
-    /// Variables set in the child's environment besides `PATH`, `HOME` and `LANG`.
+    /// Variables set in the child's environment besides `PATH`, `HOME` and `LANG`;
+    /// `${VAR}` in a value is read from milpa's environment.
     #[serde(default)]
-    pub env: IndexMap<String, String>,
-    /// Put before each tool's name; default `"<name>__"`, `""` allowed.
+    pub env: IndexMap<String, Spanned<String>>,
+    /// Headers sent on every request to an HTTP upstream (e.g. an API key);
+    /// `${VAR}` in a value is read from milpa's environment.
+    #[serde(default)]
+    pub headers: IndexMap<String, Spanned<String>>,
+    /// Put before each tool's name; default `"<name>__"` when there are several
+    /// upstreams, none when there is one; `""` allowed.
     pub prefix: Option<String>,
+    /// How long a start (launch, handshake, discovery of the tools) may take, in seconds
+    /// (default 120: room for `npx -y` to download a server the first time).
+    pub start_timeout_seconds: Option<Spanned<u64>>,
+    /// The largest message it may send, in bytes (default 16 MiB): a stdio line over it
+    /// resets its session (and the server is started again); an HTTP answer or event over
+    /// it fails that exchange.
+    pub max_message_bytes: Option<Spanned<u64>>,
     /// `[upstreams.tools."GLOB"]`: overrides by glob over the upstream's own tool names.
     #[serde(default)]
     pub tools: IndexMap<String, UpstreamToolOverride>,
@@ -532,26 +564,88 @@ impl UpstreamSpec {
         self.name.get_ref()
     }
 
-    /// The gateway's configuration of this upstream.
-    pub(crate) fn config(&self) -> milpa_gateway::UpstreamConfig {
+    /// Every setting that may hold `${VAR}`, with where it is written: the command's
+    /// words, the `env` values, the URL, the `headers` values.
+    fn templated(&self) -> Vec<(usize, &str)> {
+        let mut settings = Vec::new();
+        if let Some(command) = &self.command {
+            let at = command.span().start;
+            settings.extend(command.get_ref().iter().map(|word| (at, word.as_str())));
+        }
+        if let Some(url) = &self.url {
+            settings.push((url.span().start, url.get_ref().as_str()));
+        }
+        for value in self.env.values().chain(self.headers.values()) {
+            settings.push((value.span().start, value.get_ref().as_str()));
+        }
+        settings
+    }
+
+    /// The first variable its settings need that `env` does not set (and that has no
+    /// default): where it is written, and what to say.
+    pub(crate) fn unset_variable(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Option<(usize, String)> {
+        self.templated().into_iter().find_map(|(at, text)| {
+            let template = EnvTemplate::parse(text).ok()?;
+            let unset = template.expand(env).err()?;
+            Some((at, format!("upstream `{}`: {unset}", self.name())))
+        })
+    }
+
+    /// The gateway's configuration of this upstream, each `${VAR}` read from `env`; the
+    /// first variable that is unset (without a default) is an error: where it is
+    /// written, and what to say. What listings and logs show keeps the text as written.
+    pub(crate) fn config(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<milpa_gateway::UpstreamConfig, (usize, String)> {
+        if let Some(unset) = self.unset_variable(env) {
+            return Err(unset);
+        }
+        // Checked at load (`check`) and just now: every template parses and expands.
+        let expand = |text: &str| {
+            EnvTemplate::parse(text)
+                .ok()
+                .and_then(|template| template.expand(env).ok())
+                .unwrap_or_default()
+        };
         let mut config = match (&self.url, &self.command) {
             (Some(url), _) => milpa_gateway::UpstreamConfig::http(
                 self.name(),
-                url.get_ref().clone(),
+                expand(url.get_ref()),
                 self.bearer_env.as_ref().map(|b| b.get_ref().clone()),
             ),
             (None, command) => milpa_gateway::UpstreamConfig::stdio(
                 self.name(),
                 command
                     .as_ref()
-                    .map(|c| c.get_ref().clone())
+                    .map(|c| c.get_ref().iter().map(|word| expand(word)).collect())
                     .unwrap_or_default(),
             ),
         };
-        if let milpa_gateway::Transport::Stdio { env, .. } = &mut config.transport {
-            env.extend(self.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        config.shown = Some(self.shown());
+        match &mut config.transport {
+            milpa_gateway::Transport::Stdio { env, .. } => env.extend(
+                self.env
+                    .iter()
+                    .map(|(k, v)| (k.clone(), expand(v.get_ref()))),
+            ),
+            milpa_gateway::Transport::Http { headers, .. } => headers.extend(
+                self.headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), expand(v.get_ref()))),
+            ),
+            _ => {}
         }
         config.prefix = self.prefix.clone();
+        if let Some(seconds) = &self.start_timeout_seconds {
+            config.start_timeout = std::time::Duration::from_secs(*seconds.get_ref());
+        }
+        if let Some(bytes) = &self.max_message_bytes {
+            config.max_message_bytes = usize::try_from(*bytes.get_ref()).unwrap_or(usize::MAX);
+        }
         config.overrides = self
             .tools
             .iter()
@@ -572,12 +666,26 @@ impl UpstreamSpec {
                 (glob.clone(), gateway)
             })
             .collect();
-        config
+        Ok(config)
+    }
+
+    /// Its command or URL as written (`${VAR}` unexpanded): what listings and logs show.
+    pub(crate) fn shown(&self) -> String {
+        match (&self.url, &self.command) {
+            (Some(url), _) => url.get_ref().clone(),
+            (None, Some(command)) => command.get_ref().join(" "),
+            (None, None) => String::new(),
+        }
     }
 
     fn check(&self, at: &dyn Fn(usize, String) -> ManifestError) -> Result<(), ManifestError> {
         let name = self.name();
         let name_at = self.name.span().start;
+        for (written, text) in self.templated() {
+            if let Err(why) = EnvTemplate::parse(text) {
+                return Err(at(written, format!("upstream `{name}`: {why}")));
+            }
+        }
         if name.is_empty()
             || !name
                 .bytes()
@@ -614,9 +722,19 @@ impl UpstreamSpec {
                         format!("upstream `{name}`: `bearer_env` goes with `url`"),
                     ));
                 }
+                if let Some(header) = self.headers.values().next() {
+                    return Err(at(
+                        header.span().start,
+                        format!("upstream `{name}`: `headers` go with `url`"),
+                    ));
+                }
             }
             (None, Some(url)) => {
-                if !(url.get_ref().starts_with("http://") || url.get_ref().starts_with("https://"))
+                // A URL that starts with a variable is checked when it is read.
+                let url_text = url.get_ref();
+                if !(url_text.starts_with("http://")
+                    || url_text.starts_with("https://")
+                    || url_text.starts_with("${"))
                 {
                     return Err(at(
                         url.span().start,
@@ -630,6 +748,22 @@ impl UpstreamSpec {
                     ));
                 }
             }
+        }
+        if let Some(timeout) = &self.start_timeout_seconds
+            && *timeout.get_ref() == 0
+        {
+            return Err(at(
+                timeout.span().start,
+                format!("upstream `{name}`: start_timeout_seconds must be at least 1"),
+            ));
+        }
+        if let Some(bytes) = &self.max_message_bytes
+            && *bytes.get_ref() < 1024
+        {
+            return Err(at(
+                bytes.span().start,
+                format!("upstream `{name}`: max_message_bytes must be at least 1024"),
+            ));
         }
         for (glob, over) in &self.tools {
             if let Some(timeout) = &over.timeout_seconds
@@ -1257,6 +1391,17 @@ mod tests {
         let oauth = m.auth.oauth.unwrap();
         assert_eq!(oauth.jwks.get_ref(), "k.json");
         assert_eq!(oauth.scopes_claim.as_deref(), Some("scp"));
+    }
+
+    #[test]
+    fn metrics_need_a_token_unless_the_server_says_public() {
+        let default = Manifest::parse("m.toml", "[server]\nname = \"x\"\n").unwrap();
+        assert_eq!(default.server.metrics, MetricsSetting::Token);
+        let public = Manifest::parse("m.toml", "[server]\nmetrics = \"public\"\n").unwrap();
+        assert_eq!(public.server.metrics, MetricsSetting::Public);
+        let e = error("[server]\nmetrics = \"open\"\n");
+        assert!(e.starts_with("m.toml:2:"), "{e}");
+        assert!(e.contains("`token`") && e.contains("`public`"), "{e}");
     }
 
     #[test]

@@ -77,8 +77,22 @@ fn check_upstream(
     env: &dyn Fn(&str) -> Option<std::ffi::OsString>,
 ) -> Result<(), CliError> {
     let name = upstream.name();
+    let text_env = |variable: &str| env(variable).and_then(|value| value.into_string().ok());
+    if let Some((at, message)) = upstream.unset_variable(&text_env) {
+        return Err(CliError::usage(
+            manifest.error_at(Some(at), message).to_string(),
+        ));
+    }
+    // The program as it will be run: its `${VAR}` read.
+    let program = upstream.command.as_ref().and_then(|command| {
+        let written = command.get_ref().first()?;
+        crate::env_template::EnvTemplate::parse(written)
+            .ok()?
+            .expand(&text_env)
+            .ok()
+    });
     if let Some(command) = &upstream.command
-        && let Some(program) = command.get_ref().first()
+        && let Some(program) = &program
         && find_program(program, env("PATH").as_deref()).is_none()
     {
         return Err(CliError::usage(

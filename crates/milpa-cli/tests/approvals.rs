@@ -126,6 +126,13 @@ fn a_grant_by_another_principal_runs_the_first_calls_arguments_once() {
     assert_eq!(item["channel"], "mcp");
     assert_eq!(item["requested_by"], "agent");
     assert_eq!(item["args"], json!({"env": "prod"}));
+    // What the page shows too: the tool's description and effect, where it goes (a local
+    // tool: nowhere upstream), this server (named after the manifest) and the client.
+    assert_eq!(item["description"], "Deploys to an environment");
+    assert_eq!(item["mutating"], true);
+    assert_eq!(item["upstream"], Value::Null);
+    assert_eq!(item["server"], "m");
+    assert_eq!(item["client"], "milpa-cli-test");
     // `approvals` alone is the table.
     let table = milpa(&sb, &["approvals"]);
     assert_eq!(table.code, 0, "{}", table.stderr);
@@ -219,6 +226,16 @@ fn a_grant_by_another_principal_runs_the_first_calls_arguments_once() {
         "{}",
         text.stdout
     );
+    for line in [
+        "description   Deploys to an environment\n",
+        "effect        mutating (changes state)\n",
+        "server        m\n",
+        "channel       mcp\n",
+        "client        milpa-cli-test\n",
+    ] {
+        assert!(text.stdout.contains(line), "{line}\n{}", text.stdout);
+    }
+    assert!(!text.stdout.contains("upstream"), "{}", text.stdout);
     // Nothing is waiting any more.
     let empty = milpa(&sb, &["approvals"]);
     assert_eq!(empty.stdout, "No approvals are waiting.\n");

@@ -90,6 +90,19 @@ fn still_pending(sb: &Sandbox, id: &str) {
 }
 
 #[test]
+fn a_call_parked_from_the_shell_names_the_cli_as_its_client() {
+    let sb = Sandbox::new();
+    sb.write("m.toml", &manifest(""));
+    let id = park(&sb);
+    let shown = run(milpa(&sb).args(["approvals", "show", &id, "--json"]));
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    let shown = shown.json();
+    assert_eq!(shown["client"], "milpa CLI", "{shown}");
+    assert_eq!(shown["channel"], "cli", "{shown}");
+    assert_eq!(shown["description"], "Deploys to an environment", "{shown}");
+}
+
+#[test]
 fn a_decision_from_a_pipe_decides_nothing() {
     let sb = Sandbox::new();
     sb.write("m.toml", &manifest(""));

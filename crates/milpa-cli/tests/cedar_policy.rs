@@ -64,8 +64,10 @@ fn inspect_names_cedar_and_the_policies_that_can_apply() {
     let r = run_manifest(&sb, MANIFEST, &["tools", "inspect", "show"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert!(
-        r.stdout
-            .contains("cedar (./policy.cedar, default allow): policies that can apply: no-etc"),
+        r.stdout.contains(
+            "Then a call policy reads the arguments and may refuse the call: cedar \
+                (./policy.cedar, default allow): policies that can apply: no-etc."
+        ),
         "{}",
         r.stdout
     );

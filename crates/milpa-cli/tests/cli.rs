@@ -109,7 +109,7 @@ fn refused_and_failed_calls_exit_1() {
     let r = run(sb.milpa().args(["call", "add", r#"{"a":"2","b":3}"#]));
     assert_eq!(r.code, 1);
     assert!(
-        r.stdout.contains("a: Expected integer, got string"),
+        r.stdout.contains("'a' must be an integer (got a string)"),
         "{}",
         r.stdout
     );
@@ -554,6 +554,48 @@ fn an_unknown_tool_gets_the_nearest_name_when_one_is_near() {
         "{}",
         r.stderr
     );
+}
+
+#[test]
+fn an_unknown_subcommand_gets_the_nearest_name_and_exit_2() {
+    let sb = Sandbox::new();
+    // At the top, one level down, and for a mistyped flag: clap's suggestion, usage exit 2,
+    // and nothing on standard output (a script reading it gets nothing half-done).
+    for (args, typo, nearest) in [
+        (&["toolz"][..], "'toolz'", "'tools'"),
+        (&["aproovals", "list"][..], "'aproovals'", "'approvals'"),
+        (&["approvals", "lst"][..], "'lst'", "'list'"),
+        (&["audit", "verfy"][..], "'verfy'", "'verify'"),
+        (&["tools", "inspcet", "add"][..], "'inspcet'", "'inspect'"),
+    ] {
+        let r = run(sb.milpa().args(args));
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(r.stdout.is_empty(), "{args:?}: {}", r.stdout);
+        assert!(
+            r.stderr
+                .contains(&format!("error: unrecognized subcommand {typo}")),
+            "{args:?}: {}",
+            r.stderr
+        );
+        assert!(
+            r.stderr
+                .contains(&format!("tip: a similar subcommand exists: {nearest}")),
+            "{args:?}: {}",
+            r.stderr
+        );
+    }
+    let r = run(sb.milpa().args(["--mainfest", "m.toml", "tools"]));
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr
+            .contains("tip: a similar argument exists: '--manifest'"),
+        "{}",
+        r.stderr
+    );
+    // Far from every name: no guess.
+    let r = run(sb.milpa().arg("qqqqqq"));
+    assert_eq!(r.code, 2);
+    assert!(!r.stderr.contains("similar"), "{}", r.stderr);
 }
 
 #[test]

@@ -440,7 +440,8 @@ fn verification_tools_follow_the_manifest() {
     let r = run_manifest(&sb, on, &["tools", "inspect", "resolve_verification"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(
-        r.stdout.contains("the tool requires one of: approve;"),
+        r.stdout
+            .contains("Lets you call it: it needs the scope approve, which you hold."),
         "{}",
         r.stdout
     );
@@ -552,8 +553,10 @@ command = ["true"]
     assert_eq!(r.json()["success"], true);
     let r = run_manifest(&sb, manifest, &["tools", "inspect", "write"]);
     assert!(
-        r.stdout.contains("require_human_approval_for_mutating")
-            && r.stdout.contains("expires after 120s"),
+        r.stdout.contains(
+            "Waits for a person's approval (the cli channel makes every tool that changes \
+             things wait for a person)"
+        ) && r.stdout.contains("(it expires after 120s)"),
         "{}",
         r.stdout
     );

@@ -449,6 +449,20 @@ fn the_approver_token_decides_on_the_page_and_calls_no_tool() {
         "The approver token decides approvals on the page; it calls no tool.",
         "{refused}"
     );
+    // It reads the metrics; the agent's token does not.
+    let metrics = common::http::get_with(s.addr, "/metrics", &auth);
+    assert_eq!(metrics.status, 200, "{}", metrics.body);
+    assert!(
+        metrics
+            .body
+            .contains(r#"milpa_tool_calls_total{tool="add",channel="mcp",outcome="denied"} 1"#),
+        "{}",
+        metrics.body
+    );
+    let agent = bearer(&s.agent);
+    let agent_metrics =
+        common::http::get_with(s.addr, "/metrics", &[("Authorization", agent.as_str())]);
+    assert_eq!(agent_metrics.status, 403, "{}", agent_metrics.body);
     // And audited as a denial.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {

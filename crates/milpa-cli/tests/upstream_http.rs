@@ -87,18 +87,16 @@ fn an_http_upstream_is_called_with_its_bearer_token_its_loss_is_reported_and_its
     let mut serve = proxy(&sb, &manifest, "gw-token");
     serve.arg("serve");
     let mut client = StdioClient::start(serve, &sb.path().join("proxy.err"));
+    client.wait_for_tool("greet");
 
     let listed = client.request("tools/list", json!({}));
-    assert_eq!(
-        listed["result"]["tools"][0]["name"], "web__greet",
-        "{listed}"
-    );
-    let greeted = client.call("web__greet", json!({"who": "ana"}));
+    assert_eq!(listed["result"]["tools"][0]["name"], "greet", "{listed}");
+    let greeted = client.call("greet", json!({"who": "ana"}));
     assert_eq!(greeted["isError"], false, "{greeted}");
     assert_eq!(greeted["content"][0]["text"], "hello ana");
 
     drop(upstream);
-    let lost = client.call("web__greet", json!({"who": "ana"}));
+    let lost = client.call("greet", json!({"who": "ana"}));
     assert_eq!(code(&lost), "UPSTREAM_UNAVAILABLE", "{lost}");
     let message = lost["content"][0]["text"].as_str().unwrap();
     assert!(
@@ -109,7 +107,7 @@ fn an_http_upstream_is_called_with_its_bearer_token_its_loss_is_reported_and_its
     );
     // The server keeps serving.
     let listed = client.request("tools/list", json!({}));
-    assert_eq!(listed["result"]["tools"][0]["name"], "web__greet");
+    assert_eq!(listed["result"]["tools"][0]["name"], "greet");
 
     // The upstream back on the same address knows nothing of our session: a new one is
     // opened and the call goes through.
@@ -126,19 +124,20 @@ fn an_http_upstream_is_called_with_its_bearer_token_its_loss_is_reported_and_its
         ],
     );
     assert_eq!(again_addr, addr);
-    let back = client.call("web__greet", json!({"who": "bea"}));
+    let back = client.call("greet", json!({"who": "bea"}));
     assert_eq!(back["isError"], false, "{back}");
     assert_eq!(back["content"][0]["text"], "hello bea");
 }
 
 #[test]
-fn an_http_upstream_refusing_the_token_or_a_missing_token_variable_stops_start_up() {
+fn an_http_upstream_refusing_the_token_or_a_missing_token_variable_is_down_naming_why() {
     let sb = Sandbox::new();
     let (_upstream, addr) = start_upstream(&sb);
     let manifest = proxy_manifest(&sb, addr);
-    // A token the upstream does not know is refused at the handshake: start-up stops.
+    // A token the upstream does not know is refused at the handshake: it is down (and
+    // tried again), the rest is served.
     let wrong = run(proxy(&sb, &manifest, "not-the-token").args(["tools"]));
-    assert_eq!(wrong.code, 1);
+    assert_eq!(wrong.code, 0, "{}", wrong.stderr);
     assert!(
         wrong.stderr.contains(&format!(
             "upstream `web`: initialize failed: http://{addr}/mcp answered HTTP 401"
@@ -151,7 +150,7 @@ fn an_http_upstream_refusing_the_token_or_a_missing_token_variable_stops_start_u
     let missing = run(proxy(&sb, &manifest, "")
         .env_remove("UP_TOKEN")
         .args(["tools"]));
-    assert_eq!(missing.code, 1);
+    assert_eq!(missing.code, 0, "{}", missing.stderr);
     assert!(
         missing
             .stderr
@@ -187,17 +186,18 @@ fn an_https_upstream_is_called_when_its_certificate_is_trusted_and_refused_when_
     let mut serve = proxy(&sb, &manifest, "gw-token");
     serve.env("SSL_CERT_FILE", &root).arg("serve");
     let mut client = StdioClient::start(serve, &sb.path().join("tls.err"));
-    let greeted = client.call("web__greet", json!({"who": "ana"}));
+    client.wait_for_tool("greet");
+    let greeted = client.call("greet", json!({"who": "ana"}));
     assert_eq!(greeted["isError"], false, "{greeted}");
     assert_eq!(greeted["content"][0]["text"], "hello ana");
     drop(client);
 
-    // A certificate the system does not trust: the handshake fails and start-up stops.
+    // A certificate the system does not trust: the handshake fails, the upstream is down.
     let untrusted = sb.write("other.pem", &tls_terminator(addr).1);
     let refused = run(proxy(&sb, &manifest, "gw-token")
         .env("SSL_CERT_FILE", &untrusted)
         .args(["tools"]));
-    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert_eq!(refused.code, 0, "{}", refused.stderr);
     assert!(
         refused.stderr.contains(&format!(
             "upstream `web`: initialize failed: could not reach {url}"
@@ -218,7 +218,7 @@ fn an_https_upstream_is_called_when_its_certificate_is_trusted_and_refused_when_
         .env("SSL_CERT_FILE", &empty)
         .env("SSL_CERT_DIR", sb.path().join("no-such-dir"))
         .args(["tools"]));
-    assert_eq!(rootless.code, 1, "{}", rootless.stderr);
+    assert_eq!(rootless.code, 0, "{}", rootless.stderr);
     assert!(
         rootless
             .stderr
@@ -232,5 +232,5 @@ fn an_https_upstream_is_called_when_its_certificate_is_trusted_and_refused_when_
         .env("SSL_CERT_DIR", sb.path().join("no-such-dir"))
         .args(["tools"]));
     assert_eq!(listed.code, 0, "{}", listed.stderr);
-    assert!(listed.stdout.contains("web__greet"), "{}", listed.stdout);
+    assert!(listed.stdout.contains("greet"), "{}", listed.stdout);
 }

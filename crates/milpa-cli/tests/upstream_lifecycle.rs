@@ -53,7 +53,9 @@ command = ["sh", "-c", "echo $$ > {slow_pid}; exec sleep 60"]
         .args(["--store", "memory", "--manifest"])
         .arg(manifest)
         .arg("serve");
-    StdioClient::start(serve, &sb.path().join("serve.err"))
+    let mut client = StdioClient::start(serve, &sb.path().join("serve.err"));
+    client.wait_for_tool("slow");
+    client
 }
 
 fn alive(pid: i32) -> bool {
@@ -75,7 +77,7 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 }
 
 fn upstream_pid(client: &mut StdioClient) -> i32 {
-    let answer = client.call("up__pid", json!({}));
+    let answer = client.call("pid", json!({}));
     assert_eq!(answer["isError"], false, "{answer}");
     i32::try_from(answer["structuredContent"]["result"].as_i64().unwrap()).unwrap()
 }
@@ -92,7 +94,7 @@ fn a_killed_upstream_fails_its_calls_with_upstream_unavailable_then_comes_back()
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
-    let down = client.call("up__pid", json!({}));
+    let down = client.call("pid", json!({}));
     assert_eq!(down["isError"], true, "{down}");
     assert_eq!(code(&down), "UPSTREAM_UNAVAILABLE", "{down}");
     let message = down["content"][0]["text"].as_str().unwrap();
@@ -108,7 +110,7 @@ fn a_killed_upstream_fails_its_calls_with_upstream_unavailable_then_comes_back()
     // Restarted with backoff: calls succeed again, on a new upstream process.
     let mut second = None;
     wait_until("the upstream to come back", || {
-        let answer = client.call("up__pid", json!({}));
+        let answer = client.call("pid", json!({}));
         if answer["isError"] == false {
             second = answer["structuredContent"]["result"].as_i64();
             return true;
@@ -138,7 +140,7 @@ fn read_pid(path: &Path) -> Option<i32> {
 fn cancelling_a_slow_upstream_call_cancels_it_upstream() {
     let sb = Sandbox::new();
     let mut client = start(&sb);
-    let id = client.send("tools/call", json!({"name": "up__slow", "arguments": {}}));
+    let id = client.send("tools/call", json!({"name": "slow", "arguments": {}}));
     let pid_file = sb.path().join("slow.pid");
     let mut sleeper = None;
     wait_until("the upstream tool to start", || {
@@ -155,7 +157,7 @@ fn cancelling_a_slow_upstream_call_cancels_it_upstream() {
     // The upstream ends its command only when it hears of the cancellation.
     wait_until("the upstream command to be killed", || !alive(sleeper));
     // And the proxy still serves.
-    let answer = client.call("up__pid", json!({}));
+    let answer = client.call("pid", json!({}));
     assert_eq!(answer["isError"], false, "{answer}");
 }
 
@@ -165,7 +167,7 @@ fn a_slow_upstream_call_does_not_hold_up_the_calls_after_it() {
     // waiting on its upstream, or on its command, must leave the thread to the others.
     let sb = Sandbox::new();
     let mut client = start(&sb);
-    let slow = client.send("tools/call", json!({"name": "up__slow", "arguments": {}}));
+    let slow = client.send("tools/call", json!({"name": "slow", "arguments": {}}));
     let pid_file = sb.path().join("slow.pid");
     let mut sleeper = None;
     wait_until("the upstream tool to start", || {
@@ -174,7 +176,7 @@ fn a_slow_upstream_call_does_not_hold_up_the_calls_after_it() {
     });
     let sleeper = sleeper.unwrap();
     for _ in 0..3 {
-        let answer = client.call("up__pid", json!({}));
+        let answer = client.call("pid", json!({}));
         assert_eq!(answer["isError"], false, "{answer}");
     }
     let listed = client.request("tools/list", json!({}));
@@ -188,7 +190,7 @@ fn a_slow_upstream_call_does_not_hold_up_the_calls_after_it() {
 fn a_timeout_override_ends_a_slow_upstream_call_and_cancels_it_upstream() {
     let sb = Sandbox::new();
     let mut client = start_with(&sb, "[upstreams.tools.\"slow\"]\ntimeout_seconds = 1\n");
-    let answer = client.call("up__slow", json!({}));
+    let answer = client.call("slow", json!({}));
     assert_eq!(code(&answer), "TIMEOUT", "{answer}");
     let sleeper = read_pid(&sb.path().join("slow.pid")).expect("the upstream tool started");
     wait_until("the upstream command to be killed", || !alive(sleeper));

@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::net::SocketAddr;
 use std::process::Command;
 
 use common::stdio::StdioClient;
@@ -54,7 +55,7 @@ fn code(result: &Value) -> &str {
 }
 
 #[test]
-fn proxy_lists_prefixed_tools_with_their_schemas_and_forwards_calls() {
+fn proxy_lists_the_servers_tools_under_their_own_names_with_their_schemas_and_forwards_calls() {
     let sb = Sandbox::new();
     let upstream = upstream_manifest(&sb);
     let mut proxy = milpa(&sb);
@@ -64,11 +65,12 @@ fn proxy_lists_prefixed_tools_with_their_schemas_and_forwards_calls() {
     proxy.arg(&upstream);
     proxy.arg("serve");
     let mut client = StdioClient::start(proxy, &sb.path().join("proxy.err"));
+    client.wait_for_tool("write_note");
 
     let listed = client.request("tools/list", json!({}));
     let tools = listed["result"]["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["milpa__greet", "milpa__fail", "milpa__write_note"]);
+    assert_eq!(names, ["greet", "fail", "write_note"]);
     assert_eq!(tools[0]["description"], "Say hello");
     assert_eq!(
         tools[0]["inputSchema"]["properties"]["who"]["description"],
@@ -79,17 +81,17 @@ fn proxy_lists_prefixed_tools_with_their_schemas_and_forwards_calls() {
     assert_eq!(tools[0]["annotations"]["readOnlyHint"], true);
     assert_eq!(tools[2]["annotations"]["destructiveHint"], true);
 
-    let greeted = client.call("milpa__greet", json!({"who": "ana"}));
+    let greeted = client.call("greet", json!({"who": "ana"}));
     assert_eq!(greeted["isError"], false, "{greeted}");
     assert_eq!(
         greeted["content"],
         json!([{"type": "text", "text": "hello ana"}])
     );
     assert_eq!(greeted["structuredContent"], json!({"result": "hello ana"}));
-    assert_eq!(greeted["_meta"]["milpa"]["tool"], "milpa__greet");
+    assert_eq!(greeted["_meta"]["milpa"]["tool"], "greet");
 
     // The upstream's error arrives as an error result with its own text.
-    let failed = client.call("milpa__fail", json!({}));
+    let failed = client.call("fail", json!({}));
     assert_eq!(failed["isError"], true, "{failed}");
     assert_eq!(
         failed["content"][0]["text"],
@@ -97,7 +99,7 @@ fn proxy_lists_prefixed_tools_with_their_schemas_and_forwards_calls() {
     );
 
     // Our pipeline validates against the upstream's schema before anything is forwarded.
-    let invalid = client.call("milpa__greet", json!({"who": 5}));
+    let invalid = client.call("greet", json!({"who": 5}));
     assert_eq!(code(&invalid), "VALIDATION_ERROR", "{invalid}");
 }
 
@@ -166,8 +168,9 @@ fn a_human_confirm_override_parks_the_call_and_nothing_reaches_the_upstream_unti
     let mut serve = milpa(&sb);
     serve.arg("--manifest").arg(&path).arg("serve");
     let mut client = StdioClient::start(serve, &sb.path().join("serve.err"));
+    client.wait_for_tool("write_note");
 
-    let parked = client.call("up__write_note", json!({"text": "first"}));
+    let parked = client.call("write_note", json!({"text": "first"}));
     assert_eq!(code(&parked), "APPROVAL_PENDING", "{parked}");
     let id = parked["structuredContent"]["approval_id"]
         .as_str()
@@ -177,11 +180,18 @@ fn a_human_confirm_override_parks_the_call_and_nothing_reaches_the_upstream_unti
         !marks.exists(),
         "nothing may reach the upstream before a grant"
     );
+    // The person deciding sees where it goes: the upstream, its tool's description and
+    // effect, the server and the client that asked.
+    let shown = run_manifest(&sb, &manifest, &["approvals", "show", &id, "--json"]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    let shown = shown.json();
+    assert_eq!(shown["upstream"], "up", "{shown}");
+    assert_eq!(shown["description"], "Appends a note", "{shown}");
+    assert_eq!(shown["mutating"], true, "{shown}");
+    assert_eq!(shown["server"], "m", "{shown}");
+    assert_eq!(shown["client"], "t", "{shown}");
 
-    let early = client.call(
-        "up__write_note",
-        json!({"text": "first", "confirm_token": id}),
-    );
+    let early = client.call("write_note", json!({"text": "first", "confirm_token": id}));
     assert_eq!(code(&early), "APPROVAL_PENDING", "{early}");
     assert!(!marks.exists());
 
@@ -193,10 +203,7 @@ fn a_human_confirm_override_parks_the_call_and_nothing_reaches_the_upstream_unti
     assert_eq!(granted.code, 0, "{}", granted.stderr);
     assert!(!marks.exists(), "a grant runs nothing by itself");
 
-    let ran = client.call(
-        "up__write_note",
-        json!({"text": "first", "confirm_token": id}),
-    );
+    let ran = client.call("write_note", json!({"text": "first", "confirm_token": id}));
     assert_eq!(ran["isError"], false, "{ran}");
     assert_eq!(std::fs::read_to_string(&marks).unwrap(), "first\n");
 }
@@ -227,56 +234,6 @@ fn manifest_upstreams_refuse_unknown_keys_and_name_the_line() {
             .contains("m.toml:5: upstream `up` is declared twice"),
         "{}",
         twice.stderr
-    );
-}
-
-#[test]
-fn an_upstream_tool_taking_an_existing_name_stops_start_up_naming_both() {
-    let sb = Sandbox::new();
-    let upstream = upstream_manifest(&sb);
-    let manifest = format!(
-        "[[tools]]\nname = \"greet\"\ncommand = [\"true\"]\n\
-         [[upstreams]]\nname = \"up\"\ncommand = {}\nprefix = \"\"\n",
-        upstream_command(&upstream)
-    );
-    let run = run_manifest(&sb, &manifest, &["--store", "memory", "tools"]);
-    assert_eq!(run.code, 2, "{}", run.stdout);
-    assert!(
-        run.stderr.contains(
-            "upstream `up`: its tool `greet` would be registered as `greet`, which is already a tool of this server"
-        ),
-        "{}",
-        run.stderr
-    );
-}
-
-#[test]
-fn an_upstream_that_cannot_start_stops_start_up_naming_it() {
-    let sb = Sandbox::new();
-    let run = run_manifest(
-        &sb,
-        "[[upstreams]]\nname = \"gone\"\ncommand = [\"/nonexistent/server\"]\n",
-        &["--store", "memory", "tools"],
-    );
-    assert_eq!(run.code, 1);
-    assert!(
-        run.stderr
-            .contains("upstream `gone`: could not start `/nonexistent/server`"),
-        "{}",
-        run.stderr
-    );
-    let not_mcp = run_manifest(
-        &sb,
-        "[[upstreams]]\nname = \"mute\"\ncommand = [\"true\"]\n",
-        &["--store", "memory", "tools"],
-    );
-    assert_eq!(not_mcp.code, 1);
-    assert!(
-        not_mcp
-            .stderr
-            .contains("upstream `mute`: initialize failed"),
-        "{}",
-        not_mcp.stderr
     );
 }
 
@@ -316,12 +273,21 @@ fn proxy_over_http_serves_the_upstream_with_the_manifests_tokens_and_audits_each
             "serve",
         ],
     );
+    // The upstream starts in the background: /readyz says when it is up.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while common::http::get(addr, "/readyz").status != 200 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the upstream never came up"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     let auth = [("Authorization", "Bearer agent-token")];
     let session = common::http::initialize(addr, &auth);
-    let greeted = common::http::call(addr, &session, &auth, "up__greet", json!({"who": "eva"}));
+    let greeted = common::http::call(addr, &session, &auth, "greet", json!({"who": "eva"}));
     assert_eq!(greeted["content"][0]["text"], "hello eva", "{greeted}");
     assert_eq!(greeted["_meta"]["milpa"]["principal"], "agent");
-    let failed = common::http::call(addr, &session, &auth, "up__fail", json!({}));
+    let failed = common::http::call(addr, &session, &auth, "fail", json!({}));
     assert_eq!(failed["isError"], true, "{failed}");
 
     let audit = std::fs::read_to_string(sb.path().join("audit.jsonl")).unwrap();
@@ -330,7 +296,79 @@ fn proxy_over_http_serves_the_upstream_with_the_manifests_tokens_and_audits_each
         .map(|line| serde_json::from_str(line).unwrap())
         .collect();
     assert_eq!(records.len(), 2, "{audit}");
-    assert_eq!(records[0]["tool"], "up__greet", "{audit}");
+    assert_eq!(records[0]["tool"], "greet", "{audit}");
     assert_eq!(records[0]["principal"], "agent", "{audit}");
-    assert_eq!(records[1]["tool"], "up__fail", "{audit}");
+    assert_eq!(records[1]["tool"], "fail", "{audit}");
+}
+
+/// Starts `milpa ARGS… proxy --http 127.0.0.1:0 -- <upstream>` and reads its standard
+/// error up to the line after `serving MCP on` (`and_next`), or up to that line.
+fn proxy_http_head(sb: &Sandbox, before: &[&str], and_next: bool) -> (Vec<String>, SocketAddr) {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let upstream = upstream_manifest(sb);
+    let mut proxy = milpa(sb);
+    proxy
+        .args(before)
+        .args(["proxy", "--http", "127.0.0.1:0", "--name", "up", "--"])
+        .arg(assert_cmd::cargo::cargo_bin("milpa"))
+        .args(["--store", "memory", "--manifest"])
+        .arg(&upstream)
+        .arg("serve")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut child = proxy.spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let _server = common::http::Server(child);
+    let mut lines = BufReader::new(stderr).lines().map(Result::unwrap);
+    let mut head = Vec::new();
+    let addr: SocketAddr = loop {
+        let line = lines.next().expect("the proxy said where it listens");
+        head.push(line.clone());
+        if let Some(rest) = line.strip_prefix("milpa: serving MCP on http://") {
+            break rest.trim_end_matches("/mcp").parse().unwrap();
+        }
+    };
+    if and_next {
+        head.push(lines.next().expect("a line after the MCP address"));
+    }
+    (head, addr)
+}
+
+#[test]
+fn proxy_over_http_prints_the_approvals_page_with_and_without_a_manifest() {
+    let sb = Sandbox::new();
+    sb.write(
+        "tokens.toml",
+        &format!(
+            "[[auth.tokens]]\nsha256 = \"{}\"\nprincipal = \"agent\"\nscopes = [\"*\"]\n",
+            milpa_mcp::auth::sha256_hex("agent-token")
+        ),
+    );
+    let (head, addr) = proxy_http_head(
+        &sb,
+        &["--store", "memory", "--manifest", "tokens.toml"],
+        true,
+    );
+    assert_eq!(
+        head.last().unwrap(),
+        &format!(
+            "milpa: approvals page on http://{addr}/approvals (sign in with a token holding \
+             approvals:grant)"
+        ),
+        "{head:#?}"
+    );
+
+    // Without a manifest, the announcement of the run's tokens names the page.
+    let (head, addr) = proxy_http_head(&sb, &["--store", "memory"], false);
+    let page = head
+        .iter()
+        .find(|line| line.contains("approvals page"))
+        .unwrap_or_else(|| panic!("no approvals page line in {head:#?}"));
+    assert!(
+        page.ends_with(&format!(" http://{addr}/approvals")),
+        "{head:#?}"
+    );
 }

@@ -9,8 +9,19 @@ use milpa::policy::glob_matches;
 /// hard timeout, after which the call is cancelled upstream.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// One upstream MCP server.
-#[derive(Debug, Clone, PartialEq)]
+/// How long an upstream may take to start (launch, `initialize`, and the discovery of its
+/// tools) when its configuration does not say: long enough for `npx -y` to download a
+/// server the first time on a slow line.
+pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The largest message an upstream may send when its configuration does not say (a line
+/// on a stdio server's output, an event or a JSON answer from an HTTP server).
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// One upstream MCP server. Its `Debug` shows no command, URL, variable or header value
+/// (they may hold secrets read from the environment): only what [`label`](Self::label)
+/// shows.
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub struct UpstreamConfig {
     /// The upstream's name: in messages, logs, listings and policies.
@@ -22,6 +33,16 @@ pub struct UpstreamConfig {
     /// Overrides by glob over the upstream's own tool names, in order; every match
     /// applies, later ones win field by field.
     pub overrides: Vec<(String, ToolOverride)>,
+    /// How long a start may take (launch, handshake and discovery) before it counts as
+    /// failed (default [`DEFAULT_START_TIMEOUT`]).
+    pub start_timeout: Duration,
+    /// How the upstream is shown in logs and messages (its command or URL as configured,
+    /// with `${VAR}` unexpanded, so no secret shows); `None`: built from the transport.
+    pub shown: Option<String>,
+    /// The largest message it may send (default [`DEFAULT_MAX_MESSAGE_BYTES`]): a stdio
+    /// line over it resets the session (its calls fail `UPSTREAM_UNAVAILABLE` and the
+    /// server is started again); an HTTP answer or event over it fails that exchange.
+    pub max_message_bytes: usize,
 }
 
 impl UpstreamConfig {
@@ -35,6 +56,9 @@ impl UpstreamConfig {
             },
             prefix: None,
             overrides: Vec::new(),
+            start_timeout: DEFAULT_START_TIMEOUT,
+            shown: None,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
         }
     }
 
@@ -47,9 +71,30 @@ impl UpstreamConfig {
     ) -> UpstreamConfig {
         UpstreamConfig {
             name: name.into(),
-            transport: Transport::Http { url, bearer_env },
+            transport: Transport::Http {
+                url,
+                bearer_env,
+                headers: Vec::new(),
+            },
             prefix: None,
             overrides: Vec::new(),
+            start_timeout: DEFAULT_START_TIMEOUT,
+            shown: None,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+        }
+    }
+
+    /// How the upstream is shown in logs: [`shown`](Self::shown), else its command (cut
+    /// after [`SHOWN_MAX_CHARS`] characters) or its URL.
+    pub fn label(&self) -> String {
+        let full = match (&self.shown, &self.transport) {
+            (Some(shown), _) => shown.clone(),
+            (None, Transport::Stdio { command, .. }) => command.join(" "),
+            (None, Transport::Http { url, .. }) => url.clone(),
+        };
+        match full.char_indices().nth(SHOWN_MAX_CHARS) {
+            Some((cut, _)) => format!("{} …", full[..cut].trim_end()),
+            None => full,
         }
     }
 
@@ -71,8 +116,24 @@ impl UpstreamConfig {
     }
 }
 
+impl std::fmt::Debug for UpstreamConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UpstreamConfig")
+            .field("name", &self.name)
+            .field("shown", &self.label())
+            .field("prefix", &self.prefix)
+            .field("overrides", &self.overrides)
+            .field("start_timeout", &self.start_timeout)
+            .field("max_message_bytes", &self.max_message_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The most characters of an upstream's command or URL a log line shows.
+pub const SHOWN_MAX_CHARS: usize = 60;
+
 /// How an upstream is reached.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Transport {
     /// A child process speaking newline-delimited JSON-RPC on stdin/stdout.
@@ -91,7 +152,35 @@ pub enum Transport {
         /// The environment variable (of milpa's own environment) holding its bearer
         /// token; read at each launch, never kept in the configuration.
         bearer_env: Option<String>,
+        /// Headers sent on every request (name, value), e.g. an API key; values are
+        /// marked sensitive and never shown.
+        headers: Vec<(String, String)>,
     },
+}
+
+/// Names and the program only: environment and header values may be secrets.
+impl std::fmt::Debug for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Transport::Stdio { command, env } => f
+                .debug_struct("Stdio")
+                .field("program", &command.first())
+                .field("env", &env.iter().map(|(k, _)| k).collect::<Vec<_>>())
+                .finish_non_exhaustive(),
+            Transport::Http {
+                bearer_env,
+                headers,
+                ..
+            } => f
+                .debug_struct("Http")
+                .field("bearer_env", bearer_env)
+                .field(
+                    "headers",
+                    &headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+                )
+                .finish_non_exhaustive(),
+        }
+    }
 }
 
 /// Who confirms a call of an upstream tool first.

@@ -13,6 +13,9 @@
 //! - requests from the upstream are answered: `ping` with `{}`, sampling and elicitation
 //!   by relaying them to the client of the call they belong to (see [`crate::relay`]),
 //!   anything else (roots) with "method not found";
+//! - a message is at most the upstream's `max_message_bytes` (a line over it resets the
+//!   session: its calls fail, and the supervisor starts the server again), so nothing it
+//!   writes is buffered without bound;
 //! - when the session ends (the child closed its output, or could not be written to),
 //!   every waiting request fails with [`CallError::Unavailable`] and the reason (the
 //!   error behind it kept as its source).
@@ -21,11 +24,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use futures_util::StreamExt;
 use milpa::call_handle::CallHandle;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, FramedRead};
 
 use crate::relay::{self, CallTarget};
 use crate::unavailability::Unavailability;
@@ -137,16 +142,23 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
-    /// Starts the reader and writer tasks over `input` (what the upstream writes) and
-    /// `output` (what it reads).
+    /// Starts the reader and writer tasks over `input` (what the upstream writes, lines of
+    /// at most `max_message_bytes`) and `output` (what it reads).
     pub(crate) fn open(
         upstream: Arc<str>,
         input: impl AsyncRead + Unpin + Send + 'static,
         output: impl AsyncWrite + Unpin + Send + 'static,
+        max_message_bytes: usize,
     ) -> Connection {
         Connection::with_transport(upstream, |name, lines, outgoing, shared| {
             tokio::spawn(write_lines(output, lines, Arc::clone(&shared)));
-            tokio::spawn(read_messages(name, input, outgoing, shared));
+            tokio::spawn(read_messages(
+                name,
+                input,
+                max_message_bytes,
+                outgoing,
+                shared,
+            ));
         })
     }
 
@@ -184,6 +196,16 @@ impl Connection {
     /// Ends the session: waiting requests fail with `why`.
     pub(crate) fn close(&self, why: Unavailability) {
         self.shared.close(why);
+    }
+
+    /// Completes once the session ended (closed by either side, or broken).
+    pub(crate) async fn ended(&self) {
+        self.shared.ended().await;
+    }
+
+    /// Why the session ended, once it has.
+    pub(crate) fn closed(&self) -> Option<Unavailability> {
+        self.shared.closed()
     }
 
     /// Sends a notification (no answer expected).
@@ -326,14 +348,15 @@ async fn write_lines(
 async fn read_messages(
     upstream: Arc<str>,
     input: impl AsyncRead + Unpin,
+    max_message_bytes: usize,
     outgoing: mpsc::UnboundedSender<String>,
     shared: Arc<Shared>,
 ) {
-    let mut lines = BufReader::new(input).lines();
+    let mut lines = FramedRead::new(input, bounded_lines(max_message_bytes));
     loop {
-        match lines.next_line().await {
-            Ok(Some(line)) if line.trim().is_empty() => {}
-            Ok(Some(line)) => match serde_json::from_str::<Value>(&line) {
+        match lines.next().await {
+            Some(Ok(line)) if line.trim_ascii().is_empty() => {}
+            Some(Ok(line)) => match serde_json::from_slice::<Value>(&line) {
                 Ok(message) => dispatch(&upstream, message, &outgoing, &shared, None),
                 Err(error) => tracing::warn!(
                     target: "milpa::upstream",
@@ -341,11 +364,15 @@ async fn read_messages(
                     "ignored a line that is not JSON ({error})"
                 ),
             },
-            Ok(None) => {
+            None => {
                 shared.close(Unavailability::new("it closed its output"));
                 return;
             }
-            Err(error) => {
+            Some(Err(AnyDelimiterCodecError::MaxChunkLengthExceeded)) => {
+                shared.close(over_size(max_message_bytes));
+                return;
+            }
+            Some(Err(AnyDelimiterCodecError::Io(error))) => {
                 shared.close(
                     Unavailability::new(format!("could not read from it ({error})"))
                         .with_cause(error),
@@ -354,6 +381,18 @@ async fn read_messages(
             }
         }
     }
+}
+
+/// Newline-delimited chunks of at most `max` bytes (the newline not counted).
+pub(crate) fn bounded_lines(max: usize) -> AnyDelimiterCodec {
+    AnyDelimiterCodec::new_with_max_length(b"\n".to_vec(), Vec::new(), max)
+}
+
+/// Why a session was reset: the upstream sent a message over its limit.
+pub(crate) fn over_size(max_message_bytes: usize) -> Unavailability {
+    Unavailability::new(format!(
+        "it sent a message over {max_message_bytes} bytes (max_message_bytes); the session was reset"
+    ))
 }
 
 /// Handles one message from the upstream: an answer, a notification or a request.

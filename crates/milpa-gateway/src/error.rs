@@ -5,7 +5,8 @@ use milpa::RegistryError;
 
 use crate::connection::CallError;
 
-/// An upstream that could not be brought into service.
+/// An upstream that could not be brought into service, or one of its tools that is not
+/// served.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum GatewayError {
@@ -23,7 +24,7 @@ pub enum GatewayError {
     Spawn {
         /// The upstream's name.
         upstream: String,
-        /// The program.
+        /// The program (the command as configured, when it was given as written).
         program: String,
         /// Why.
         #[source]
@@ -53,11 +54,14 @@ pub enum GatewayError {
         /// What holds the name already.
         existing: String,
     },
-    /// The registry refused one of its tools (a name or an input schema).
-    #[error("upstream `{upstream}`: {source}")]
+    /// The registry refused one of its tools (a name that is invalid or too long, an input
+    /// schema that does not compile): that tool is not served, the others are.
+    #[error("upstream `{upstream}`: its tool `{remote}` is not served: {source}")]
     Register {
         /// The upstream's name.
         upstream: String,
+        /// The tool's name upstream.
+        remote: String,
         /// Why.
         #[source]
         source: RegistryError,
@@ -96,6 +100,15 @@ pub enum ConfigProblem {
         #[source]
         source: std::io::Error,
     },
+    /// A configured header that cannot be sent: its name is not a header name, its value
+    /// not a header value, or it is one the gateway sets itself. The value is never shown.
+    #[error("the header `{name}` cannot be sent: {why}")]
+    BadHeader {
+        /// The header's name, as configured.
+        name: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
     /// The variable that should hold the bearer token is not set (or not Unicode).
     #[error("the variable `{variable}` (bearer_env) is not set")]
     BearerUnset {
@@ -118,9 +131,12 @@ pub enum HandshakeFailure {
     /// `initialize` (or `notifications/initialized`) failed.
     #[error("initialize failed: {0}")]
     Initialize(#[source] CallError),
-    /// `initialize` got no answer in time.
-    #[error("initialize timed out")]
-    InitializeTimedOut,
+    /// Starting (launch, `initialize`, `tools/list`) took longer than its start timeout.
+    #[error(
+        "it did not finish starting within {} s (start_timeout_seconds)",
+        .0.as_secs()
+    )]
+    TimedOut(std::time::Duration),
     /// `tools/list` failed (or timed out).
     #[error("tools/list failed: {0}")]
     ToolList(#[source] CallError),

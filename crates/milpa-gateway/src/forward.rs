@@ -1,6 +1,7 @@
 //! An upstream's tools as tools of ours: their definitions, and the body that forwards a
 //! call (after the whole pipeline ran) as `tools/call`.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use milpa::{
@@ -56,6 +57,16 @@ pub(crate) fn definitions_of(
         if let Some(output @ Value::Object(_)) = tool.get("outputSchema") {
             builder = builder.output_schema(output.clone());
         }
+        // Listed again as they came: its title, every annotation, its `_meta`.
+        if let Some(title) = tool.get("title").and_then(Value::as_str) {
+            builder = builder.title(title);
+        }
+        if let Some(Value::Object(annotations)) = tool.get("annotations") {
+            builder = builder.annotations(annotations.clone());
+        }
+        if let Some(Value::Object(meta)) = tool.get("_meta") {
+            builder = builder.meta(meta.clone());
+        }
         let definition = builder
             .description(
                 tool.get("description")
@@ -86,47 +97,65 @@ fn is_mutating(tool: &Value, overridden: Option<bool>) -> bool {
     overridden.unwrap_or(tool["annotations"]["readOnlyHint"] != Value::Bool(true))
 }
 
-/// Registers `upstream`'s tools, as the registry's group named after the upstream (see
-/// [`ToolRegistry::replace_tools`]), so that they can be replaced when it says its list
-/// changed ([`Upstream::follow_tool_list`]). All or nothing: a name taken already (by any
-/// tool, another upstream's included) stops with an error naming both, and none of its
-/// tools is registered.
-pub fn register(registry: &ToolRegistry, upstream: &Upstream) -> Result<(), GatewayError> {
+/// Sets `upstream`'s tools (the ones it listed last) in `registry`, as the registry's group
+/// named after the upstream (see [`ToolRegistry::replace_tools_skipping`]). A tool that
+/// cannot be served is left out, with an error in the log naming the upstream and the tool,
+/// and handed back: one whose name another tool holds already (any tool, another
+/// upstream's included), one twice in its list, one whose name is invalid or too long
+/// once prefixed, one whose input schema does not compile. To keep them up to date, use
+/// [`Upstream::follow_tool_list`] instead.
+pub fn register(registry: &ToolRegistry, upstream: &Upstream) -> Vec<GatewayError> {
     replace(registry, upstream.shared(), &upstream.tools())
 }
 
-/// Sets `upstream`'s tools in `registry` to the ones `tools` describes.
+/// Sets `upstream`'s tools in `registry` to the ones `tools` describes, leaving out (and
+/// logging) those that cannot be served.
 pub(crate) fn replace(
     registry: &ToolRegistry,
     upstream: &Arc<Shared>,
     tools: &[Value],
-) -> Result<(), GatewayError> {
-    let definitions = definitions_of(upstream, tools);
-    for (remote, definition) in &definitions {
-        let Some(existing) = registry.get(definition.name()) else {
+) -> Vec<GatewayError> {
+    let name = upstream.name();
+    let mut skipped = Vec::new();
+    let mut remotes: HashMap<String, String> = HashMap::new();
+    let mut kept = Vec::new();
+    for (remote, definition) in definitions_of(upstream, tools) {
+        let holder = match registry.get(definition.name()) {
+            None => None,
+            Some(existing) => match existing.upstream() {
+                Some(other) if other == name => None,
+                Some(other) => Some(format!("a tool of upstream `{other}`")),
+                None => Some("a tool of this server".to_owned()),
+            },
+        };
+        let holder = holder.or_else(|| {
+            remotes
+                .contains_key(definition.name())
+                .then(|| "another tool of the same upstream".to_owned())
+        });
+        if let Some(existing) = holder {
+            skipped.push(GatewayError::Collision {
+                upstream: name.to_owned(),
+                remote,
+                tool: definition.name().to_owned(),
+                existing,
+            });
             continue;
-        };
-        let existing = match existing.upstream() {
-            Some(other) if other == upstream.name() => continue,
-            Some(other) => format!("a tool of upstream `{other}`"),
-            None => "a tool of this server".to_owned(),
-        };
-        return Err(GatewayError::Collision {
-            upstream: upstream.name().to_owned(),
-            remote: remote.clone(),
-            tool: definition.name().to_owned(),
-            existing,
+        }
+        remotes.insert(definition.name().to_owned(), remote);
+        kept.push(definition);
+    }
+    for (tool, source) in registry.replace_tools_skipping(name, kept) {
+        skipped.push(GatewayError::Register {
+            upstream: name.to_owned(),
+            remote: remotes.remove(&tool).unwrap_or(tool),
+            source,
         });
     }
-    registry
-        .replace_tools(
-            upstream.name(),
-            definitions.into_iter().map(|(_, d)| d).collect(),
-        )
-        .map_err(|source| GatewayError::Register {
-            upstream: upstream.name().to_owned(),
-            source,
-        })
+    for error in &skipped {
+        tracing::error!(target: "milpa::upstream", upstream = %name, "{error}");
+    }
+    skipped
 }
 
 /// The body of an upstream tool: forwards the validated arguments.

@@ -21,7 +21,7 @@ use std::time::Duration;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper::body::Incoming;
-use hyper::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use hyper::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
 use hyper::{Method, Request, Response, StatusCode, Uri};
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
@@ -42,7 +42,14 @@ const SESSION_HEADER: &str = "mcp-session-id";
 struct Endpoint {
     upstream: Arc<str>,
     uri: Uri,
-    bearer: Option<String>,
+    /// The endpoint as configured (`${VAR}` unexpanded), for messages: no secret of the
+    /// URL shows in the log.
+    shown: Arc<str>,
+    /// Sent on every request: the bearer token and the configured headers, each marked
+    /// sensitive.
+    headers: HeaderMap,
+    /// The largest answer or event it may send.
+    max_message_bytes: usize,
     session: Mutex<Option<String>>,
     /// Held while a new session is opened, so concurrent messages open one, not many.
     renewing: tokio::sync::Mutex<()>,
@@ -80,19 +87,24 @@ fn trusting_nobody() -> tokio_rustls::rustls::ClientConfig {
         .with_no_client_auth()
 }
 
-/// A session with the server at `uri` through `client`, sending `bearer` (when given) as
-/// its token.
+/// A session with the server at `uri` through `client`, sending `headers` (its token and
+/// the configured ones) on every request; messages name it as `shown`. An answer or an
+/// event over `max_message_bytes` fails its exchange.
 pub(crate) fn open(
     upstream: Arc<str>,
     uri: Uri,
-    bearer: Option<String>,
+    shown: Arc<str>,
+    headers: HeaderMap,
+    max_message_bytes: usize,
     client: HttpClient,
 ) -> Connection {
     Connection::with_transport(upstream, move |name, lines, outgoing, shared| {
         let endpoint = Arc::new(Endpoint {
             upstream: name,
             uri,
-            bearer,
+            shown,
+            headers,
+            max_message_bytes,
             session: Mutex::new(None),
             renewing: tokio::sync::Mutex::new(()),
             listening: AtomicBool::new(false),
@@ -207,8 +219,8 @@ async fn get_stream(endpoint: &Endpoint) -> Result<Response<Incoming>, ExchangeE
     if let Some(session) = endpoint.session.lock().clone() {
         request = request.header(SESSION_HEADER, session);
     }
-    if let Some(bearer) = &endpoint.bearer {
-        request = request.header(AUTHORIZATION, format!("Bearer {bearer}"));
+    for (name, value) in &endpoint.headers {
+        request = request.header(name, value);
     }
     let request = request
         .body(Full::new(Bytes::new()))
@@ -218,7 +230,7 @@ async fn get_stream(endpoint: &Endpoint) -> Result<Response<Incoming>, ExchangeE
         .request(request)
         .await
         .map_err(|source| ExchangeError::Unreachable {
-            uri: endpoint.uri.clone(),
+            uri: Arc::clone(&endpoint.shown),
             source,
         })
 }
@@ -234,8 +246,8 @@ enum ExchangeError {
     /// The server could not be reached (connection, TLS, or the request could not be sent).
     #[error("could not reach {uri}: {}", chain(.source))]
     Unreachable {
-        /// The endpoint.
-        uri: Uri,
+        /// The endpoint, as configured.
+        uri: Arc<str>,
         /// What the client said.
         #[source]
         source: hyper_util::client::legacy::Error,
@@ -243,20 +255,26 @@ enum ExchangeError {
     /// The server answered with an error status.
     #[error("{uri} answered HTTP {status}")]
     Status {
-        /// The endpoint.
-        uri: Uri,
+        /// The endpoint, as configured.
+        uri: Arc<str>,
         /// Its status.
         status: StatusCode,
     },
     /// The server answered `initialize` for a new session without a protocol version.
     #[error("{uri} refused a new session")]
     SessionRefused {
-        /// The endpoint.
-        uri: Uri,
+        /// The endpoint, as configured.
+        uri: Arc<str>,
     },
     /// A JSON answer's body broke off.
     #[error("could not read the answer: {}", chain(.0))]
     ReadAnswer(#[source] hyper::Error),
+    /// An answer or an event over the upstream's `max_message_bytes`.
+    #[error("it sent a message over {max} bytes (max_message_bytes)")]
+    TooLarge {
+        /// The limit.
+        max: usize,
+    },
     /// A JSON answer that is not JSON.
     #[error("the answer is not JSON ({0})")]
     NotJson(#[source] serde_json::Error),
@@ -317,8 +335,8 @@ async fn post(
     if let Some(session) = &session {
         request = request.header(SESSION_HEADER, session);
     }
-    if let Some(bearer) = &endpoint.bearer {
-        request = request.header(AUTHORIZATION, format!("Bearer {bearer}"));
+    for (name, value) in &endpoint.headers {
+        request = request.header(name, value);
     }
     let request = request
         .body(Full::new(body))
@@ -329,7 +347,7 @@ async fn post(
             .request(request)
             .await
             .map_err(|source| ExchangeError::Unreachable {
-                uri: endpoint.uri.clone(),
+                uri: Arc::clone(&endpoint.shown),
                 source,
             })?;
     if let Some(new) = response
@@ -372,7 +390,7 @@ async fn renew(endpoint: &Endpoint, stale: Option<String>) -> Result<(), Exchang
     .await?;
     if !answered {
         return Err(ExchangeError::SessionRefused {
-            uri: endpoint.uri.clone(),
+            uri: Arc::clone(&endpoint.shown),
         });
     }
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
@@ -393,7 +411,7 @@ async fn read_messages(
     }
     if !status.is_success() {
         return Err(ExchangeError::Status {
-            uri: endpoint.uri.clone(),
+            uri: Arc::clone(&endpoint.shown),
             status,
         });
     }
@@ -407,24 +425,30 @@ async fn read_messages(
         Value::Array(batch) => batch.into_iter().for_each(&mut deliver),
         message => deliver(message),
     };
+    let max = endpoint.max_message_bytes;
     if !event_stream {
-        let bytes = body
-            .collect()
-            .await
-            .map_err(ExchangeError::ReadAnswer)?
-            .to_bytes();
+        let mut bytes = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(ExchangeError::ReadAnswer)?;
+            if let Some(data) = frame.data_ref() {
+                if bytes.len() + data.len() > max {
+                    return Err(ExchangeError::TooLarge { max });
+                }
+                bytes.extend_from_slice(data);
+            }
+        }
         if !bytes.is_empty() {
             let message = serde_json::from_slice(&bytes).map_err(ExchangeError::NotJson)?;
             deliver(message);
         }
         return Ok(());
     }
-    let mut events = EventBuffer::default();
+    let mut events = EventBuffer::new(max);
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(ExchangeError::StreamBroke)?;
         if let Some(data) = frame.data_ref() {
-            for data in events.push(data) {
-                match serde_json::from_str(&data) {
+            for data in events.push(data)? {
+                match serde_json::from_slice(&data) {
                     Ok(message) => deliver(message),
                     Err(error) => tracing::warn!(
                         target: "milpa::upstream",
@@ -438,30 +462,42 @@ async fn read_messages(
     Ok(())
 }
 
-/// Server-sent events as they arrive in pieces: the `data` of each complete event.
-#[derive(Default)]
+/// Server-sent events as they arrive in pieces: the `data` of each complete event, cut
+/// on bytes (a character split across pieces stays whole), at most `max` bytes pending.
 struct EventBuffer {
-    pending: String,
+    pending: Vec<u8>,
+    max: usize,
 }
 
 impl EventBuffer {
-    /// Adds `bytes`; returns the data of the events they completed.
-    fn push(&mut self, bytes: &[u8]) -> Vec<String> {
+    fn new(max: usize) -> EventBuffer {
+        EventBuffer {
+            pending: Vec::new(),
+            max,
+        }
+    }
+
+    /// Adds `bytes`; returns the data of the events they completed, or an error when an
+    /// event grows past the limit.
+    fn push(&mut self, bytes: &[u8]) -> Result<Vec<Vec<u8>>, ExchangeError> {
         self.pending
-            .push_str(&String::from_utf8_lossy(bytes).replace('\r', ""));
+            .extend(bytes.iter().copied().filter(|&b| b != b'\r'));
         let mut complete = Vec::new();
-        while let Some(end) = self.pending.find("\n\n") {
-            let event: String = self.pending.drain(..end + 2).collect();
-            let data: Vec<&str> = event
-                .lines()
-                .filter_map(|line| line.strip_prefix("data:"))
-                .map(|data| data.strip_prefix(' ').unwrap_or(data))
+        while let Some(end) = self.pending.windows(2).position(|w| w == b"\n\n") {
+            let event: Vec<u8> = self.pending.drain(..end + 2).collect();
+            let data: Vec<&[u8]> = event
+                .split(|&b| b == b'\n')
+                .filter_map(|line| line.strip_prefix(b"data:"))
+                .map(|data| data.strip_prefix(b" ").unwrap_or(data))
                 .collect();
             if !data.is_empty() {
-                complete.push(data.join("\n"));
+                complete.push(data.join(&b'\n'));
             }
         }
-        complete
+        if self.pending.len() > self.max {
+            return Err(ExchangeError::TooLarge { max: self.max });
+        }
+        Ok(complete)
     }
 }
 
@@ -471,22 +507,47 @@ mod tests {
 
     #[test]
     fn events_are_cut_where_they_end_whatever_the_pieces() {
-        let mut buffer = EventBuffer::default();
+        let mut buffer = EventBuffer::new(1024);
         assert!(
             buffer
                 .push(b"id: 1\r\nevent: message\r\ndata: {\"a\"")
+                .unwrap()
                 .is_empty()
         );
         assert_eq!(
-            buffer.push(b":1}\r\n\r\n: keep-alive\n\ndata: 2\n\n"),
-            ["{\"a\":1}", "2"]
+            buffer
+                .push(b":1}\r\n\r\n: keep-alive\n\ndata: 2\n\n")
+                .unwrap(),
+            [b"{\"a\":1}".to_vec(), b"2".to_vec()]
+        );
+        // A character split across two pieces stays whole.
+        let text = "data: \"año\"\n\n".as_bytes();
+        let split = text.iter().position(|&b| b >= 0x80).unwrap() + 1;
+        assert!(buffer.push(&text[..split]).unwrap().is_empty());
+        assert_eq!(
+            buffer.push(&text[split..]).unwrap(),
+            ["\"año\"".as_bytes().to_vec()]
         );
     }
+
+    #[test]
+    fn an_event_over_the_limit_fails() {
+        let mut buffer = EventBuffer::new(16);
+        assert!(buffer.push(b"data: 0123456789").unwrap().is_empty());
+        let error = buffer.push(b"abcdef").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "it sent a message over 16 bytes (max_message_bytes)"
+        );
+    }
+
     fn endpoint(uri: Uri) -> Endpoint {
         Endpoint {
             upstream: Arc::from("web"),
+            shown: Arc::from(uri.to_string()),
             uri,
-            bearer: None,
+            headers: HeaderMap::new(),
+            max_message_bytes: 1024,
             session: Mutex::new(None),
             renewing: tokio::sync::Mutex::new(()),
             listening: AtomicBool::new(false),

@@ -9,16 +9,23 @@
 //! the content convention of [`milpa_mcp::content`]).
 //!
 //! ```no_run
-//! # async fn run(registry: &milpa::ToolRegistry) -> Result<(), milpa_gateway::GatewayError> {
+//! # async fn run(registry: std::sync::Arc<milpa::ToolRegistry>) {
 //! use milpa_gateway::{Upstream, UpstreamConfig};
 //!
 //! let config = UpstreamConfig::stdio("fs", vec!["mcp-server-filesystem".into(), "/srv".into()]);
-//! let upstream = Upstream::start(config).await?;
-//! milpa_gateway::register(registry, &upstream)?;     // fs__read_file, fs__write_file, …
-//! // once the registry is shared: `upstream.follow_tool_list(&registry_arc)`
+//! let upstream = Upstream::spawn(config);        // starts in the background
+//! upstream.follow_tool_list(&registry);         // fs__read_file, fs__write_file, … once it is up
 //! // keep `upstream` alive while serving: dropping it ends the server's process tree
-//! # Ok(()) }
+//! # }
 //! ```
+//!
+//! - Upstreams start in the background: the server serves at once; an upstream that cannot
+//!   start (within its [`start_timeout`](UpstreamConfig::start_timeout), a line in the log
+//!   every few seconds while it is awaited) is down and tried again with backoff, never
+//!   fatal. Its tools appear when it is up (the registry's change signal tells clients).
+//! - An upstream tool the registry cannot take (an invalid or over-long name, a name
+//!   another tool holds, a schema that does not compile) is left out with an error in the
+//!   log naming the upstream and the tool; the rest are served.
 //!
 //! - A tool is mutating unless the upstream annotates it `readOnlyHint: true` (fail
 //!   closed); overrides by glob ([`ToolOverride`]) set `mutating`, `confirm`, `scopes`,

@@ -1,35 +1,40 @@
-//! A running upstream: its child process, its session, its state, and the supervisor that
-//! restarts it with backoff when it dies.
+//! A running upstream: its child process (or HTTP session), its state, and the supervisor
+//! that starts it in the background and starts it again with backoff when it ends.
 //!
-//! [`Upstream::start`] launches the child (or opens the HTTP session), runs the MCP
-//! handshake (`initialize`, then `notifications/initialized`) and discovers the tools
-//! (`tools/list`, every page); start-up fails with an error naming the upstream when any of
-//! that fails. For a stdio server a supervisor task then waits on the child: when it exits,
-//! its whole process tree is killed, calls waiting on it fail with `UPSTREAM_UNAVAILABLE`,
-//! and it is launched again after 0.5 s, doubling up to 30 s while launches keep failing
-//! (back to 0.5 s once it stayed up 30 s). Dropping the [`Upstream`] stops the supervisor and
-//! kills the child's whole process tree. An HTTP server has no process here: each call
-//! reaches it or fails with `UPSTREAM_UNAVAILABLE`.
+//! [`Upstream::spawn`] returns at once, the upstream `starting`; a supervisor task launches
+//! the child (or opens the HTTP session), runs the MCP handshake (`initialize`, then
+//! `notifications/initialized`) and discovers the tools (`tools/list`, every page), all
+//! within the upstream's start timeout, writing a line to the log every few seconds while
+//! it waits. An upstream that cannot start is `down` and launched again after 0.5 s,
+//! doubling up to 30 s while launches keep failing (back to 0.5 s once it stayed up 30 s):
+//! never fatal. Once started, the supervisor waits for its end: the child exits, or the
+//! session is reset (it sent a message over its limit); then its whole process tree is
+//! killed, calls waiting on it fail with `UPSTREAM_UNAVAILABLE`, and it is launched again.
+//! Dropping the [`Upstream`] stops the supervisor and kills the child's whole process tree.
 //!
-//! With [`Upstream::follow_tool_list`], its tools are discovered again (every page) each
-//! time it sends `notifications/tools/list_changed`, and after each restart, and replace
-//! the ones in the registry (overrides and `hide` applied again) when they differ. A new
-//! list that would take a name another tool holds, or that cannot be had, leaves the
-//! previous tools in place, with an error in the log.
+//! Its tools reach a registry through [`Upstream::follow_tool_list`] (or once through
+//! [`register`](crate::register)): set when it starts, discovered again (every page) each
+//! time it sends `notifications/tools/list_changed` and after each restart, and replaced
+//! there (overrides and `hide` applied again) when they differ. A tool the registry cannot
+//! take (an invalid or over-long name, a name another tool holds, a schema that does not
+//! compile) is left out with an error in the log naming the upstream and the tool; the
+//! others are served.
 
 use std::fmt;
+use std::future::Future;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use hyper::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use milpa::ToolRegistry;
 use milpa_process::child_env;
 use milpa_process::process_tree::{self, ProcessTree};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Child;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -45,16 +50,20 @@ const INITIAL_BACKOFF: Duration = Duration::from_millis(500);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// An upstream that stayed up this long restarts after [`INITIAL_BACKOFF`] again.
 const STABLE_AFTER: Duration = Duration::from_secs(30);
-/// How long the handshake and discovery may take.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Discovery stops after this many pages (an upstream whose cursors never end).
 const MAX_PAGES: usize = 1000;
+/// While a start waits, the first line saying so comes after this long…
+const FIRST_WAIT_NOTE: Duration = Duration::from_secs(5);
+/// …then one this often for the first half minute…
+const EARLY_WAIT_NOTES: Duration = Duration::from_secs(5);
+/// …and one this often after that.
+const LATE_WAIT_NOTES: Duration = Duration::from_secs(30);
 
 /// Where an upstream is in its life, for listings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum UpstreamState {
-    /// Being launched (handshake under way).
+    /// Being launched (handshake and discovery under way).
     Starting,
     /// Serving calls.
     Ready,
@@ -85,10 +94,17 @@ pub(crate) struct Shared {
     pub(crate) config: UpstreamConfig,
     state: Mutex<UpstreamState>,
     connection: Mutex<Option<Arc<Connection>>>,
-    /// The tools it listed last (`tools/list` entries).
+    /// The tools it listed last (`tools/list` entries); locked while they are set in the
+    /// registry, so two settings never cross.
     tools: Mutex<Vec<Value>>,
-    /// Told when its tool list may have changed (it said so, or it restarted).
+    /// The registry its tools are served from, once one follows it.
+    registry: Mutex<Option<Weak<ToolRegistry>>>,
+    /// Told when its tool list may have changed (it said so, or its stream reopened).
     list_changed: Arc<Notify>,
+    /// Becomes true once the first start ended, started or not.
+    settled: watch::Sender<bool>,
+    /// How many times the supervisor started it again after it had been up.
+    restarts: AtomicU64,
 }
 
 impl Shared {
@@ -115,12 +131,35 @@ impl Shared {
     fn set_connection(&self, connection: Option<Arc<Connection>>) {
         *self.connection.lock() = connection;
     }
+
+    /// Takes `tools` as its tools, and sets them in the registry that follows it (if any)
+    /// when they differ from the last ones.
+    fn publish(self: &Arc<Self>, tools: Vec<Value>) {
+        let mut last = self.tools.lock();
+        if *last == tools {
+            tracing::debug!(target: "milpa::upstream", upstream = %self.name(), "its tools are unchanged");
+            return;
+        }
+        let registry = self.registry.lock().as_ref().and_then(Weak::upgrade);
+        if let Some(registry) = registry {
+            crate::forward::replace(&registry, self, &tools);
+        }
+        *last = tools;
+    }
+
+    /// Sets its tools (as it listed them last) in `registry`, and has every later list
+    /// set there too.
+    pub(crate) fn serve_in(self: &Arc<Self>, registry: &Arc<ToolRegistry>) {
+        let tools = self.tools.lock();
+        *self.registry.lock() = Some(Arc::downgrade(registry));
+        crate::forward::replace(registry, self, &tools);
+    }
 }
 
 /// A running upstream MCP server. Dropping it ends the child's whole process tree.
 pub struct Upstream {
     shared: Arc<Shared>,
-    supervisor: Option<JoinHandle<()>>,
+    supervisor: JoinHandle<()>,
     /// The task that re-discovers its tools ([`Upstream::follow_tool_list`]).
     follower: Mutex<Option<JoinHandle<()>>>,
 }
@@ -136,43 +175,70 @@ impl fmt::Debug for Upstream {
 }
 
 impl Upstream {
-    /// Launches the upstream, runs the handshake and discovers its tools. Needs a Tokio
-    /// runtime (the supervisor is a task on it).
-    pub async fn start(config: UpstreamConfig) -> Result<Upstream, GatewayError> {
-        let list_changed = Arc::new(Notify::new());
-        let live = launch(&config, &list_changed).await?;
-        let tools = tokio::time::timeout(HANDSHAKE_TIMEOUT, list_tools(&live.connection))
-            .await
-            .unwrap_or_else(|elapsed| Err(list_timed_out(elapsed)))
-            .map_err(|error| GatewayError::Handshake {
-                upstream: config.name.clone(),
-                why: HandshakeFailure::ToolList(error),
-            })?;
+    /// Starts the upstream in the background and returns at once, the upstream
+    /// [`Starting`](UpstreamState::Starting): a supervisor task launches it, and launches
+    /// it again with backoff whenever it fails to start or ends. Needs a Tokio runtime.
+    pub fn spawn(config: UpstreamConfig) -> Upstream {
+        Upstream::spawn_reporting(config).0
+    }
+
+    /// [`spawn`](Self::spawn), and a receiver of how its first start ended.
+    fn spawn_reporting(
+        config: UpstreamConfig,
+    ) -> (Upstream, oneshot::Receiver<Result<(), GatewayError>>) {
+        let (settled, _) = watch::channel(false);
         let shared = Arc::new(Shared {
             config,
-            state: Mutex::new(UpstreamState::Ready),
-            connection: Mutex::new(Some(Arc::clone(&live.connection))),
-            tools: Mutex::new(tools),
-            list_changed,
+            state: Mutex::new(UpstreamState::Starting),
+            connection: Mutex::new(None),
+            tools: Mutex::new(Vec::new()),
+            registry: Mutex::new(None),
+            list_changed: Arc::new(Notify::new()),
+            settled,
+            restarts: AtomicU64::new(0),
         });
-        // An HTTP upstream has no process to watch: each call reaches it or fails.
-        let supervisor = live
-            .child
-            .is_some()
-            .then(|| tokio::spawn(supervise(Arc::clone(&shared), live)));
-        Ok(Upstream {
+        let (first, first_rx) = oneshot::channel();
+        let supervisor = tokio::spawn(supervise(Arc::clone(&shared), first));
+        let upstream = Upstream {
             shared,
             supervisor,
             follower: Mutex::new(None),
-        })
+        };
+        (upstream, first_rx)
     }
 
-    /// Keeps its tools in `registry` (registered with [`register`](crate::register)) up to
-    /// date: when the upstream says its tool list changed, or after it restarted, its tools
-    /// are discovered again and replace its previous ones there, which tells the registry's
-    /// watchers ([`ToolRegistry::tool_list_changes`]). Needs a Tokio runtime; stops when
-    /// the upstream or the registry is dropped. A second call replaces the first.
+    /// Starts the upstream and waits for its first start: the upstream once it serves, or
+    /// why it could not start (the upstream is then dropped, and tried no more). Needs a
+    /// Tokio runtime. A server that must keep serving while an upstream is down uses
+    /// [`spawn`](Self::spawn).
+    pub async fn start(config: UpstreamConfig) -> Result<Upstream, GatewayError> {
+        let (upstream, first) = Upstream::spawn_reporting(config);
+        match first.await {
+            Ok(Ok(())) => Ok(upstream),
+            Ok(Err(error)) => Err(error),
+            // The supervisor ended without a word: only a panic does that.
+            Err(_) => Err(GatewayError::Handshake {
+                upstream: upstream.name().to_owned(),
+                why: HandshakeFailure::Initialize(CallError::unavailable("its supervisor ended")),
+            }),
+        }
+    }
+
+    /// Completes once its first start ended, whether it started or not (see
+    /// [`state`](Self::state)).
+    pub async fn settled(&self) {
+        let mut settled = self.shared.settled.subscribe();
+        let _ = settled.wait_for(|settled| *settled).await;
+    }
+
+    /// Serves its tools from `registry`: the ones it listed (if it started already), then
+    /// every later list, set when it starts, when it says its tool list changed, and after
+    /// each restart; each change tells the registry's watchers
+    /// ([`ToolRegistry::tool_list_changes`]), so MCP clients hear of it. Needs a Tokio
+    /// runtime; stops when the upstream or the registry is dropped. A second call replaces
+    /// the first.
     pub fn follow_tool_list(&self, registry: &Arc<ToolRegistry>) {
+        self.shared.serve_in(registry);
         let task = tokio::spawn(follow(Arc::clone(&self.shared), Arc::downgrade(registry)));
         if let Some(previous) = self.follower.lock().replace(task) {
             previous.abort();
@@ -194,8 +260,14 @@ impl Upstream {
         self.shared.state()
     }
 
+    /// How many times it was started again after it had been up (starts that completed
+    /// the handshake; an HTTP upstream has no process and is never restarted).
+    pub fn restarts(&self) -> u64 {
+        self.shared.restarts.load(Ordering::Relaxed)
+    }
+
     /// The tools it listed last (at start-up, or when discovered again), as it described
-    /// them (`tools/list` entries).
+    /// them (`tools/list` entries); none before it first started.
     pub fn tools(&self) -> Vec<Value> {
         self.shared.tools.lock().clone()
     }
@@ -208,9 +280,7 @@ impl Upstream {
 impl Drop for Upstream {
     fn drop(&mut self) {
         // The task owns the child and its process tree: dropping its future kills both.
-        if let Some(supervisor) = &self.supervisor {
-            supervisor.abort();
-        }
+        self.supervisor.abort();
         if let Some(follower) = self.follower.lock().take() {
             follower.abort();
         }
@@ -221,6 +291,147 @@ impl Drop for Upstream {
 struct Live {
     connection: Arc<Connection>,
     child: Option<(Child, ProcessTree)>,
+}
+
+impl Live {
+    /// Waits until it ends (its child exited, or its session ended), then ends the rest of
+    /// it (the child's whole tree, the session); says why.
+    async fn ended(&mut self) -> Unavailability {
+        let why = match self.child.as_mut() {
+            Some((child, _)) => tokio::select! {
+                status = child.wait() => match status {
+                    Ok(status) => Unavailability::new(format!("the server exited ({status})")),
+                    Err(error) => Unavailability::new(format!(
+                        "the server could not be watched ({error})"
+                    ))
+                    .with_cause(error),
+                },
+                () = self.connection.ended() => self
+                    .connection
+                    .closed()
+                    .unwrap_or_else(|| Unavailability::new("the session ended")),
+            },
+            None => {
+                self.connection.ended().await;
+                self.connection
+                    .closed()
+                    .unwrap_or_else(|| Unavailability::new("the session ended"))
+            }
+        };
+        if let Some((child, tree)) = self.child.as_mut() {
+            tree.kill();
+            let _ = child.start_kill();
+        }
+        self.connection.close(why.clone());
+        why
+    }
+}
+
+/// Starts the upstream and keeps it started, for as long as the [`Upstream`] lives: the
+/// first start's outcome goes to `first`.
+async fn supervise(shared: Arc<Shared>, first: oneshot::Sender<Result<(), GatewayError>>) {
+    let mut first = Some(first);
+    let mut delay = INITIAL_BACKOFF;
+    let mut started_before = false;
+    loop {
+        shared.set_state(UpstreamState::Starting);
+        let why = match start_once(&shared).await {
+            Ok((mut live, tools)) => {
+                shared.set_connection(Some(Arc::clone(&live.connection)));
+                shared.publish(tools);
+                shared.set_state(UpstreamState::Ready);
+                if started_before {
+                    shared.restarts.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(target: "milpa::upstream", upstream = %shared.name(), "restarted");
+                } else {
+                    tracing::info!(target: "milpa::upstream", upstream = %shared.name(), "ready");
+                }
+                started_before = true;
+                if let Some(first) = first.take() {
+                    let _ = first.send(Ok(()));
+                }
+                shared.settled.send_replace(true);
+                let up_since = Instant::now();
+                let ended = live.ended().await;
+                shared.set_connection(None);
+                if up_since.elapsed() >= STABLE_AFTER {
+                    delay = INITIAL_BACKOFF;
+                }
+                ended.reason().to_owned()
+            }
+            Err(error) => {
+                let why = error.to_string();
+                if let Some(first) = first.take() {
+                    let _ = first.send(Err(error));
+                }
+                why
+            }
+        };
+        tracing::warn!(
+            target: "milpa::upstream",
+            upstream = %shared.name(),
+            "{why}; restarting in {:.1}s",
+            delay.as_secs_f64()
+        );
+        shared.set_state(UpstreamState::Down {
+            why,
+            retry_at: Instant::now() + delay,
+        });
+        shared.settled.send_replace(true);
+        tokio::time::sleep(delay).await;
+        delay = (delay * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// One start: launch, handshake and discovery, within the start timeout, with a line in the
+/// log every few seconds while it waits.
+async fn start_once(shared: &Shared) -> Result<(Live, Vec<Value>), GatewayError> {
+    let config = &shared.config;
+    let start = async {
+        let live = launch(config, &shared.list_changed).await?;
+        let tools =
+            list_tools(&live.connection)
+                .await
+                .map_err(|error| GatewayError::Handshake {
+                    upstream: config.name.clone(),
+                    why: HandshakeFailure::ToolList(error),
+                })?;
+        Ok((live, tools))
+    };
+    let timed = async {
+        tokio::time::timeout(config.start_timeout, start)
+            .await
+            .unwrap_or_else(|_| {
+                Err(GatewayError::Handshake {
+                    upstream: config.name.clone(),
+                    why: HandshakeFailure::TimedOut(config.start_timeout),
+                })
+            })
+    };
+    noting_the_wait(config, timed).await
+}
+
+/// Runs `start`, logging every few seconds that the upstream is still awaited.
+async fn noting_the_wait<T>(config: &UpstreamConfig, start: impl Future<Output = T>) -> T {
+    let began = Instant::now();
+    let mut next = FIRST_WAIT_NOTE;
+    tokio::pin!(start);
+    loop {
+        tokio::select! {
+            done = &mut start => return done,
+            () = tokio::time::sleep_until(began + next) => {
+                tracing::warn!(
+                    target: "milpa::upstream",
+                    upstream = %config.name,
+                    "waiting for upstream '{}' ({}): {} s",
+                    config.name,
+                    config.label(),
+                    next.as_secs()
+                );
+                next += if next < STABLE_AFTER { EARLY_WAIT_NOTES } else { LATE_WAIT_NOTES };
+            }
+        }
+    }
 }
 
 /// Starts the child (or opens the HTTP session) and runs the handshake; `list_changed` is
@@ -236,16 +447,22 @@ async fn launch(config: &UpstreamConfig, list_changed: &Arc<Notify>) -> Result<L
             let (connection, child, tree) = spawn_child(config, name, command, env)?;
             (connection, Some((child, tree)))
         }
-        Transport::Http { url, bearer_env } => {
+        Transport::Http {
+            url,
+            bearer_env,
+            headers,
+        } => {
+            // Messages name the URL as configured: a secret expanded into it stays out.
+            let shown: Arc<str> = Arc::from(config.shown.as_deref().unwrap_or(url));
             let uri: hyper::Uri = url.parse().map_err(|source| {
                 config_error(ConfigProblem::NotAUrl {
-                    url: url.clone(),
+                    url: shown.to_string(),
                     source,
                 })
             })?;
             if !matches!(uri.scheme_str(), Some("http" | "https")) {
                 return Err(config_error(ConfigProblem::UnsupportedScheme {
-                    url: url.clone(),
+                    url: shown.to_string(),
                 }));
             }
             let client = crate::http::client(uri.scheme_str() == Some("https"))
@@ -259,12 +476,67 @@ async fn launch(config: &UpstreamConfig, list_changed: &Arc<Notify>) -> Result<L
                 })?),
                 None => None,
             };
-            (Arc::new(crate::http::open(name, uri, bearer, client)), None)
+            let headers = request_headers(bearer.as_deref(), headers).map_err(config_error)?;
+            (
+                Arc::new(crate::http::open(
+                    name,
+                    uri,
+                    shown,
+                    headers,
+                    config.max_message_bytes,
+                    client,
+                )),
+                None,
+            )
         }
     };
     connection.on_list_changed(Arc::clone(list_changed));
     handshake(config, &connection).await?;
     Ok(Live { connection, child })
+}
+
+/// Headers the gateway sets itself: a configured one of these is refused.
+const RESERVED_HEADERS: [&str; 5] = [
+    "content-type",
+    "accept",
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "content-length",
+];
+
+/// The headers every request to an HTTP upstream carries: `Authorization: Bearer` (when a
+/// token is given; a configured `Authorization` then is refused) and the configured ones,
+/// each value marked sensitive.
+fn request_headers(
+    bearer: Option<&str>,
+    configured: &[(String, String)],
+) -> Result<HeaderMap, ConfigProblem> {
+    let mut headers = HeaderMap::new();
+    let bad = |name: &str, why| ConfigProblem::BadHeader {
+        name: name.to_owned(),
+        why,
+    };
+    if let Some(token) = bearer {
+        let mut value = HeaderValue::try_from(format!("Bearer {token}"))
+            .map_err(|_| bad("authorization", "the bearer token is not a header value"))?;
+        value.set_sensitive(true);
+        headers.insert(AUTHORIZATION, value);
+    }
+    for (name, value) in configured {
+        let header =
+            HeaderName::try_from(name.as_str()).map_err(|_| bad(name, "not a header name"))?;
+        if RESERVED_HEADERS.contains(&header.as_str()) {
+            return Err(bad(name, "the gateway sets it itself"));
+        }
+        if header == AUTHORIZATION && bearer.is_some() {
+            return Err(bad(name, "bearer_env sets it already"));
+        }
+        let mut value =
+            HeaderValue::try_from(value.as_str()).map_err(|_| bad(name, "not a header value"))?;
+        value.set_sensitive(true);
+        headers.append(header, value);
+    }
+    Ok(headers)
 }
 
 /// Starts a stdio server in a process group of its own, with a cleared environment.
@@ -294,7 +566,11 @@ fn spawn_child(
     let (mut child, tree) =
         process_tree::spawn(&mut child_command).map_err(|source| GatewayError::Spawn {
             upstream: config.name.clone(),
-            program: program.clone(),
+            // As written when it was given (`${VAR}` unexpanded), so no secret shows.
+            program: match &config.shown {
+                Some(_) => config.label(),
+                None => program.clone(),
+            },
             source,
         })?;
     let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
@@ -306,7 +582,12 @@ fn spawn_child(
     if let Some(stderr) = child.stderr.take() {
         tokio::spawn(log_stderr(Arc::clone(&name), stderr));
     }
-    let connection = Arc::new(Connection::open(name, stdout, stdin));
+    let connection = Arc::new(Connection::open(
+        name,
+        stdout,
+        stdin,
+        config.max_message_bytes,
+    ));
     Ok((connection, child, tree))
 }
 
@@ -335,17 +616,10 @@ async fn handshake(config: &UpstreamConfig, connection: &Connection) -> Result<(
         }
         connection.notify("notifications/initialized", json!({}))
     };
-    match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(error)) => Err(GatewayError::Handshake {
-            upstream: config.name.clone(),
-            why: HandshakeFailure::Initialize(error),
-        }),
-        Err(_) => Err(GatewayError::Handshake {
-            upstream: config.name.clone(),
-            why: HandshakeFailure::InitializeTimedOut,
-        }),
-    }
+    handshake.await.map_err(|error| GatewayError::Handshake {
+        upstream: config.name.clone(),
+        why: HandshakeFailure::Initialize(error),
+    })
 }
 
 /// Every tool the upstream lists, following `nextCursor`.
@@ -376,62 +650,41 @@ fn list_timed_out(elapsed: tokio::time::error::Elapsed) -> CallError {
     CallError::Unavailable(Unavailability::new("tools/list timed out").with_cause(elapsed))
 }
 
-/// The child's standard error, line by line, into our log under its name.
-async fn log_stderr(upstream: Arc<str>, stderr: tokio::process::ChildStderr) {
-    let mut lines = BufReader::new(stderr).lines();
-    while let Ok(Some(line)) = lines.next_line().await {
-        tracing::info!(target: "milpa::upstream", upstream = %upstream, "{line}");
-    }
-}
+/// The longest line of a child's standard error that reaches the log; the rest of a
+/// longer one is dropped (a child writing without a newline costs nothing more).
+const STDERR_LINE_MAX: usize = 8 * 1024;
 
-/// Waits on the child; when it exits, marks the upstream down and launches it again with
-/// backoff, for as long as the [`Upstream`] lives.
-async fn supervise(shared: Arc<Shared>, mut live: Live) {
-    let mut delay = INITIAL_BACKOFF;
+/// The child's standard error, line by line (each cut at [`STDERR_LINE_MAX`] bytes), into
+/// our log under its name.
+async fn log_stderr(upstream: Arc<str>, stderr: tokio::process::ChildStderr) {
+    use futures_util::StreamExt;
+    use tokio_util::codec::{AnyDelimiterCodecError, FramedRead};
+
+    let mut lines = FramedRead::new(stderr, crate::connection::bounded_lines(STDERR_LINE_MAX));
+    // After a line over the limit the reader says `None` once, then reads on (the rest of
+    // that line is discarded as it comes).
+    let mut after_cut = false;
     loop {
-        let up_since = Instant::now();
-        let Some((child, tree)) = live.child.as_mut() else {
-            return;
-        };
-        let status = child.wait().await;
-        tree.kill();
-        let ended = match status {
-            Ok(status) => Unavailability::new(format!("the server exited ({status})")),
-            Err(error) => Unavailability::new(format!("the server could not be watched ({error})"))
-                .with_cause(error),
-        };
-        let mut why = ended.reason().to_owned();
-        live.connection.close(ended);
-        shared.set_connection(None);
-        if up_since.elapsed() >= STABLE_AFTER {
-            delay = INITIAL_BACKOFF;
-        }
-        loop {
-            tracing::warn!(
-                target: "milpa::upstream",
-                upstream = %shared.name(),
-                "{why}; restarting in {:.1}s",
-                delay.as_secs_f64()
-            );
-            shared.set_state(UpstreamState::Down {
-                why: why.clone(),
-                retry_at: Instant::now() + delay,
-            });
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(MAX_BACKOFF);
-            shared.set_state(UpstreamState::Starting);
-            match launch(&shared.config, &shared.list_changed).await {
-                Ok(next) => {
-                    live = next;
-                    shared.set_connection(Some(Arc::clone(&live.connection)));
-                    shared.set_state(UpstreamState::Ready);
-                    tracing::info!(target: "milpa::upstream", upstream = %shared.name(), "restarted");
-                    // The new process may list other tools.
-                    shared.list_changed.notify_one();
-                    break;
-                }
-                Err(error) => why = error.to_string(),
+        match lines.next().await {
+            Some(Ok(line)) => {
+                after_cut = false;
+                tracing::info!(
+                    target: "milpa::upstream",
+                    upstream = %upstream,
+                    "{}",
+                    String::from_utf8_lossy(&line)
+                );
             }
+            Some(Err(AnyDelimiterCodecError::MaxChunkLengthExceeded)) => {
+                tracing::warn!(
+                    target: "milpa::upstream",
+                    upstream = %upstream,
+                    "a line of its standard error over {STDERR_LINE_MAX} bytes was dropped"
+                );
+                after_cut = true;
+            }
+            None if after_cut => after_cut = false,
+            None | Some(Err(AnyDelimiterCodecError::Io(_))) => return,
         }
     }
 }
@@ -441,52 +694,39 @@ async fn supervise(shared: Arc<Shared>, mut live: Live) {
 async fn follow(shared: Arc<Shared>, registry: Weak<ToolRegistry>) {
     loop {
         shared.list_changed.notified().await;
-        let Some(registry) = registry.upgrade() else {
+        if registry.strong_count() == 0 {
             return;
-        };
-        rediscover(&shared, &registry).await;
+        }
+        rediscover(&shared).await;
     }
 }
 
-/// Lists the upstream's tools again and, when they differ from the last list, replaces
-/// them in `registry`; keeps the previous ones (and says why in the log) when that fails.
-async fn rediscover(shared: &Arc<Shared>, registry: &ToolRegistry) {
+/// Lists the upstream's tools again and publishes them; keeps the previous ones (and says
+/// why in the log) when that fails.
+async fn rediscover(shared: &Arc<Shared>) {
     let name = shared.name();
     let listed = match shared.connection() {
-        Ok(connection) => tokio::time::timeout(HANDSHAKE_TIMEOUT, list_tools(&connection))
-            .await
-            .unwrap_or_else(|elapsed| Err(list_timed_out(elapsed))),
+        Ok(connection) => {
+            tokio::time::timeout(shared.config.start_timeout, list_tools(&connection))
+                .await
+                .unwrap_or_else(|elapsed| Err(list_timed_out(elapsed)))
+        }
         Err(error) => Err(error),
     };
-    let tools = match listed {
-        Ok(tools) => tools,
-        Err(error) => {
-            tracing::warn!(
-                target: "milpa::upstream",
-                upstream = %name,
-                "could not list its tools again ({error}); keeping the previous ones"
-            );
-            return;
-        }
-    };
-    if *shared.tools.lock() == tools {
-        tracing::debug!(target: "milpa::upstream", upstream = %name, "its tools are unchanged");
-        return;
-    }
-    match crate::forward::replace(registry, shared, &tools) {
-        Ok(()) => {
+    match listed {
+        Ok(tools) => {
             tracing::info!(
                 target: "milpa::upstream",
                 upstream = %name,
                 tools = tools.len(),
                 "its tools were discovered again"
             );
-            *shared.tools.lock() = tools;
+            shared.publish(tools);
         }
-        Err(error) => tracing::error!(
+        Err(error) => tracing::warn!(
             target: "milpa::upstream",
             upstream = %name,
-            "{error}; keeping its previous tools"
+            "could not list its tools again ({error}); keeping the previous ones"
         ),
     }
 }

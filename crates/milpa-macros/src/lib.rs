@@ -117,9 +117,9 @@
 //!
 //! Arguments are deserialized from the validated `&Value` without cloning it (`&str`
 //! borrows). A value the schema accepted but the Rust type cannot hold (an integer over
-//! `i32::MAX` for an `i32`) is a `VALIDATION_ERROR` naming the argument
-//! (`n: Value out of range for i32`); binding never panics. A sync function runs inline
-//! (no allocation) and reports `runs_blocking`, so a hard timeout moves it to the blocking
+//! `i32::MAX` for an `i32`) is a `VALIDATION_ERROR` naming the argument and what it takes
+//! (`n: Expected an integer from -2147483648 to 2147483647, got 3000000000`); binding never
+//! panics. A sync function runs inline (no allocation) and reports `runs_blocking`, so a hard timeout moves it to the blocking
 //! pool; an async function's future borrows the arguments and context.
 
 mod attrs;

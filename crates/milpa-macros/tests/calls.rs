@@ -74,7 +74,7 @@ async fn too_large_integer_is_a_validation_error_naming_the_field() {
     assert_eq!(result.code(), Some(&ErrorCode::ValidationError));
     assert_eq!(
         result.error.as_deref(),
-        Some("n: Value out of range for i32")
+        Some("n: Expected an integer from -2147483648 to 2147483647, got 3000000000")
     );
 }
 

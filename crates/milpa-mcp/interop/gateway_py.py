@@ -55,7 +55,7 @@ def server():
     return StdioServerParameters(
         command=MILPA,
         args=GLOBAL
-        + ["proxy", "--name", "everything", "--audit", AUDIT, "--", NODE, EVERYTHING_JS, "stdio"],
+        + ["proxy", "--name", "everything", "--prefix", "everything__", "--audit", AUDIT, "--", NODE, EVERYTHING_JS, "stdio"],
     )
 
 
@@ -101,8 +101,17 @@ async def main():
             return await client.call_tool(tool, args)
 
         async def listing():
-            names = {t.name for t in (await client.list_tools()).tools}
-            for n in ("everything__echo", "everything__get-tiny-image", "fs__read_text_file", "fs__write_file", "own__add"):
+            # Upstreams start in the background while milpa serves: their tools are listed
+            # once each is up (an `npx` first start can take a while).
+            expected = ("everything__echo", "everything__get-tiny-image", "fs__read_text_file", "fs__write_file", "own__add")
+            names = set()
+            with anyio.move_on_after(120):
+                while not all(n in names for n in expected):
+                    # "refresh": the SDK would otherwise answer from its cache of the first
+                    # listing for as long as the server's ttlMs allows.
+                    names = {t.name for t in (await client.list_tools(cache_mode="refresh")).tools}
+                    await anyio.sleep(0.2)
+            for n in expected:
                 check(n in names, f"missing {n} in {sorted(names)}")
             check("echo" not in names and "write_file" not in names, "unprefixed names listed")
 

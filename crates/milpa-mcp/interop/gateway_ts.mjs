@@ -49,7 +49,7 @@ const client = new Client({ name: "milpa-gateway-interop-ts", version: "1.0.0" }
 await client.connect(
   new StdioClientTransport({
     command: milpa,
-    args: [...global, "proxy", "--name", "everything", "--audit", auditFile, "--", node, everythingJs, "stdio"],
+    args: [...global, "proxy", "--name", "everything", "--prefix", "everything__", "--audit", auditFile, "--", node, everythingJs, "stdio"],
     stderr: "inherit",
   }),
 );
@@ -82,8 +82,17 @@ function decideAtTerminal(argv, approval) {
 const read = (path) => readFileSync(path, "utf8");
 
 await test("tools/list has the prefixed tools of the three servers", async () => {
-  const names = new Set((await client.listTools()).tools.map((t) => t.name));
-  for (const n of ["everything__echo", "everything__get-tiny-image", "fs__read_text_file", "fs__write_file", "own__add"]) {
+  // Upstreams start in the background while milpa serves: their tools are listed once each
+  // is up (an `npx` first start can take a while).
+  const expected = ["everything__echo", "everything__get-tiny-image", "fs__read_text_file", "fs__write_file", "own__add"];
+  const deadline = Date.now() + 120000;
+  let names = new Set();
+  while (Date.now() < deadline) {
+    names = new Set((await client.listTools()).tools.map((t) => t.name));
+    if (expected.every((n) => names.has(n))) break;
+    await sleep(200);
+  }
+  for (const n of expected) {
     assert(names.has(n), `missing ${n} in ${[...names].join(", ")}`);
   }
   assert(!names.has("echo") && !names.has("write_file"), "unprefixed names listed");

@@ -101,7 +101,10 @@ mod trace_context;
 
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
-pub use http::{HttpServer, Readiness, ReadinessCheck};
+pub use http::{
+    HttpServer, METRICS_SCOPE, MetricsAccess, Readiness, ReadinessCheck, UpstreamReport,
+    UpstreamReports,
+};
 pub use protocol::{LATEST_VERSION, SUPPORTED_VERSIONS, ServerOptions};
 #[cfg(feature = "stdio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "stdio")))]

@@ -2,8 +2,9 @@
 //!
 //! - A [`ToolDefinition`] becomes a `tools/list` entry: `name`, `description`,
 //!   `inputSchema` (as declared; `"type": "object"` added when missing), `outputSchema`
-//!   when declared, `annotations` (`readOnlyHint` = not mutating, `destructiveHint` =
-//!   mutating).
+//!   when declared, `title` when given, `annotations` (`readOnlyHint` = not mutating,
+//!   `destructiveHint` = mutating unless given; every other annotation given kept), and
+//!   `_meta` when given (an upstream server's tools keep theirs).
 //! - A [`ToolResult`] becomes a `tools/call` result: one text block rendered for the `mcp`
 //!   channel (or the blocks the tool returned, see [`crate::content`]), `structuredContent`
 //!   (`data` when it is an object, else `{"result": data}`, left out when `data` is null),
@@ -19,7 +20,7 @@
 use milpa::{ConfirmationTicket, ErrorCode, ToolDefinition, ToolResult, ToolSummary};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::content;
 
@@ -34,11 +35,20 @@ pub fn tool_entry(definition: &ToolDefinition) -> Value {
     if let Some(output) = summary.output_schema {
         entry.insert("outputSchema".into(), output);
     }
+    let options = definition.options();
+    if let Some(title) = &options.title {
+        entry.insert("title".into(), Value::String(title.clone()));
+    }
     let mutating = definition.is_mutating();
-    entry.insert(
-        "annotations".into(),
-        json!({"readOnlyHint": !mutating, "destructiveHint": mutating}),
-    );
+    let mut annotations = options.annotations.clone().unwrap_or_default();
+    annotations.insert("readOnlyHint".into(), Value::Bool(!mutating));
+    annotations
+        .entry("destructiveHint")
+        .or_insert(Value::Bool(mutating));
+    entry.insert("annotations".into(), Value::Object(annotations));
+    if let Some(meta) = &options.meta {
+        entry.insert("_meta".into(), Value::Object(meta.clone()));
+    }
     Value::Object(entry)
 }
 
@@ -53,7 +63,8 @@ pub const TEXT_COPY_LIMIT: usize = 64 * 1024;
 /// one; past [`TEXT_COPY_LIMIT`] bytes it is cut (on a character boundary) and a marker
 /// points to `structuredContent`. On failure: the error message (an `APPROVAL_PENDING`
 /// one followed by the page where a person approves, when the result has an
-/// `approve_url`). A confirmation request says how to confirm.
+/// `approve_url`; a `VALIDATION_ERROR` one followed by its message, the failures in the
+/// schema's words, one a line). A confirmation request says how to confirm.
 pub fn render_text(tool: &str, result: &ToolResult) -> String {
     if !result.success {
         let error = result
@@ -65,7 +76,13 @@ pub fn render_text(tool: &str, result: &ToolResult) -> String {
             Some(url) if result.code() == Some(&ErrorCode::ApprovalPending) => {
                 format!("{error}\nA person can approve it at {url}")
             }
-            _ => error,
+            _ => match (&result.message, result.code()) {
+                // The arguments' failures in the schema's words follow the original's.
+                (Some(words), Some(ErrorCode::ValidationError)) if result.error.is_some() => {
+                    format!("{error}\n{words}")
+                }
+                _ => error,
+            },
         };
     }
     if result.requires_confirmation()
@@ -343,6 +360,7 @@ impl Serialize for CallResult<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     /// Both writers, checked against each other.
     fn written(answer: CallResult<'_>) -> Value {
@@ -429,6 +447,26 @@ mod tests {
             };
             assert_eq!(whole.as_str().unwrap().len(), 2 * TEXT_COPY_LIMIT);
         }
+    }
+
+    #[test]
+    fn a_validation_error_reads_the_original_then_the_schemas_words() {
+        let mut refused = ToolResult::validation_error("id: Expected integer, got string");
+        refused.message = Some("'id' must be an integer ≥ 1 (got a string)".to_owned());
+        assert_eq!(
+            render_text("t", &refused),
+            "id: Expected integer, got string\n'id' must be an integer ≥ 1 (got a string)"
+        );
+        // Another refusal with a message keeps the error alone, as before.
+        let mut denied = ToolResult::forbidden("no");
+        denied.message = Some("a note".to_owned());
+        assert_eq!(render_text("t", &denied), "no");
+        // A validation error without words (a bad token) is its message.
+        let token = ToolResult::validation_error("Invalid or expired confirmation token");
+        assert_eq!(
+            render_text("t", &token),
+            "Invalid or expired confirmation token"
+        );
     }
 
     #[test]

@@ -28,6 +28,9 @@ pub const ALL_VERSIONS: [&str; 5] = [
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 /// `_meta` key of a 2026-07-28 request: what the client can do (`ClientCapabilities`).
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key of a 2026-07-28 request: the client software (`Implementation`: `name`,
+/// `version`), self-reported; the approvals page shows its `name`.
+pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 /// `_meta` key of a 2026-07-28 request: the lowest log level the client wants to be sent
 /// (absent: no log messages).
 pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";

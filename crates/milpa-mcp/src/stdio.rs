@@ -513,6 +513,8 @@ impl Conn {
     /// then its notifications through the writer until the client cancels the request.
     fn listen(&self, id: RequestId, subscription: Subscription, out: &mut Vec<u8>) {
         push_line(out, &subscription.acknowledgement());
+        // Watched before the acknowledgement can reach the client (see `Subscription::watch`).
+        let listening = subscription.watch(&self.modern.shared.registry);
         let (stop, stopped) = oneshot::channel::<()>();
         {
             let mut listens = self.listens.lock();
@@ -520,15 +522,10 @@ impl Conn {
             listens.retain(|_, stop| !stop.is_closed());
             listens.insert(id, stop);
         }
-        let registry = self.modern.shared.registry.clone();
         let tx = self.tx.clone();
-        tokio::spawn(async move {
-            subscription
-                .forward(&registry, tx, async {
-                    let _ = stopped.await;
-                })
-                .await;
-        });
+        tokio::spawn(listening.forward(tx, async {
+            let _ = stopped.await;
+        }));
     }
 
     /// Ends the subscription a `notifications/cancelled` names, if it is one.

@@ -5,8 +5,12 @@
 //! sign in. An approver with a passkey (a WebDriver virtual authenticator, user
 //! verification on) enrols it through the enrolment link and grants with it; a grant
 //! posted without an assertion, and one with an assertion made for another approval, are
-//! refused. Screenshots (phone and desktop size) go
-//! to `$CARGO_TARGET_TMPDIR/approvals/`.
+//! refused. Each card shows what the tool does, its Mutating and upstream badges, the
+//! client and server that asked and the line saying what a grant does. The queue refreshes
+//! itself: a call parked meanwhile appears without a reload while a half-typed reason keeps
+//! its text and focus, and a card brought in that way is decided like any other (with the
+//! passkey too); with JavaScript off the page decides the same, unrefreshed. Screenshots
+//! (phone and desktop size) go to `$CARGO_TARGET_TMPDIR/approvals/`.
 //!
 //! Needs `chromedriver` and `chromium` (Debian: `chromium-driver`, `chromium`); override
 //! their paths with `CHROMEDRIVER` and `CHROMIUM`. Without them the test says why and
@@ -27,8 +31,9 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use futures_util::FutureExt;
 use hyper_util::client::legacy::connect::HttpConnector;
 use milpa::approval::passkeys::{InMemoryPasskeyStore, PasskeyStore, enrolment_token_hash};
-use milpa::approval::{ApprovalState, Verdict};
+use milpa::approval::{ApprovalQueue, ApprovalState, Verdict};
 use milpa::confirm::unix_millis;
+use milpa::verification::{HumanVerifier, InMemoryVerificationStore};
 use milpa::{ErrorCode, ToolContext, ToolDefinition, ToolRegistry};
 use milpa_mcp::HttpServer;
 use milpa_mcp::approvals::PasskeyOptions;
@@ -100,6 +105,8 @@ enum Screen {
     Phone,
     /// A 1280 px wide desktop window.
     Desktop,
+    /// The desktop window with JavaScript turned off.
+    NoScript,
 }
 
 async fn browser(driver: &Driver, chromium: &Path, screen: Screen) -> Client {
@@ -122,12 +129,15 @@ async fn browser(driver: &Driver, chromium: &Path, screen: Screen) -> Client {
                 "deviceMetrics": {"width": 412, "height": 915, "pixelRatio": 2.0, "mobile": true, "touch": true}
             });
         }
-        Screen::Desktop => {
+        Screen::Desktop | Screen::NoScript => {
             options["args"]
                 .as_array_mut()
                 .unwrap()
                 .push(json!("--window-size=1280,1700"));
         }
+    }
+    if let Screen::NoScript = screen {
+        options["prefs"] = json!({"profile.managed_default_content_settings.javascript": 2});
     }
     let mut capabilities = serde_json::Map::new();
     capabilities.insert("goog:chromeOptions".into(), options);
@@ -147,17 +157,35 @@ struct Server {
     _stop: tokio::sync::oneshot::Sender<()>,
 }
 
+/// How often the queue refreshes in the flows that do not test the refresh: seldom, so that
+/// no refresh swaps a card between finding an element and clicking it.
+const QUIET: Duration = Duration::from_secs(600);
+
 async fn server(driver: Driver, chromium: PathBuf) -> Server {
-    server_with(driver, chromium, Arc::new(InMemoryPasskeyStore::new())).await
+    server_with(
+        driver,
+        chromium,
+        Arc::new(InMemoryPasskeyStore::new()),
+        QUIET,
+    )
+    .await
 }
 
+/// The server the browser opens: `deploy` (mutating, local) and `delete_customer`
+/// (mutating, forwarded to the upstream `crm`), both waiting for a person, on the queue of
+/// the server `ops-east`, its list refreshed every `refresh`.
 async fn server_with(
     driver: Driver,
     chromium: PathBuf,
     passkeys: Arc<InMemoryPasskeyStore>,
+    refresh: Duration,
 ) -> Server {
     let deploys = Arc::new(AtomicUsize::new(0));
-    let mut registry = ToolRegistry::new();
+    let queue = ApprovalQueue::new(HumanVerifier::new(Arc::new(
+        InMemoryVerificationStore::new(),
+    )))
+    .with_server("ops-east");
+    let mut registry = ToolRegistry::builder().approvals(Arc::new(queue)).build();
     let counter = deploys.clone();
     registry
         .register(
@@ -181,6 +209,7 @@ async fn server_with(
                 .input_schema(json!({"type": "object", "properties": {
                     "customer_id": {"type": "string"}, "reason": {"type": "string"},
                     "api_key": {"type": "string"}}}))
+                .upstream("crm")
                 .mutating(true)
                 .requires_human_approval(true)
                 .sync(|args, _| json!({"deleted": args["customer_id"]})),
@@ -193,7 +222,8 @@ async fn server_with(
     let (addr, stop) = start_http(
         HttpServer::new(registry.clone())
             .authenticator(tokens)
-            .approval_passkeys(PasskeyOptions::new(passkeys)),
+            .approval_passkeys(PasskeyOptions::new(passkeys))
+            .approvals_refresh(refresh),
     )
     .await;
     Server {
@@ -206,8 +236,9 @@ async fn server_with(
     }
 }
 
+/// The agent, calling through an MCP client that names itself `claude-desktop`.
 fn agent() -> ToolContext {
-    ToolContext::mcp("r1", Some("agent-7".into()), ["*"])
+    ToolContext::mcp("r1", Some("agent-7".into()), ["*"]).with_client("claude-desktop")
 }
 
 async fn park(registry: &ToolRegistry, tool: &str, args: Value) -> String {
@@ -233,6 +264,17 @@ fn screenshot_dir() -> PathBuf {
 
 fn pending_card(id: &str) -> String {
     format!("[data-approval-id=\"{id}\"]")
+}
+
+/// The text of the element `css` inside `scope`.
+async fn text_of(scope: &fantoccini::elements::Element, css: &str) -> String {
+    scope
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|_| panic!("{css} shown"))
+        .text()
+        .await
+        .unwrap()
 }
 
 async fn sign_in(client: &Client, addr: SocketAddr, token: &str) {
@@ -378,6 +420,54 @@ async fn flow(client: &Client, server: &Server) {
         !page_text.contains("sk_live_not_shown"),
         "secrets are redacted"
     );
+    // What a person reads at 3 a.m.: what the tool does, whether it changes state, where
+    // it goes, who asked through which client on which server, and what a grant does.
+    let deploy_card = client
+        .find(Locator::Css(&pending_card(&deploy)))
+        .await
+        .unwrap();
+    assert_eq!(
+        text_of(&deploy_card, ".description").await,
+        "Deploys a service version to an environment"
+    );
+    assert_eq!(text_of(&deploy_card, ".badge.mutating").await, "Mutating");
+    assert!(
+        deploy_card
+            .find_all(Locator::Css(".badge.upstream"))
+            .await
+            .unwrap()
+            .is_empty(),
+        "a local tool goes to no upstream"
+    );
+    assert_eq!(text_of(&deploy_card, "dd.client").await, "claude-desktop");
+    assert_eq!(text_of(&deploy_card, "dd.server").await, "ops-east");
+    let effect = text_of(&deploy_card, "form.decide .effect").await;
+    assert!(
+        effect.starts_with("Grant runs nothing now: the caller's retry runs this call once")
+            && effect.contains("Reject: it never runs"),
+        "{effect}"
+    );
+    // The line sits right before the buttons, in view on a phone.
+    let before_buttons = client
+        .execute(
+            "const form = document.querySelector(arguments[0] + ' form.decide');
+             const line = form.querySelector('.effect');
+             return line.nextElementSibling.className === 'buttons'
+               && line.getBoundingClientRect().width > 0;",
+            vec![json!(pending_card(&deploy))],
+        )
+        .await
+        .unwrap();
+    assert_eq!(before_buttons, json!(true));
+    let delete_card = client
+        .find(Locator::Css(&pending_card(&delete)))
+        .await
+        .unwrap();
+    assert_eq!(
+        text_of(&delete_card, ".badge.upstream").await,
+        "Upstream crm"
+    );
+    assert_eq!(text_of(&delete_card, ".badge.mutating").await, "Mutating");
     save_screenshot(client, "approvals-page-phone.png").await;
     desktop_screenshot(server).await;
 
@@ -431,7 +521,7 @@ async fn flow(client: &Client, server: &Server) {
     assert_eq!(server.deploys.load(Ordering::SeqCst), 1);
 
     // A form posted without its CSRF token is refused; the item stays pending. (WebDriver
-    // scripts run outside the page's CSP; the page itself has no script.)
+    // scripts run outside the page's CSP, which allows only the page's own scripts.)
     client
         .execute(
             "document.querySelector(arguments[0] + ' input[name=\"csrf\"]').remove();",
@@ -596,20 +686,17 @@ async fn post_plain_form(client: &Client, action: &str, fields: Value) {
         .unwrap();
 }
 
-async fn passkey_flow(client: &Client, server: &Server, passkeys: &InMemoryPasskeyStore) {
-    let registry = &server.registry;
+/// Signs alice in at `base` and enrols a passkey for her through the enrolment link of
+/// `token` (the link `milpa approvals enroll` prints; the token made here the same way),
+/// with a WebDriver virtual authenticator (user verification on).
+async fn enrol_alice(client: &Client, base: &str, passkeys: &InMemoryPasskeyStore, token: &str) {
     client.issue_cmd(AddVirtualAuthenticator).await.unwrap();
-    // The RP id is localhost: the page must be opened under that name.
-    let base = format!("http://localhost:{}", server.addr.port());
-
-    // Enrol (the link `milpa approvals enroll` prints; the token made here the same way).
-    let token = "7b1f0c9e4d2a4f6b8e3c5a7d9f1b3e5c";
     let expires = unix_millis(std::time::SystemTime::now()) + 600_000;
     passkeys
         .create_enrolment(&enrolment_token_hash(token), "alice", expires)
         .await
         .unwrap();
-    sign_in_at(client, &base, ALICE).await;
+    sign_in_at(client, base, ALICE).await;
     client
         .goto(&format!("{base}/approvals/enroll/{token}"))
         .await
@@ -631,6 +718,14 @@ async fn passkey_flow(client: &Client, server: &Server, passkeys: &InMemoryPassk
         "{}",
         enrolled[0].public_credential
     );
+}
+
+async fn passkey_flow(client: &Client, server: &Server, passkeys: &InMemoryPasskeyStore) {
+    let registry = &server.registry;
+    // The RP id is localhost: the page must be opened under that name.
+    let base = format!("http://localhost:{}", server.addr.port());
+    let token = "7b1f0c9e4d2a4f6b8e3c5a7d9f1b3e5c";
+    enrol_alice(client, &base, passkeys, token).await;
     // The link served once.
     client
         .goto(&format!("{base}/approvals/enroll/{token}"))
@@ -769,7 +864,7 @@ async fn an_approver_with_a_passkey_decides_only_with_it() {
         return;
     };
     let passkeys = Arc::new(InMemoryPasskeyStore::new());
-    let server = server_with(driver, chromium, passkeys.clone()).await;
+    let server = server_with(driver, chromium, passkeys.clone(), QUIET).await;
     let client = browser(&server.driver, &server.chromium, Screen::Desktop).await;
     let outcome = std::panic::AssertUnwindSafe(passkey_flow(&client, &server, &passkeys))
         .catch_unwind()
@@ -782,4 +877,305 @@ async fn an_approver_with_a_passkey_decides_only_with_it() {
     if let Err(panic) = outcome {
         std::panic::resume_unwind(panic);
     }
+}
+
+/// Runs `flow` in a browser session of its own on `server`, saving a screenshot named
+/// `failure` if it panics.
+async fn in_browser<F, Fut>(server: &Server, screen: Screen, failure: &str, flow: F)
+where
+    F: FnOnce(Client) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let client = browser(&server.driver, &server.chromium, screen).await;
+    let outcome = std::panic::AssertUnwindSafe(flow(client.clone()))
+        .catch_unwind()
+        .await;
+    if outcome.is_err() {
+        let _ = save_screenshot(&client, failure).await;
+    }
+    let _ = client.close().await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// The value of the field `css`, and whether it has the focus.
+async fn field_state(client: &Client, css: &str) -> (String, bool) {
+    let state = client
+        .execute(
+            "const field = document.querySelector(arguments[0]);
+             return [field ? field.value : null, field !== null && document.activeElement === field];",
+            vec![json!(css)],
+        )
+        .await
+        .unwrap();
+    (
+        state[0].as_str().unwrap_or_default().to_owned(),
+        state[1] == json!(true),
+    )
+}
+
+async fn refresh_flow(client: &Client, server: &Server) {
+    let registry = &server.registry;
+    let first = park(
+        registry,
+        "deploy",
+        json!({"service": "billing-api", "env": "production", "version": "2.16.0"}),
+    )
+    .await;
+    sign_in(client, server.addr, ALICE).await;
+    let status = client
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css("#refresh-status:not([hidden])"))
+        .await
+        .expect("the refresh says it runs");
+    assert!(
+        status.text().await.unwrap().contains("every 1 s"),
+        "{}",
+        status.text().await.unwrap()
+    );
+
+    // Half a reason typed, the cursor still in the field.
+    let reason = format!("{} input[name=\"reason\"]", pending_card(&first));
+    client
+        .find(Locator::Css(&reason))
+        .await
+        .unwrap()
+        .send_keys("checking with on-call")
+        .await
+        .unwrap();
+    assert_eq!(
+        field_state(client, &reason).await,
+        ("checking with on-call".to_owned(), true)
+    );
+
+    // A call parked now appears without a reload; the typed reason, and the focus, stay.
+    let second = park(
+        registry,
+        "delete_customer",
+        json!({"customer_id": "cus_9001", "reason": "duplicate account"}),
+    )
+    .await;
+    client
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css(&pending_card(&second)))
+        .await
+        .expect("the new call appears after a refresh");
+    assert_eq!(
+        field_state(client, &reason).await,
+        ("checking with on-call".to_owned(), true),
+        "the half-written reason and its focus survive the refresh"
+    );
+    let count = client.find(Locator::Css("#pending-count")).await.unwrap();
+    assert_eq!(count.text().await.unwrap(), "2");
+    let refreshed = client
+        .find(Locator::Css(&pending_card(&second)))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&refreshed, ".badge.upstream").await, "Upstream crm");
+    assert_eq!(text_of(&refreshed, "dd.client").await, "claude-desktop");
+    let status = client
+        .find(Locator::Css("#refresh-status"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(status.starts_with("Updated at "), "{status}");
+    save_screenshot(client, "approvals-page-refreshed.png").await;
+
+    // The reason finished and sent: the decision carries it.
+    client
+        .find(Locator::Css(&reason))
+        .await
+        .unwrap()
+        .send_keys(", go ahead")
+        .await
+        .unwrap();
+    client
+        .find(Locator::Css(&format!(
+            "{} button[name=\"decision\"][value=\"grant\"]",
+            pending_card(&first)
+        )))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    notice_saying(client, "Granted deploy(").await;
+    let decided = registry.approvals().get(&first).await.unwrap().unwrap();
+    assert_eq!(
+        decided.decided_by(),
+        Some(("alice", Some("checking with on-call, go ahead")))
+    );
+
+    // The form of a card the refresh brought in works like any other (its CSRF token too).
+    client
+        .find(Locator::Css(&format!(
+            "{} button[name=\"decision\"][value=\"reject\"]",
+            pending_card(&second)
+        )))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    notice_saying(client, "Rejected delete_customer(").await;
+    assert_eq!(state(registry, &second).await, ApprovalState::Rejected);
+}
+
+/// With JavaScript off the queue is the same page, unrefreshed, and decides the same.
+async fn no_script_flow(client: &Client, server: &Server) {
+    let registry = &server.registry;
+    let id = park(
+        registry,
+        "deploy",
+        json!({"service": "search", "env": "staging", "version": "1.2.0"}),
+    )
+    .await;
+    sign_in(client, server.addr, ALICE).await;
+    let status = client.find(Locator::Css("#refresh-status")).await.unwrap();
+    assert!(
+        !status.is_displayed().await.unwrap(),
+        "no refresh to speak of"
+    );
+    let card = client.find(Locator::Css(&pending_card(&id))).await.unwrap();
+    assert_eq!(text_of(&card, ".badge.mutating").await, "Mutating");
+    card.find(Locator::Css("input[name=\"reason\"]"))
+        .await
+        .unwrap()
+        .send_keys("no script needed")
+        .await
+        .unwrap();
+    card.find(Locator::Css("button[name=\"decision\"][value=\"grant\"]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    notice_saying(client, "Granted deploy(").await;
+    let decided = registry.approvals().get(&id).await.unwrap().unwrap();
+    assert_eq!(
+        decided.decided_by(),
+        Some(("alice", Some("no script needed")))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_queue_refreshes_without_losing_a_half_written_reason() {
+    let Some((driver, chromium)) = browser_tools() else {
+        return;
+    };
+    let server = server_with(
+        driver,
+        chromium,
+        Arc::new(InMemoryPasskeyStore::new()),
+        Duration::from_secs(1),
+    )
+    .await;
+    let server = &server;
+    in_browser(
+        server,
+        Screen::Phone,
+        "approvals-refresh-failure.png",
+        |client| async move { refresh_flow(&client, server).await },
+    )
+    .await;
+    in_browser(
+        server,
+        Screen::NoScript,
+        "approvals-no-script-failure.png",
+        |client| async move { no_script_flow(&client, server).await },
+    )
+    .await;
+}
+
+/// A card the refresh brings in is decided with the passkey like any other, while the
+/// reason half-typed into another card stays as it was.
+async fn passkey_refresh_flow(client: &Client, server: &Server, passkeys: &InMemoryPasskeyStore) {
+    let registry = &server.registry;
+    let base = format!("http://localhost:{}", server.addr.port());
+    let first = park(
+        registry,
+        "deploy",
+        json!({"service": "billing-api", "env": "production", "version": "2.17.0"}),
+    )
+    .await;
+    enrol_alice(client, &base, passkeys, "5d3c1a9e7f2b4d6c8a0e2f4b6d8c0a1e").await;
+    client.goto(&format!("{base}/approvals")).await.unwrap();
+    client
+        .wait()
+        .at_most(Duration::from_secs(10))
+        .for_element(Locator::Css("#refresh-status:not([hidden])"))
+        .await
+        .expect("the refresh runs beside the passkey script");
+    let reason = format!("{} input[name=\"reason\"]", pending_card(&first));
+    client
+        .find(Locator::Css(&reason))
+        .await
+        .unwrap()
+        .send_keys("asking the release owner")
+        .await
+        .unwrap();
+
+    let second = park(
+        registry,
+        "delete_customer",
+        json!({"customer_id": "cus_4242", "reason": "closed account"}),
+    )
+    .await;
+    let brought_in = client
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Css(&format!(
+            "{} form[data-passkey]",
+            pending_card(&second)
+        )))
+        .await
+        .expect("the new call appears, with its passkey form, after a refresh");
+    assert_eq!(
+        field_state(client, &reason).await,
+        ("asking the release owner".to_owned(), true),
+        "the half-written reason and its focus survive the refresh"
+    );
+    brought_in
+        .find(Locator::Css("input[name=\"reason\"]"))
+        .await
+        .unwrap()
+        .send_keys("duplicate, confirmed")
+        .await
+        .unwrap();
+    brought_in
+        .find(Locator::Css("button[name=\"decision\"][value=\"grant\"]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    notice_saying(client, "Granted delete_customer(").await;
+    let decided = registry.approvals().get(&second).await.unwrap().unwrap();
+    assert_eq!(
+        decided.decided_by(),
+        Some(("alice", Some("duplicate, confirmed")))
+    );
+    assert_eq!(state(registry, &first).await, ApprovalState::Pending);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_card_the_refresh_brings_in_is_decided_with_a_passkey() {
+    let Some((driver, chromium)) = browser_tools() else {
+        return;
+    };
+    let passkeys = Arc::new(InMemoryPasskeyStore::new());
+    let server = server_with(driver, chromium, passkeys.clone(), Duration::from_secs(1)).await;
+    let (server, passkeys) = (&server, &passkeys);
+    in_browser(
+        server,
+        Screen::Desktop,
+        "approvals-passkey-refresh-failure.png",
+        |client| async move { passkey_refresh_flow(&client, server, passkeys).await },
+    )
+    .await;
 }

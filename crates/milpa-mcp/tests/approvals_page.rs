@@ -1067,3 +1067,302 @@ async fn the_page_shows_this_servers_queue_when_servers_share_a_store() {
     assert!(pending.contains(&card(&mine)), "{pending}");
     assert!(!pending.contains(&card(&theirs)), "{pending}");
 }
+
+/// A registry whose queue is the server `ops-east`'s, with `deploy` (mutating, a local
+/// tool) and `files__read` (read-only, forwarded to the upstream `files`), both waiting
+/// for a person.
+fn described_registry() -> Arc<ToolRegistry> {
+    use milpa::approval::ApprovalQueue;
+    use milpa::verification::{HumanVerifier, InMemoryVerificationStore};
+    let queue = ApprovalQueue::new(HumanVerifier::new(Arc::new(
+        InMemoryVerificationStore::new(),
+    )))
+    .with_server("ops-east");
+    let mut registry = ToolRegistry::builder().approvals(Arc::new(queue)).build();
+    registry
+        .register(
+            ToolDefinition::builder("deploy")
+                .description("Deploys a <service> to production & restarts it")
+                .input_schema(json!({"type": "object", "properties": {"env": {"type": "string"}}}))
+                .mutating(true)
+                .requires_human_approval(true)
+                .sync(|_, _| json!("deployed")),
+        )
+        .unwrap();
+    registry
+        .register(
+            ToolDefinition::builder("files__read")
+                .description("Reads a file")
+                .input_schema(json!({"type": "object", "properties": {"path": {"type": "string"}}}))
+                .upstream("files")
+                .requires_human_approval(true)
+                .sync(|_, _| json!("contents")),
+        )
+        .unwrap();
+    Arc::new(registry)
+}
+
+/// The card of approval `id` in a queue page.
+fn card_html<'a>(html: &'a str, id: &str) -> &'a str {
+    let start = html.find(&card(id)).expect("the card");
+    let end = html[start..].find("</article>").unwrap() + start;
+    &html[start..end]
+}
+
+#[tokio::test]
+async fn a_card_says_what_the_tool_does_where_it_goes_and_which_client_asked() {
+    let (addr, _stop) =
+        start_http(HttpServer::new(described_registry()).authenticator(tokens())).await;
+    let auth = format!("Bearer {AGENT}");
+
+    // A 2025-11-25 session: the client named itself at initialize.
+    let mut headers = common::JSON_HEADERS.to_vec();
+    headers.push(("Authorization", &auth));
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "claude <desktop>", "version": "1"}}});
+    let response = http(addr, "POST", &headers, init.to_string().as_bytes()).await;
+    assert_eq!(response.status, 200, "{response:?}");
+    let session = response.header("mcp-session-id").unwrap().to_owned();
+    let mut call_headers = headers.clone();
+    call_headers.push(("Mcp-Session-Id", &session));
+    call_headers.push(("MCP-Protocol-Version", "2025-11-25"));
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "deploy", "arguments": {"env": "prod"}}});
+    let response = http(addr, "POST", &call_headers, call.to_string().as_bytes()).await;
+    let deploy = approval_id(&response);
+
+    // A 2026-07-28 request: the client names itself in the request's _meta.
+    let mut modern = headers.clone();
+    modern.extend([
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "files__read"),
+    ]);
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "files__read", "arguments": {"path": "/etc/hosts"},
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "cursor-2026", "version": "2"}}}});
+    let response = http(addr, "POST", &modern, call.to_string().as_bytes()).await;
+    let read = approval_id(&response);
+
+    let mut alice = PageClient::new(addr);
+    let queue = alice.logged_in(ALICE).await;
+    let deploy_card = card_html(&queue.body, &deploy);
+    for fragment in [
+        "<p class=\"badges\"><span class=\"badge mutating\"",
+        ">Mutating</span></p>",
+        "<p class=\"description\">Deploys a &lt;service&gt; to production &amp; restarts \
+         it</p>",
+        "<dt>Asked by</dt><dd>agent-7</dd><dt>Client</dt><dd class=\"client\">claude \
+         &lt;desktop&gt;</dd><dt>Server</dt><dd class=\"server\">ops-east</dd>\
+         <dt>Channel</dt><dd>mcp</dd>",
+        "<p class=\"effect\">Grant runs nothing now: the caller&#39;s retry runs this call \
+         once",
+    ] {
+        assert!(
+            deploy_card.contains(fragment),
+            "{fragment}\n\n{deploy_card}"
+        );
+    }
+    assert!(!deploy_card.contains("badge upstream"), "{deploy_card}");
+    let read_card = card_html(&queue.body, &read);
+    for fragment in [
+        ">Read-only</span><span class=\"badge upstream\"",
+        ">Upstream <b>files</b></span></p><p class=\"description\">Reads a file</p>",
+        "<dt>Client</dt><dd class=\"client\">cursor-2026</dd>",
+        "<dt>Server</dt><dd class=\"server\">ops-east</dd>",
+    ] {
+        assert!(read_card.contains(fragment), "{fragment}\n\n{read_card}");
+    }
+    // Its own page says the same.
+    let item = alice.get(&format!("/approvals/{read}")).await;
+    assert_eq!(item.status, 200);
+    assert!(
+        item.body.contains(">Upstream <b>files</b></span>"),
+        "{}",
+        item.body
+    );
+    assert!(item.body.contains("<dd class=\"client\">cursor-2026</dd>"));
+}
+
+/// The approval id of a parked call's answer (JSON or an SSE stream).
+fn approval_id(response: &common::HttpResponse) -> String {
+    assert_eq!(response.status, 200, "{response:?}");
+    let message = if response
+        .header("content-type")
+        .is_some_and(|t| t.contains("json"))
+    {
+        response.json()
+    } else {
+        response.sse_messages().pop().expect("a message")
+    };
+    let result = &message["result"];
+    assert_eq!(
+        result["_meta"]["milpa"]["code"], "APPROVAL_PENDING",
+        "{message}"
+    );
+    result["structuredContent"]["approval_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("an approval id in {message}"))
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_call_parked_before_the_facts_were_kept_still_shows_and_is_decided() {
+    use milpa::verification::VerificationRecord;
+    let page = start().await;
+    let now = unix_millis(SystemTime::now());
+    // The payload a parked call had before the page showed descriptions, badges, clients
+    // and servers: the binding, the arguments, the expiry.
+    let record: VerificationRecord = serde_json::from_value(json!({
+        "id": "old-1", "subject": "deploy(env=prod)", "policy": "single",
+        "required_grants": 1, "requested_by": "agent-7",
+        "payload": {"parked_call": {
+            "binding": {"tool": "deploy", "principal": "agent-7", "channel": "mcp"},
+            "args": {"env": "prod"}, "expires_at_ms": now + 600_000, "executed_at_ms": null}},
+        "status": "pending", "grants": [], "rejection": null,
+        "created_at_ms": now - 1_000, "resolved_at_ms": null, "revision": 0
+    }))
+    .unwrap();
+    page.registry
+        .approvals()
+        .verifier()
+        .store()
+        .create(record)
+        .await
+        .unwrap();
+
+    let mut alice = PageClient::new(page.addr);
+    let queue = alice.logged_in(ALICE).await;
+    assert_eq!(queue.status, 200);
+    let old = card_html(&queue.body, "old-1");
+    assert!(
+        old.contains(
+            "<p class=\"kind\">Tool call · <span class=\"tool\">deploy</span></p>\
+             <p class=\"summary mono\">deploy(<wbr>env=prod)</p><dl class=\"facts\">\
+             <dt>Asked by</dt><dd>agent-7</dd><dt>Channel</dt><dd>mcp</dd><dt>Opened</dt>"
+        ),
+        "{old}"
+    );
+    for absent in ["badge", "description", "<dt>Client</dt>", "<dt>Server</dt>"] {
+        assert!(!old.contains(absent), "{absent}: {old}");
+    }
+    assert!(
+        old.contains("<p class=\"effect\">Grant runs nothing now"),
+        "{old}"
+    );
+    let item = alice.get("/approvals/old-1").await;
+    assert_eq!(item.status, 200, "{}", item.body);
+
+    // It is decided as any other, and its replay runs.
+    let granted = alice.decide(&queue, "old-1", "grant", "").await;
+    assert_eq!(granted.status, 303, "{granted:?}");
+    let ran = replay(&page, "old-1").await;
+    assert!(ran.success, "{ran:?}");
+    assert_eq!(page.runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn the_list_refreshes_from_a_route_of_its_own_that_leaves_the_notice() {
+    let page = start().await;
+    let mut alice = PageClient::new(page.addr);
+    // Signed out, the list is not shown.
+    let signed_out = alice.get("/approvals/live").await;
+    assert_eq!(signed_out.status, 401);
+    assert!(!signed_out.body.contains("data-approval-id"));
+
+    let first = park(&page, json!({"env": "prod"})).await;
+    let queue = alice.logged_in(ALICE).await;
+    assert!(
+        queue
+            .body
+            .contains("<script src=\"/approvals/refresh.js\" defer></script>"),
+        "{}",
+        queue.body
+    );
+    assert!(queue.body.contains(
+        "<div id=\"live\" data-refresh-ms=\"15000\" data-refresh-url=\"/approvals/live\">"
+    ));
+    assert!(
+        queue
+            .body
+            .contains("<p class=\"refresh-status\" id=\"refresh-status\" role=\"status\" hidden>")
+    );
+    assert_eq!(
+        queue.header("content-security-policy"),
+        Some(
+            "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        )
+    );
+    let script = alice.get("/approvals/refresh.js").await;
+    assert_eq!(script.status, 200);
+    assert!(
+        script
+            .header("content-type")
+            .unwrap()
+            .starts_with("text/javascript")
+    );
+    assert!(script.body.contains("DOMParser"), "{}", script.body);
+
+    // A decision leaves a notice for the next page; the list fetched meanwhile has the new
+    // call and leaves the notice where it is.
+    let granted = alice.decide(&queue, &first, "grant", "").await;
+    assert_eq!(granted.status, 303);
+    let second = park(&page, json!({"env": "staging"})).await;
+    let live = alice.get("/approvals/live").await;
+    assert_eq!(live.status, 200);
+    assert!(
+        live.header("content-type")
+            .unwrap()
+            .starts_with("text/html")
+    );
+    // The fragment carries the page's headers: never cached, never framed, and as a
+    // document of its own it would run nothing.
+    assert_eq!(live.header("cache-control"), Some("no-store"));
+    assert_eq!(live.header("x-frame-options"), Some("DENY"));
+    assert_eq!(
+        live.header("content-security-policy"),
+        Some(
+            "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        )
+    );
+    assert!(live.body.starts_with("<div id=\"live\""), "{}", live.body);
+    assert!(live.body.ends_with("</div>"), "{}", live.body);
+    assert!(!live.body.contains("<html"), "{}", live.body);
+    assert!(pending_section(&live.body).contains(&card(&second)));
+    assert!(!pending_section(&live.body).contains(&card(&first)));
+    assert!(decisions_section(&live.body).contains(&format!("data-decided-id=\"{first}\"")));
+    assert!(!live.body.contains("notice done"), "{}", live.body);
+    let next = alice.get("/approvals").await;
+    assert!(next.body.contains("class=\"notice done\""), "{}", next.body);
+}
+
+#[tokio::test]
+async fn with_the_refresh_off_the_queue_loads_no_script() {
+    let page = start_with(|server| {
+        server
+            .authenticator(tokens())
+            .approvals_refresh(std::time::Duration::ZERO)
+    })
+    .await;
+    park(&page, json!({"env": "prod"})).await;
+    let mut alice = PageClient::new(page.addr);
+    let queue = alice.logged_in(ALICE).await;
+    assert!(!queue.body.contains("<script"), "{}", queue.body);
+    assert!(!queue.body.contains("data-refresh-ms"), "{}", queue.body);
+    // (The stylesheet names the status line's class; the element itself is absent.)
+    assert!(
+        !queue.body.contains("id=\"refresh-status\""),
+        "{}",
+        queue.body
+    );
+    assert_eq!(
+        queue.header("content-security-policy"),
+        Some(
+            "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        )
+    );
+}

@@ -111,7 +111,11 @@ async fn refusals_are_results_not_protocol_errors() {
 
     let r = client.call("echo", json!({})).await;
     assert_eq!(r["_meta"]["milpa"]["code"], "VALIDATION_ERROR");
-    assert_eq!(r["content"][0]["text"], "Missing required field: text");
+    // The original's words, then the schema's.
+    assert_eq!(
+        r["content"][0]["text"],
+        "Missing required field: text\n'text' is required (a string)"
+    );
 
     let r = client.call("fails", json!({})).await;
     assert_eq!(r["isError"], true);

@@ -41,7 +41,9 @@ impl AuditSink for SqliteAuditSink {
         let entry = AuditEntry::new(record, unix_millis(SystemTime::now()));
         let queued = self.shared.writer.append_audit(entry);
         if !queued {
-            tracing::error!(target: "milpa::audit", "an audit record could not be stored: the SQLite writer has stopped");
+            // Counted with every other store failure (`StoreError::made`).
+            let error = crate::error::writer_stopped();
+            tracing::error!(target: "milpa::audit", %error, "an audit record could not be stored");
         }
     }
 
@@ -61,6 +63,9 @@ impl SqliteAuditTrail {
         SqliteAuditTrail { shared }
     }
 }
+
+/// How many records `verify_reporting` checks between two reports of its progress.
+const PROGRESS_EVERY: u64 = 256;
 
 impl AuditTrail for SqliteAuditTrail {
     fn query(&self, query: &AuditQuery) -> Result<Vec<String>, StoreError> {
@@ -97,15 +102,28 @@ impl AuditTrail for SqliteAuditTrail {
     }
 
     fn verify(&self) -> Result<Result<ChainSummary, ChainBreak>, StoreError> {
+        self.verify_reporting(&mut |_, _| {})
+    }
+
+    fn verify_reporting(
+        &self,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Result<ChainSummary, ChainBreak>, StoreError> {
         // Its own connection and read transaction: one consistent snapshot of the whole
-        // trail, streamed, without holding the shared read connection for the duration.
+        // trail (counted, then streamed), without holding the shared read connection for
+        // the duration.
         let mut conn = crate::connection::open(&self.shared.path)?;
         let tx = conn.transaction().map_err(store_error)?;
+        let total: u64 = tx
+            .query_row("SELECT count(*) FROM milpa_audit", [], |row| row.get(0))
+            .map_err(store_error)?;
+        progress(0, total);
         let mut select = tx
             .prepare("SELECT line FROM milpa_audit ORDER BY seq")
             .map_err(store_error)?;
         let mut rows = select.query([]).map_err(store_error)?;
         let mut verifier = ChainVerifier::new();
+        let mut checked = 0u64;
         while let Some(row) = rows.next().map_err(store_error)? {
             let line = row
                 .get_ref(0)
@@ -114,7 +132,12 @@ impl AuditTrail for SqliteAuditTrail {
             if let Err(broken) = verifier.push(line) {
                 return Ok(Err(broken));
             }
+            checked += 1;
+            if checked.is_multiple_of(PROGRESS_EVERY) {
+                progress(checked, total);
+            }
         }
+        progress(checked, total);
         Ok(Ok(verifier.finish()))
     }
 }

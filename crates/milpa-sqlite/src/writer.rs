@@ -191,12 +191,16 @@ impl Batch<'_> {
     }
 
     /// Seals the record onto the audit chain and appends it.
+    /// A record that cannot be stored is logged as a [`StoreError`], so it is counted with
+    /// every other store failure ([`StoreError::made`]).
     fn append_audit(&mut self, entry: AuditEntry) {
         if let Some(failure) = &self.failure {
-            tracing::error!(target: "milpa::audit", error = %failure, "an audit record could not be stored");
+            let error = shared_store_error(failure);
+            tracing::error!(target: "milpa::audit", %error, "an audit record could not be stored");
             return;
         }
         if let Err(error) = self.try_append_audit(&entry) {
+            let error = store_error(error);
             tracing::error!(target: "milpa::audit", %error, "an audit record could not be stored");
             self.note_rollback();
         }

@@ -111,6 +111,29 @@ fn dropping_the_store_commits_what_is_queued() {
 }
 
 #[test]
+fn a_check_reports_its_progress_out_of_the_records_counted_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.db");
+    {
+        let store = SqliteStore::open(&path).unwrap();
+        let sink = store.audit_sink();
+        for n in 0..600 {
+            write(sink.as_ref(), "echo", None, AuditOutcome::Executed, n);
+        }
+    }
+    let store = SqliteStore::open(&path).unwrap();
+    let mut reports = Vec::new();
+    let summary = store
+        .audit_trail()
+        .verify_reporting(&mut |checked, total| reports.push((checked, total)))
+        .unwrap()
+        .unwrap();
+    assert_eq!(summary.records, 600);
+    // The count first, then every 256 records, then the end.
+    assert_eq!(reports, [(0, 600), (256, 600), (512, 600), (600, 600)]);
+}
+
+#[test]
 fn query_filters_newest_first_with_a_limit() {
     let dir = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(dir.path().join("state.db")).unwrap();

@@ -5,7 +5,9 @@
 //!
 //! Binding never panics: an argument the Rust type cannot hold (an integer over `i32::MAX`
 //! for an `i32`, a string that is not one of an enum's variants) is a `VALIDATION_ERROR`
-//! whose message starts with the argument's name, e.g. `n: Value out of range for i32`.
+//! whose message starts with the argument's name and says what the parameter takes in the
+//! words of a schema, e.g. `n: Expected an integer from -2147483648 to 2147483647, got
+//! 3000000000` (never serde's `expected i32`, and never a string the caller sent).
 //! Arguments are deserialized from the borrowed `&Value`, so `&str` parameters borrow from
 //! the call's arguments and nothing is cloned that the parameter does not own.
 
@@ -417,9 +419,10 @@ pub fn error<E: Into<ToolError>>(error: E) -> ToolError {
     error.into()
 }
 
-/// A deserializer over a borrowed argument that reports integers out of the target type's
-/// range as `Value out of range for <type>` (serde_json's own message is about "invalid
-/// value"); everything else is `&Value`'s behaviour.
+/// A deserializer over a borrowed argument that says what a scalar parameter takes in
+/// schema words (`Expected an integer from 0 to 255, got 300`, `Expected a string, got an
+/// integer`) where serde_json would say `invalid type: string "…", expected u8`, quoting the
+/// value; everything else is `&Value`'s behaviour.
 struct Arg<'a>(&'a Value);
 
 macro_rules! forward {
@@ -433,17 +436,19 @@ macro_rules! forward {
     };
 }
 
-macro_rules! ranged {
-    ($($method:ident => $name:literal;)*) => {
+macro_rules! worded {
+    ($($method:ident($fits:expr) => $words:expr;)*) => {
         $(
             #[inline]
             fn $method<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, Self::Error> {
                 let value = self.0;
                 value.$method(visitor).map_err(|error| {
-                    if value.is_i64() || value.is_u64() {
-                        de::Error::custom(concat!("Value out of range for ", $name))
-                    } else {
+                    // A value of the right kind was refused by the type's own visitor (an
+                    // enum's unknown variant, a `NonZeroU32`'s zero): its words stand.
+                    if $fits(value) {
                         error
+                    } else {
+                        de::Error::custom(expected($words, value))
                     }
                 })
             }
@@ -451,20 +456,33 @@ macro_rules! ranged {
     };
 }
 
+/// Whether `value` is a string of one character (what a `char` holds).
+fn one_character(value: &Value) -> bool {
+    value.as_str().is_some_and(|text| text.chars().count() == 1)
+}
+
+/// Whether `value` is an integer that a `T` can hold.
+fn fits<T: TryFrom<i128>>(value: &Value) -> bool {
+    value
+        .as_i64()
+        .map(i128::from)
+        .or_else(|| value.as_u64().map(i128::from))
+        .is_some_and(|n| T::try_from(n).is_ok())
+}
+
+/// `Expected <words>, got <what was sent>` (a number as written, anything else by its kind).
+#[cold]
+fn expected(words: &str, value: &Value) -> String {
+    format!("Expected {words}, got {}", crate::schema::sent_value(value))
+}
+
 impl<'a> Deserializer<'a> for Arg<'a> {
     type Error = serde_json::Error;
 
     forward! {
         deserialize_any();
-        deserialize_bool();
-        deserialize_f32();
-        deserialize_f64();
-        deserialize_char();
-        deserialize_str();
-        deserialize_string();
         deserialize_bytes();
         deserialize_byte_buf();
-        deserialize_option();
         deserialize_unit();
         deserialize_unit_struct(name: &'static str);
         deserialize_newtype_struct(name: &'static str);
@@ -478,17 +496,33 @@ impl<'a> Deserializer<'a> for Arg<'a> {
         deserialize_ignored_any();
     }
 
-    ranged! {
-        deserialize_i8 => "i8";
-        deserialize_i16 => "i16";
-        deserialize_i32 => "i32";
-        deserialize_i64 => "i64";
-        deserialize_i128 => "i128";
-        deserialize_u8 => "u8";
-        deserialize_u16 => "u16";
-        deserialize_u32 => "u32";
-        deserialize_u64 => "u64";
-        deserialize_u128 => "u128";
+    // `Option<T>`: `null` is `None`; anything else is read as a `T` through this
+    // deserializer, so an `Option<u8>` says what a `u8` takes.
+    #[inline]
+    fn deserialize_option<V: Visitor<'a>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        match self.0 {
+            Value::Null => visitor.visit_none(),
+            _ => visitor.visit_some(self),
+        }
+    }
+
+    worded! {
+        deserialize_bool(Value::is_boolean) => "true or false";
+        deserialize_f32(Value::is_number) => "a number";
+        deserialize_f64(Value::is_number) => "a number";
+        deserialize_char(one_character) => "a single character";
+        deserialize_str(Value::is_string) => "a string";
+        deserialize_string(Value::is_string) => "a string";
+        deserialize_i8(fits::<i8>) => "an integer from -128 to 127";
+        deserialize_i16(fits::<i16>) => "an integer from -32768 to 32767";
+        deserialize_i32(fits::<i32>) => "an integer from -2147483648 to 2147483647";
+        deserialize_i64(fits::<i64>) => "an integer from -9223372036854775808 to 9223372036854775807";
+        deserialize_i128(fits::<i128>) => "an integer";
+        deserialize_u8(fits::<u8>) => "an integer from 0 to 255";
+        deserialize_u16(fits::<u16>) => "an integer from 0 to 65535";
+        deserialize_u32(fits::<u32>) => "an integer from 0 to 4294967295";
+        deserialize_u64(fits::<u64>) => "an integer from 0 to 18446744073709551615";
+        deserialize_u128(fits::<u128>) => "an integer ≥ 0";
     }
 }
 
@@ -506,13 +540,19 @@ mod tests {
         assert_eq!(n, 3_000_000_000);
         let error = bind::<i32>(&args, "n").unwrap_err();
         assert_eq!(error.code(), &ErrorCode::ValidationError);
-        assert_eq!(error.message(), "n: Value out of range for i32");
+        assert_eq!(
+            error.message(),
+            "n: Expected an integer from -2147483648 to 2147483647, got 3000000000"
+        );
         let error = bind::<u8>(&args, "neg").unwrap_err();
-        assert_eq!(error.message(), "neg: Value out of range for u8");
+        assert_eq!(
+            error.message(),
+            "neg: Expected an integer from 0 to 255, got -1"
+        );
         let error = bind::<i32>(&args, "s").unwrap_err();
         assert_eq!(
             error.message(),
-            "s: invalid type: string \"hi\", expected i32"
+            "s: Expected an integer from -2147483648 to 2147483647, got a string"
         );
         let missing: Option<i32> = bind(&args, "absent").unwrap();
         assert_eq!(missing, None);
@@ -521,6 +561,82 @@ mod tests {
         let fallback = json!(7);
         let x: u8 = bind_or(&args, "absent", &fallback).unwrap();
         assert_eq!(x, 7);
+    }
+
+    #[test]
+    fn every_scalar_type_says_what_it_takes_in_schema_words() {
+        let args = json!({
+            "big": 18_446_744_073_709_551_615u64,
+            "float": 1.5,
+            "huge": 1e30,
+            "word": "hunter2",
+            "flag": true,
+            "two": "ab",
+            "none": null
+        });
+        let message = |error: ToolError| error.message().to_owned();
+        assert_eq!(
+            message(bind::<i64>(&args, "big").unwrap_err()),
+            "big: Expected an integer from -9223372036854775808 to 9223372036854775807, \
+             got 18446744073709551615"
+        );
+        assert_eq!(
+            message(bind::<u64>(&args, "float").unwrap_err()),
+            "float: Expected an integer from 0 to 18446744073709551615, got 1.5"
+        );
+        assert_eq!(
+            message(bind::<i64>(&args, "huge").unwrap_err()),
+            "huge: Expected an integer from -9223372036854775808 to 9223372036854775807, \
+             got 1e+30"
+        );
+        assert_eq!(
+            message(bind::<u16>(&args, "flag").unwrap_err()),
+            "flag: Expected an integer from 0 to 65535, got true or false"
+        );
+        assert_eq!(
+            message(bind::<f64>(&args, "word").unwrap_err()),
+            "word: Expected a number, got a string"
+        );
+        assert_eq!(
+            message(bind::<bool>(&args, "word").unwrap_err()),
+            "word: Expected true or false, got a string"
+        );
+        assert_eq!(
+            message(bind::<String>(&args, "flag").unwrap_err()),
+            "flag: Expected a string, got true or false"
+        );
+        assert_eq!(
+            message(bind::<char>(&args, "two").unwrap_err()),
+            "two: Expected a single character, got a string"
+        );
+        // An optional parameter says what its inner type takes; `null` is `None`.
+        assert_eq!(
+            message(bind::<Option<u8>>(&args, "big").unwrap_err()),
+            "big: Expected an integer from 0 to 255, got 18446744073709551615"
+        );
+        assert_eq!(bind::<Option<u8>>(&args, "none").unwrap(), None);
+        // A value of the right kind refused by the type itself keeps the type's words.
+        let zero = json!({"n": 0});
+        let text = message(bind::<std::num::NonZeroU32>(&zero, "n").unwrap_err());
+        assert!(text.starts_with("n: invalid value"), "{text}");
+        assert_eq!(bind::<Option<u8>>(&args, "absent").unwrap(), None);
+        // The string sent is never repeated (it may be a secret), nor serde's Rust words.
+        for name in ["word", "two"] {
+            for text in [
+                message(bind::<i32>(&args, name).unwrap_err()),
+                message(bind::<u64>(&args, name).unwrap_err()),
+                message(bind::<Option<i8>>(&args, name).unwrap_err()),
+            ] {
+                assert!(
+                    !text.contains("hunter2") && !text.contains("\"ab\""),
+                    "{text}"
+                );
+                assert!(
+                    !text.contains("expected i") && !text.contains("expected u"),
+                    "{text}"
+                );
+            }
+        }
     }
 
     #[test]

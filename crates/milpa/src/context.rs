@@ -102,6 +102,7 @@ struct Inner {
     call_handle: CallHandle,
     // Boxed: only MCP calls carry it, and every context pays for the field.
     mcp: Option<Box<McpAttributes>>,
+    client: Option<Arc<str>>,
 }
 
 /// Who is calling, over which channel, with which scopes and in which mode.
@@ -140,6 +141,7 @@ impl ToolContext {
                 mode: Mode::Execute,
                 call_handle: CallHandle::detached(),
                 mcp: None,
+                client: None,
             },
             request_id: None,
         }
@@ -287,6 +289,24 @@ impl ToolContext {
         self.inner.mcp.as_deref()
     }
 
+    /// The client software the call came through, as it names itself (MCP
+    /// `clientInfo.name`), when the host knows it. Self-reported and unverified: shown to
+    /// people (the approvals page names it), never a reason to allow anything.
+    pub fn client(&self) -> Option<&str> {
+        self.inner.client.as_deref()
+    }
+
+    /// The same context naming the client software it came through (see
+    /// [`client`](Self::client)); an empty name is none.
+    pub fn with_client(&self, name: impl Into<Arc<str>>) -> ToolContext {
+        let name = name.into();
+        let mut inner = (*self.inner).clone();
+        inner.client = (!name.trim().is_empty()).then_some(name);
+        ToolContext {
+            inner: Arc::new(inner),
+        }
+    }
+
     /// The same context with a transport's call handle.
     pub fn with_call_handle(&self, handle: CallHandle) -> ToolContext {
         let mut inner = (*self.inner).clone();
@@ -423,6 +443,14 @@ impl ToolContextBuilder {
         self
     }
 
+    /// The client software the call came through (see [`ToolContext::client`]); an empty
+    /// name is none.
+    pub fn client(mut self, name: impl Into<Arc<str>>) -> Self {
+        let name = name.into();
+        self.inner.client = (!name.trim().is_empty()).then_some(name);
+        self
+    }
+
     /// Execute (default) or plan.
     pub fn mode(mut self, mode: Mode) -> Self {
         self.inner.mode = mode;
@@ -447,6 +475,22 @@ pub fn generate_request_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_context_names_its_client_and_a_blank_name_is_none() {
+        let ctx = ToolContext::builder("mcp").client("claude-desktop").build();
+        assert_eq!(ctx.client(), Some("claude-desktop"));
+        assert_eq!(ToolContext::cli().client(), None);
+        let named = ToolContext::cli().with_client("milpa CLI");
+        assert_eq!(named.client(), Some("milpa CLI"));
+        assert_eq!(named.principal(), Some("local-shell"));
+        assert_eq!(named.as_plan().client(), Some("milpa CLI"));
+        assert_eq!(named.with_client("  ").client(), None);
+        assert_eq!(
+            ToolContext::builder("mcp").client("").build().client(),
+            None
+        );
+    }
 
     #[test]
     fn namespace_wildcards_match_only_their_namespace() {

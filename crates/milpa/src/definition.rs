@@ -317,6 +317,14 @@ pub struct ToolOptions {
     /// The upstream MCP server the tool forwards to, when it is a gateway tool (policies
     /// see it as the tool's `upstream` attribute).
     pub upstream: Option<String>,
+    /// A display name for people (MCP `title`), as an upstream server gave it.
+    pub title: Option<String>,
+    /// MCP tool annotations as an upstream server gave them (`title`, `idempotentHint`,
+    /// `openWorldHint`, …), listed again as they came; `readOnlyHint` is always what
+    /// [`mutating`](Self::mutating) says, since that is what the pipeline acts on.
+    pub annotations: Option<serde_json::Map<String, Value>>,
+    /// The `_meta` of an upstream server's tool entry, listed again as it came.
+    pub meta: Option<serde_json::Map<String, Value>>,
 }
 
 impl Default for ToolOptions {
@@ -333,6 +341,9 @@ impl Default for ToolOptions {
             version: None,
             output_schema: None,
             upstream: None,
+            title: None,
+            annotations: None,
+            meta: None,
         }
     }
 }
@@ -549,6 +560,24 @@ impl ToolDefinitionBuilder {
     /// The JSON Schema of the result's structured data.
     pub fn output_schema(mut self, schema: Value) -> Self {
         self.options.output_schema = Some(schema);
+        self
+    }
+
+    /// A display name for people (MCP `title`).
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.options.title = Some(title.into());
+        self
+    }
+
+    /// MCP tool annotations to list as given (see [`ToolOptions::annotations`]).
+    pub fn annotations(mut self, annotations: serde_json::Map<String, Value>) -> Self {
+        self.options.annotations = Some(annotations);
+        self
+    }
+
+    /// A `_meta` object to list with the tool (see [`ToolOptions::meta`]).
+    pub fn meta(mut self, meta: serde_json::Map<String, Value>) -> Self {
+        self.options.meta = Some(meta);
         self
     }
 

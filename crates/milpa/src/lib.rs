@@ -69,6 +69,7 @@ mod result;
 pub mod schema;
 mod store_error;
 mod tool_summary;
+mod tool_table;
 pub mod verification;
 mod visibility;
 mod wiring;

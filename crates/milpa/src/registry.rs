@@ -33,6 +33,7 @@ use crate::policy::{ChannelPolicy, PolicyGate, PolicyRuleProvider};
 use crate::rate_limit::{Quota, RateLimiter};
 use crate::result::ToolResult;
 use crate::schema::{InputValidator, SchemaError};
+use crate::tool_table::{RegisteredTool, SwappableTools, ToolLookup, ToolTable};
 use crate::wiring::{DEFAULT_MAX_RESULT_BYTES, Wiring};
 
 /// Why a tool could not be registered.
@@ -71,97 +72,6 @@ pub enum RegistryError {
 impl From<CatalogError> for RegistryError {
     fn from(error: CatalogError) -> RegistryError {
         RegistryError::Catalog(error.to_string())
-    }
-}
-
-/// A tool with what the pipeline precomputed for it.
-pub(crate) struct RegisteredTool {
-    pub definition: ToolDefinition,
-    pub validator: InputValidator,
-    pub quota: Quota,
-}
-
-/// Up to this many tools, a lookup scans the list instead of hashing the name.
-const LINEAR_LOOKUP_MAX: usize = 8;
-
-/// The registered tools, in registration order, and the index `resolve` finds them by.
-#[derive(Default)]
-pub(crate) struct ToolTable {
-    tools: Vec<RegisteredTool>,
-    // foldhash: the lookup is on every call, and SipHash showed in profiles. Its seed is
-    // random per process, and callers only look keys up, never insert them.
-    index: HashMap<Arc<str>, usize, foldhash::fast::RandomState>,
-}
-
-impl ToolTable {
-    #[inline]
-    pub(crate) fn lookup(&self, name: &str) -> Option<&RegisteredTool> {
-        // A few tools are found faster by comparing names (mostly just their lengths) than
-        // by hashing the name; names are unique, so both find the same tool.
-        if self.tools.len() <= LINEAR_LOOKUP_MAX {
-            return self
-                .tools
-                .iter()
-                .find(|tool| tool.definition.name() == name);
-        }
-        self.index.get(name).map(|i| &self.tools[*i])
-    }
-
-    fn contains(&self, name: &str) -> bool {
-        self.index.contains_key(name)
-    }
-
-    fn push(&mut self, tool: RegisteredTool) {
-        self.index
-            .insert(tool.definition.name_arc().clone(), self.tools.len());
-        self.tools.push(tool);
-    }
-
-    fn iter(&self) -> std::slice::Iter<'_, RegisteredTool> {
-        self.tools.iter()
-    }
-}
-
-/// Tools that are replaced while the registry serves (an upstream's, re-discovered when it
-/// says its list changed), by group, groups in the order they were first set. A call holds
-/// the `Arc` of the tool it resolved, so a replacement never pulls a tool from under a
-/// running call; the next call sees the new table.
-#[derive(Default)]
-pub(crate) struct SwappableTools {
-    groups: Vec<(Arc<str>, Vec<Arc<RegisteredTool>>)>,
-    index: HashMap<Arc<str>, Arc<RegisteredTool>, foldhash::fast::RandomState>,
-}
-
-impl SwappableTools {
-    /// This table with `group`'s tools replaced by `tools` (the group removed when empty).
-    fn with_group(&self, group: &str, tools: Vec<Arc<RegisteredTool>>) -> SwappableTools {
-        let mut groups = self.groups.clone();
-        match groups.iter().position(|(name, _)| &**name == group) {
-            Some(i) if tools.is_empty() => {
-                groups.remove(i);
-            }
-            Some(i) => groups[i].1 = tools,
-            None if tools.is_empty() => {}
-            None => groups.push((Arc::from(group), tools)),
-        }
-        let index = groups
-            .iter()
-            .flat_map(|(_, tools)| tools.iter())
-            .map(|tool| (tool.definition.name_arc().clone(), Arc::clone(tool)))
-            .collect();
-        SwappableTools { groups, index }
-    }
-
-    /// The group holding `name`, if any.
-    fn group_of(&self, name: &str) -> Option<&str> {
-        self.groups
-            .iter()
-            .find(|(_, tools)| tools.iter().any(|t| t.definition.name() == name))
-            .map(|(group, _)| &**group)
-    }
-
-    fn iter(&self) -> impl Iterator<Item = &Arc<RegisteredTool>> {
-        self.groups.iter().flat_map(|(_, tools)| tools.iter())
     }
 }
 
@@ -289,7 +199,7 @@ impl ToolRegistry {
     /// Adds a tool. Its input schema is compiled now; an invalid one is refused.
     pub fn register(&mut self, definition: ToolDefinition) -> Result<(), RegistryError> {
         let name = definition.name();
-        if self.tools.contains(name) || self.swappable.load().index.contains_key(name) {
+        if self.tools.contains(name) || self.swappable.load().contains(name) {
             return Err(RegistryError::AlreadyRegistered(name.to_owned()));
         }
         let tool = self.compile(definition)?;
@@ -367,6 +277,54 @@ impl ToolRegistry {
         Ok(())
     }
 
+    /// Like [`replace_tools`](Self::replace_tools), one definition at a time: a definition
+    /// it would refuse (a name another group or a registered tool holds, a name already
+    /// taken earlier in `definitions`, an invalid name or input schema) is left out and
+    /// handed back, by name, with why; the others become the group's tools. An upstream
+    /// server's odd tool then costs that tool, not the whole server. Bumps
+    /// [`tool_list_changes`](Self::tool_list_changes).
+    ///
+    /// ```
+    /// use milpa::{RegistryError, ToolDefinition, ToolRegistry};
+    /// use serde_json::json;
+    ///
+    /// let registry = ToolRegistry::new();
+    /// let tool = |name: &str| ToolDefinition::builder(name).sync(|_, _| json!(null));
+    /// let refused = registry.replace_tools_skipping("up", vec![tool("ok"), tool("not ok"), tool("ok")]);
+    /// assert_eq!(registry.tool_names().count(), 1);
+    /// assert_eq!(refused.len(), 2);
+    /// assert!(matches!(refused[0], (ref name, RegistryError::InvalidName(_)) if name == "not ok"));
+    /// assert!(matches!(refused[1].1, RegistryError::AlreadyRegistered(_)));
+    /// ```
+    pub fn replace_tools_skipping(
+        &self,
+        group: &str,
+        definitions: Vec<ToolDefinition>,
+    ) -> Vec<(String, RegistryError)> {
+        let _swapping = self.swapping.lock();
+        let current = self.swappable.load_full();
+        let mut tools: Vec<Arc<RegisteredTool>> = Vec::with_capacity(definitions.len());
+        let mut refused = Vec::new();
+        for definition in definitions {
+            let name = definition.name().to_owned();
+            let taken = self.tools.contains(&name)
+                || current.group_of(&name).is_some_and(|owner| owner != group)
+                || tools.iter().any(|t| t.definition.name() == name);
+            if taken {
+                refused.push((name.clone(), RegistryError::AlreadyRegistered(name)));
+                continue;
+            }
+            match self.compile(definition) {
+                Ok(tool) => tools.push(Arc::new(tool)),
+                Err(error) => refused.push((name, error)),
+            }
+        }
+        self.swappable
+            .store(Arc::new(current.with_group(group, tools)));
+        self.changes.send_modify(|generation| *generation += 1);
+        refused
+    }
+
     /// A signal of changes to the tool list: the value is a generation counter, bumped
     /// each time a tool is registered or a group replaced. Servers watch it to tell their
     /// clients (`notifications/tools/list_changed`) and to list afresh.
@@ -432,7 +390,15 @@ impl ToolRegistry {
         args: Value,
         ctx: &'a ToolContext,
     ) -> impl Future<Output = CallOutcome> + Send + 'a {
-        execute_call(self, name, args, TokenArg::Absent, ctx, ())
+        execute_call(
+            self.lookup_parts(),
+            &self.wiring,
+            name,
+            args,
+            TokenArg::Absent,
+            ctx,
+            (),
+        )
     }
 
     /// Redeems a ticket: replays `token` (a confirmation token or an approval id) for
@@ -447,7 +413,15 @@ impl ToolRegistry {
         ctx: &'a ToolContext,
     ) -> impl Future<Output = CallOutcome> + Send + use<'a> {
         let token = TokenArg::Given(token.to_owned());
-        execute_call(self, name, Value::Null, token, ctx, ())
+        execute_call(
+            self.lookup_parts(),
+            &self.wiring,
+            name,
+            Value::Null,
+            token,
+            ctx,
+            (),
+        )
     }
 
     /// A call as a legacy caller sent it: `args` with the token [`split_confirm_token`]
@@ -461,7 +435,15 @@ impl ToolRegistry {
         token: SentToken,
         ctx: &'a ToolContext,
     ) -> impl Future<Output = CallOutcome> + Send + 'a {
-        execute_call(self, name, args, token.into(), ctx, ())
+        execute_call(
+            self.lookup_parts(),
+            &self.wiring,
+            name,
+            args,
+            token.into(),
+            ctx,
+            (),
+        )
     }
 
     /// Runs one call through the whole pipeline: the library's legacy edge. A
@@ -480,7 +462,15 @@ impl ToolRegistry {
         ctx: &'a ToolContext,
     ) -> impl Future<Output = ToolResult> + Send + 'a {
         let token = split_confirm_token(&mut args).into();
-        execute_call(self, name, args, token, ctx, ())
+        execute_call(
+            self.lookup_parts(),
+            &self.wiring,
+            name,
+            args,
+            token,
+            ctx,
+            (),
+        )
     }
 
     /// [`call`](Self::call) in the default context, [`ToolContext::cli`] (full access, for
@@ -512,7 +502,16 @@ impl ToolRegistry {
     ) -> (ToolResult, StageTrace) {
         let mut trace = StageTrace::default();
         let token = split_confirm_token(&mut args).into();
-        let result = execute_call(self, name, args, token, ctx, &mut trace).await;
+        let result = execute_call(
+            self.lookup_parts(),
+            &self.wiring,
+            name,
+            args,
+            token,
+            ctx,
+            &mut trace,
+        )
+        .await;
         (result, trace)
     }
 
@@ -524,7 +523,7 @@ impl ToolRegistry {
         refusal: ConfirmationRefusal,
         ctx: &'a ToolContext,
     ) -> impl Future<Output = ToolResult> + Send + 'a {
-        refusal::decline_confirmation(self, ticket.tool(), ticket.token(), refusal, ctx)
+        refusal::decline_confirmation(&self.wiring, ticket.tool(), ticket.token(), refusal, ctx)
     }
 
     /// Ends a parked confirmation the person declined or cancelled: revokes `token` (only
@@ -542,7 +541,7 @@ impl ToolRegistry {
         refusal: ConfirmationRefusal,
         ctx: &'a ToolContext,
     ) -> impl Future<Output = ToolResult> + Send + 'a {
-        refusal::decline_confirmation(self, tool, token, refusal, ctx)
+        refusal::decline_confirmation(&self.wiring, tool, token, refusal, ctx)
     }
 
     /// Audits a call refused at the protocol level, before it could reach the pipeline
@@ -551,7 +550,7 @@ impl ToolRegistry {
     /// `VALIDATION_ERROR` (the code such a request gets when it does reach the pipeline),
     /// `reason` as the error.
     pub fn audit_refused_request(&self, name: Option<&str>, reason: &str, ctx: &ToolContext) {
-        refusal::refused_request(self, name, reason, ctx);
+        refusal::refused_request(&self.wiring, name, reason, ctx);
     }
 
     /// The tool registered as `name`, whichever table holds it.
@@ -566,17 +565,20 @@ impl ToolRegistry {
         }
     }
 
-    /// The tool table `resolve` reads first.
+    /// The tools as `resolve` looks them up: the table first, then the groups.
     #[inline]
-    pub(crate) fn tool_table(&self) -> &ToolTable {
-        &self.tools
+    fn lookup_parts(&self) -> ToolLookup<'_> {
+        ToolLookup {
+            table: &self.tools,
+            swappable: &self.swappable,
+        }
     }
 
     /// A tool of a group ([`replace_tools`](Self::replace_tools)), shared: it stays valid
     /// when the group is replaced meanwhile.
     #[cold]
     pub(crate) fn lookup_swappable(&self, name: &str) -> Option<Arc<RegisteredTool>> {
-        self.swappable.load().index.get(name).cloned()
+        self.swappable.load().get(name)
     }
 
     /// The definition of `name`.
@@ -586,7 +588,7 @@ impl ToolRegistry {
 
     /// Whether a tool is registered under `name`.
     pub fn has(&self, name: &str) -> bool {
-        self.tools.contains(name) || self.swappable.load().index.contains_key(name)
+        self.tools.contains(name) || self.swappable.load().contains(name)
     }
 
     /// All definitions, in listing order: registered tools in registration order, then
@@ -610,7 +612,7 @@ impl ToolRegistry {
 
     /// How many tools are registered.
     pub fn len(&self) -> usize {
-        self.tools.tools.len() + self.swappable.load().index.len()
+        self.tools.len() + self.swappable.load().len()
     }
 
     /// Whether no tool is registered.
@@ -688,7 +690,7 @@ impl ToolRegistry {
         reason: Option<&'a str>,
         approver: &'a ToolContext,
     ) -> impl Future<Output = Result<Approval, ApprovalError>> + Send + 'a {
-        approval_decision::decide(self, id, verdict, reason, approver)
+        approval_decision::decide(&self.wiring, id, verdict, reason, approver)
     }
 
     /// The audit sink.
@@ -1009,7 +1011,7 @@ mod tests {
     #[test]
     fn lookup_finds_the_same_tools_by_scan_and_by_hash() {
         let mut registry = ToolRegistry::new();
-        for count in 1..=LINEAR_LOOKUP_MAX + 3 {
+        for count in 1..=crate::tool_table::LINEAR_LOOKUP_MAX + 3 {
             let name = format!("tool_{count}");
             registry
                 .register(ToolDefinition::builder(name).sync(|_, _| Value::Null))

@@ -4,6 +4,7 @@
 
 use std::error::Error;
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What kind of failure a [`StoreError`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -16,6 +17,38 @@ pub enum StoreErrorKind {
     /// Stored data could not be read back (corrupt or from an incompatible version).
     Corrupt,
 }
+
+impl StoreErrorKind {
+    /// Every kind.
+    pub const ALL: [StoreErrorKind; 3] = [
+        StoreErrorKind::Unavailable,
+        StoreErrorKind::Backend,
+        StoreErrorKind::Corrupt,
+    ];
+
+    /// A short name for labels and logs: `unavailable`, `backend` or `corrupt`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StoreErrorKind::Unavailable => "unavailable",
+            StoreErrorKind::Backend => "backend",
+            StoreErrorKind::Corrupt => "corrupt",
+        }
+    }
+
+    /// Its slot in [`MADE`].
+    fn slot(self) -> usize {
+        match self {
+            StoreErrorKind::Unavailable => 0,
+            StoreErrorKind::Backend => 1,
+            StoreErrorKind::Corrupt => 2,
+        }
+    }
+}
+
+/// How many store errors of each kind this process has made, by [`StoreErrorKind::slot`].
+/// Every backend builds its errors with [`StoreError`]'s constructors, so this counts every
+/// failure any store answered, whichever part of the program asked.
+static MADE: [AtomicU64; 3] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
 
 impl fmt::Display for StoreErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -50,6 +83,7 @@ pub struct StoreError {
 impl StoreError {
     /// A store error of `kind` caused by `source` (an error, or a message).
     pub fn new(kind: StoreErrorKind, source: impl Into<Box<dyn Error + Send + Sync>>) -> Self {
+        MADE[kind.slot()].fetch_add(1, Ordering::Relaxed);
         StoreError {
             kind,
             source: source.into(),
@@ -74,5 +108,34 @@ impl StoreError {
     /// What kind of failure this is.
     pub fn kind(&self) -> StoreErrorKind {
         self.kind
+    }
+
+    /// How many store errors of `kind` this process has made so far, by any store (every
+    /// backend builds its errors with these constructors): what a metrics endpoint reports
+    /// as store errors. A failure shared by several callers (a failed batch commit) counts
+    /// once for each caller it answers.
+    ///
+    /// ```
+    /// use milpa::{StoreError, StoreErrorKind};
+    ///
+    /// let before = StoreError::made(StoreErrorKind::Corrupt);
+    /// let _ = StoreError::corrupt("a stored value does not parse");
+    /// assert!(StoreError::made(StoreErrorKind::Corrupt) > before);
+    /// ```
+    pub fn made(kind: StoreErrorKind) -> u64 {
+        MADE[kind.slot()].load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_has_its_own_slot_and_name() {
+        let slots: Vec<usize> = StoreErrorKind::ALL.iter().map(|k| k.slot()).collect();
+        assert_eq!(slots, [0, 1, 2]);
+        let names: Vec<&str> = StoreErrorKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(names, ["unavailable", "backend", "corrupt"]);
     }
 }

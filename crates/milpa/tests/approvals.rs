@@ -13,7 +13,10 @@ use milpa::policy::ChannelPolicy;
 use milpa::verification::{
     HumanVerifier, VerificationRecord, VerificationStore, VerificationStoreError, VerificationTools,
 };
-use milpa::{Deferred, ErrorCode, StepKind, StoreError, ToolContext, ToolRegistry, ToolResult};
+use milpa::{
+    Deferred, ErrorCode, StepKind, StoreError, ToolContext, ToolDefinition, ToolRegistry,
+    ToolResult,
+};
 use serde_json::json;
 use support::{Runs, audited, echo_args, echoing};
 
@@ -109,6 +112,59 @@ async fn the_first_call_parks_and_runs_nothing() {
     assert_eq!(item.channel(), Some("mcp"));
     assert_eq!(item.requested_by(), Some("agent"));
     assert_eq!(item.state(0), ApprovalState::Pending);
+}
+
+#[tokio::test]
+async fn a_parked_call_keeps_what_its_tool_does_where_it_goes_and_which_client_asked() {
+    let runs = Runs::default();
+    let (mut registry, _sink) = registry(&runs);
+    registry
+        .register(echoing(
+            ToolDefinition::builder("up__wipe")
+                .description("Wipes the <upstream> disk")
+                .upstream("files")
+                .mutating(true)
+                .requires_human_approval(true),
+            &runs,
+        ))
+        .unwrap();
+    let from_desktop = ToolContext::builder("mcp")
+        .principal("agent")
+        .scopes(["ops:*"])
+        .client("claude-desktop")
+        .build();
+    approval_id(&registry.call("up__wipe", json!({}), &from_desktop).await);
+    // The same agent through a client that named nobody.
+    approval_id(
+        &registry
+            .call("deploy", json!({"env": "prod"}), &agent())
+            .await,
+    );
+    assert_eq!(runs.count(), 0);
+
+    let pending = registry.approvals().pending(10).await.unwrap();
+    let wipe = pending
+        .iter()
+        .find(|a| a.tool() == Some("up__wipe"))
+        .unwrap();
+    assert_eq!(wipe.description(), Some("Wipes the <upstream> disk"));
+    assert_eq!(wipe.mutating(), Some(true));
+    assert_eq!(wipe.upstream(), Some("files"));
+    assert_eq!(wipe.client(), Some("claude-desktop"));
+    let shown = wipe.to_json(registry.redactor(), 0);
+    assert_eq!(shown["description"], json!("Wipes the <upstream> disk"));
+    assert_eq!(shown["mutating"], json!(true));
+    assert_eq!(shown["upstream"], json!("files"));
+    assert_eq!(shown["client"], json!("claude-desktop"));
+
+    let deploy = pending.iter().find(|a| a.tool() == Some("deploy")).unwrap();
+    assert_eq!(deploy.description(), Some("Echoes its arguments"));
+    assert_eq!(deploy.mutating(), Some(true));
+    assert_eq!(deploy.upstream(), None);
+    assert_eq!(deploy.client(), None);
+    let shown = deploy.to_json(registry.redactor(), 0);
+    assert_eq!(shown["upstream"], json!(null));
+    assert_eq!(shown["client"], json!(null));
 }
 
 #[tokio::test]

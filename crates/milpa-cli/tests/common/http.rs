@@ -103,11 +103,20 @@ impl Response {
 
 /// One GET of `path` on a fresh connection (HTTP/1.1, `Connection: close`).
 pub fn get(addr: SocketAddr, path: &str) -> Response {
+    get_with(addr, path, &[])
+}
+
+/// [`get`] with extra `headers` (`Authorization`, …).
+pub fn get_with(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Response {
     let mut stream = TcpStream::connect(addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
-    let head = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    let mut head = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
     stream.write_all(head.as_bytes()).unwrap();
     let mut raw = Vec::new();
     stream.read_to_end(&mut raw).unwrap();

@@ -117,3 +117,23 @@ pub fn upstream_command(upstream_manifest: &Path) -> String {
     ])
     .to_string()
 }
+
+/// The hand-written fixture server (`examples/odd_upstream.rs`), built by `cargo test`.
+pub fn odd_upstream() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let debug = exe.parent().unwrap().parent().unwrap();
+    let server = debug.join("examples").join("odd_upstream");
+    assert!(
+        server.exists(),
+        "{} is built by cargo test",
+        server.display()
+    );
+    server
+}
+
+/// A manifest `command = [...]` line running the fixture with `args`.
+pub fn odd_command(args: &[&str]) -> String {
+    let mut argv = vec![odd_upstream().display().to_string()];
+    argv.extend(args.iter().map(|a| (*a).to_owned()));
+    serde_json::json!(argv).to_string()
+}

@@ -107,6 +107,32 @@ impl StdioClient {
         self.answer(id)
     }
 
+    /// Waits until `tools/list` has `tool` (upstreams start in the background, so their
+    /// tools come some time after the handshake); the listed names.
+    pub fn wait_for_tool(&mut self, tool: &str) -> Vec<String> {
+        let deadline = std::time::Instant::now() + WAIT;
+        loop {
+            let listed = self.request("tools/list", json!({}));
+            let names: Vec<String> = listed["result"]["tools"]
+                .as_array()
+                .map(|tools| {
+                    tools
+                        .iter()
+                        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if names.iter().any(|name| name == tool) {
+                return names;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no tool {tool} listed: {listed}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// `tools/call`; the call result (`result` of the answer).
     pub fn call(&mut self, tool: &str, args: Value) -> Value {
         let answer = self.request("tools/call", json!({"name": tool, "arguments": args}));

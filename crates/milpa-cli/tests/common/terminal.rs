@@ -139,3 +139,38 @@ pub fn run_or_decide(cmd: &mut assert_cmd::Command) -> Run {
         super::run(cmd)
     }
 }
+
+/// Runs `cmd` with a new pseudo-terminal as its standard error (standard input empty,
+/// standard output a pipe), as `milpa …` run by a person whose output is piped on; what
+/// it printed, the terminal's share in `stderr`.
+pub fn run_with_terminal_stderr(cmd: &assert_cmd::Command) -> Run {
+    let pty = nix::pty::openpty(None, None).expect("a pseudo-terminal");
+    let mut command = std_command(cmd);
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(pty.slave))
+        .spawn()
+        .expect("milpa started");
+    // `command` holds the other copy of the terminal's end: the child has its own now, and
+    // reading ends when the child closes it.
+    drop(command);
+    let stdout = read_all(child.stdout.take().unwrap());
+    let terminal = read_all(std::fs::File::from(pty.master));
+    let deadline = Instant::now() + LIMIT;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("milpa at the terminal ran over {LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout: stdout.join().unwrap(),
+        stderr: terminal.join().unwrap(),
+    }
+}

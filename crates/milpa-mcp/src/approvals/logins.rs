@@ -131,6 +131,25 @@ impl LoginSessions {
         })
     }
 
+    /// The live session with this id without counting this as a request, or `None` when
+    /// there is none or it expired (an expired one is dropped): for the queue's timed
+    /// refresh, so an open tab nobody looks at still ends after the idle timeout.
+    pub(crate) fn find_unattended(&self, id: &str) -> Option<Login> {
+        self.find_unattended_at(id, Instant::now())
+    }
+
+    fn find_unattended_at(&self, id: &str, now: Instant) -> Option<Login> {
+        let lifetime = self.lifetime();
+        let mut table = self.lock();
+        let entry = table.get_live(&key(id), |_| lifetime, now)?;
+        Some(Login {
+            id: id.to_owned(),
+            principal: entry.principal.clone(),
+            scopes: entry.scopes.clone(),
+            csrf: entry.csrf.clone(),
+        })
+    }
+
     /// Ends the session (logout).
     pub(crate) fn end(&self, id: &str) {
         self.lock().remove(&key(id));
@@ -242,6 +261,49 @@ mod tests {
                 .is_none()
         );
         assert_eq!(sessions.len(), 0);
+    }
+
+    #[test]
+    fn an_unattended_lookup_finds_the_session_without_keeping_it_alive() {
+        let sessions = LoginSessions::new(limits());
+        let t0 = Instant::now();
+        let login = sessions.start_at(alice(), t0);
+        // A refresh every 15 s for the whole idle time: found each time, never kept alive.
+        for tick in 1..4 {
+            let found = sessions
+                .find_unattended_at(&login.id, t0 + Duration::from_secs(tick * 15))
+                .unwrap();
+            assert_eq!(
+                (found.principal.as_str(), found.csrf.as_str()),
+                ("alice", login.csrf.as_str())
+            );
+        }
+        assert!(
+            sessions
+                .find_unattended_at(&login.id, t0 + Duration::from_secs(60))
+                .is_none()
+        );
+        // Expired, it is gone for every kind of request.
+        assert!(
+            sessions
+                .find_at(&login.id, t0 + Duration::from_secs(61))
+                .is_none()
+        );
+        assert_eq!(sessions.len(), 0);
+        assert!(sessions.find_unattended("0123").is_none());
+
+        // A request the person makes does restart the clock the refresh then reads.
+        let used = sessions.start_at(alice(), t0);
+        assert!(
+            sessions
+                .find_at(&used.id, t0 + Duration::from_secs(50))
+                .is_some()
+        );
+        assert!(
+            sessions
+                .find_unattended_at(&used.id, t0 + Duration::from_secs(100))
+                .is_some()
+        );
     }
 
     #[test]

@@ -3,10 +3,18 @@
 //!
 //! - `GET /approvals`: signed out, a login form (one field, `token`: a bearer token the
 //!   server's [`Authenticator`] knows; it is posted, never put in a URL). Signed in, every
-//!   pending approval (`data-approval-id="<id>"`) with its summary, requester, tool,
-//!   channel, redacted arguments, age and expiry, and the last decisions. A principal
-//!   holding `approvals:grant` gets a form per item (an optional `reason`, buttons
+//!   pending approval (`data-approval-id="<id>"`) with its summary, the tool, badges for
+//!   whether it changes state (`Mutating` / `Read-only`) and for the upstream it goes to,
+//!   what the tool does, who asked through which client (MCP `clientInfo.name`, as the
+//!   client named itself) on which server and channel, the redacted arguments, age and
+//!   expiry, and the last decisions. A principal holding `approvals:grant` gets a form per
+//!   item (an optional `reason`, a line saying what a grant and a reject do, buttons
 //!   `decision=grant` and `decision=reject`), except on the items it asked for itself.
+//!   The list refreshes itself every 15 s ([`DEFAULT_REFRESH`]) without losing a
+//!   half-written reason; calls parked before the tool's facts were kept show what they
+//!   have.
+//! - `GET /approvals/live`, `GET /approvals/refresh.js`: the list alone and the script that
+//!   fetches it again and puts it in place (`src/approvals/refresh.rs` says how).
 //! - `GET /approvals/{id}`: one approval (the `approve_url` of a parked call), or why it
 //!   cannot be decided any more.
 //! - `POST /approvals/login`, `POST /approvals/logout`, `POST /approvals/{id}`: forms,
@@ -33,8 +41,8 @@
 //! `Origin` must be the page's own scheme, host and port (another port on the same machine
 //! is another site); signing in needs a token carrying `approvals:grant`, and the sign-in
 //! form's CSRF token is signed by the server (`login_csrf.rs`); every response carries a strict
-//! `Content-Security-Policy` (nothing loads but the inline stylesheet, forms post only
-//! here, no framing), `X-Frame-Options: DENY`, `Cache-Control: no-store` and
+//! `Content-Security-Policy` (nothing loads but the inline stylesheet and the page's own
+//! scripts, forms post only here, no framing), `X-Frame-Options: DENY`, `Cache-Control: no-store` and
 //! `Referrer-Policy: same-origin`. Forms are capped at 16 KiB, reasons at
 //! [`MAX_REASON_CHARS`] characters; every text an agent or a person supplied is
 //! HTML-escaped.
@@ -51,6 +59,7 @@ mod own_origin;
 mod passkey_routes;
 pub mod passkeys;
 mod path_segment;
+mod refresh;
 mod relative_time;
 mod render;
 mod routes;
@@ -75,6 +84,7 @@ use logins::{Login, LoginSessions};
 use own_origin::OwnOrigin;
 use passkeys::Passkeys;
 pub use passkeys::{PasskeyConfigError, PasskeyOptions};
+pub use refresh::DEFAULT_REFRESH;
 
 /// Where the page is served.
 pub const PAGE_PATH: &str = "/approvals";
@@ -102,20 +112,24 @@ pub(crate) struct PageState {
     passkeys: Passkeys,
     sign_in_throttle: FailureThrottle,
     body_read_timeout: Duration,
+    /// How often the queue fetches its list again (zero: never).
+    refresh: Duration,
 }
 
 impl PageState {
     /// The page for `registry`'s approval queue, signing people in through `auth`, with
-    /// passkeys as `passkeys` says. A relying party `passkeys` cannot describe (check it
-    /// first with [`PasskeyOptions::check`]) is logged and replaced by the default one on
-    /// the same store: enrolled approvers' assertions then fail, so nothing is decided
-    /// without a passkey.
+    /// passkeys as `passkeys` says, the queue fetched again every `refresh` (zero: never).
+    /// A relying party `passkeys` cannot describe (check it first with
+    /// [`PasskeyOptions::check`]) is logged and replaced by the default one on the same
+    /// store: enrolled approvers' assertions then fail, so nothing is decided without a
+    /// passkey.
     pub(crate) fn new(
         registry: Arc<ToolRegistry>,
         auth: Option<Arc<dyn Authenticator>>,
         limits: LoginLimits,
         body_read_timeout: Duration,
         passkeys: PasskeyOptions,
+        refresh: Duration,
     ) -> Arc<PageState> {
         let origin = OwnOrigin::new(passkeys.origin.as_deref());
         let store = passkeys.store.clone();
@@ -132,12 +146,20 @@ impl PageState {
             passkeys,
             sign_in_throttle: FailureThrottle::new(SIGN_IN_THROTTLE),
             body_read_timeout,
+            refresh,
         })
     }
 
     /// The signed-in session the request's cookie names, if it is live.
     fn login(&self, headers: &HeaderMap) -> Option<Login> {
         self.logins.find(cookies::read(headers, cookies::SESSION)?)
+    }
+
+    /// The signed-in session the request's cookie names, if it is live, without counting
+    /// the request as the person's (see [`LoginSessions::find_unattended`]).
+    fn unattended_login(&self, headers: &HeaderMap) -> Option<Login> {
+        self.logins
+            .find_unattended(cookies::read(headers, cookies::SESSION)?)
     }
 
     /// Whether anyone can sign in (there is an authenticator to check tokens).
@@ -164,6 +186,8 @@ pub(crate) fn router(state: Arc<PageState>, hosts: HostOriginCheck) -> Router {
         )
         .route("/approvals/logout", post(routes::logout))
         .route("/approvals/passkeys.js", get(passkey_routes::script))
+        .route("/approvals/refresh.js", get(refresh::script))
+        .route("/approvals/live", get(refresh::live))
         .route(
             "/approvals/enroll/{token}",
             get(passkey_routes::enrol_page).post(passkey_routes::enrol),

@@ -1,7 +1,7 @@
 //! The page's passkey handlers: the script, the enrolment link's page and post, and the
 //! challenge a decision's assertion answers.
 //!
-//! - `GET /approvals/passkeys.js`: the script (the only one the page loads).
+//! - `GET /approvals/passkeys.js`: the script.
 //! - `GET /approvals/enroll/{token}`: signed in as the actor the link enrols (the safer
 //!   choice: a link that leaks cannot enrol a stranger's authenticator without that
 //!   actor's token too), the button that creates the passkey.
@@ -15,7 +15,7 @@ use std::sync::Arc;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use milpa::approval::Verdict;
 use serde_json::json;
@@ -23,7 +23,7 @@ use serde_json::json;
 use super::logins::Login;
 use super::render::{self, Notice};
 use super::routes::{login_form, message, now_ms, passkey_host_note, see_other, viewer};
-use super::security_headers::with_passkey_policy;
+use super::security_headers::with_script_policy;
 use super::signed_in_form::{self, FormRefusal, SignedInForm};
 use super::{PAGE_PATH, PageState};
 
@@ -32,14 +32,7 @@ const SCRIPT: &str = include_str!("passkeys.js");
 
 /// `GET /approvals/passkeys.js`.
 pub(crate) async fn script() -> Response {
-    (
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("text/javascript; charset=utf-8"),
-        )],
-        SCRIPT,
-    )
-        .into_response()
+    super::routes::javascript(SCRIPT)
 }
 
 /// `GET /approvals/enroll/{token}`.
@@ -92,7 +85,7 @@ pub(crate) async fn enrol_page(
         options.as_deref(),
         host_note.as_deref(),
     );
-    with_passkey_policy((StatusCode::OK, Html(html)).into_response())
+    with_script_policy((StatusCode::OK, Html(html)).into_response())
 }
 
 /// `POST /approvals/enroll/{token}`.

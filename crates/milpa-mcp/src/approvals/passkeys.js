@@ -32,38 +32,42 @@ function unsupported() {
 
 // A decision: ask the server for a challenge bound to this approval and verdict, have the
 // authenticator sign it (user verification required), post the assertion with the form.
-for (const form of document.querySelectorAll("form.decide[data-passkey]")) {
-  form.addEventListener("submit", async (event) => {
-    event.preventDefault();
-    const decision = event.submitter ? event.submitter.value : "";
-    if (unsupported()) {
-      say(form, "This browser cannot use passkeys; nothing was decided.");
+// Listened for on the document, so the forms of cards the queue's refresh brings in are
+// handled too.
+document.addEventListener("submit", async (event) => {
+  const form = event.target;
+  if (!(form instanceof HTMLFormElement) || !form.matches("form.decide[data-passkey]")) {
+    return;
+  }
+  event.preventDefault();
+  const decision = event.submitter ? event.submitter.value : "";
+  if (unsupported()) {
+    say(form, "This browser cannot use passkeys; nothing was decided.");
+    return;
+  }
+  try {
+    const body = new URLSearchParams();
+    body.set("csrf", form.querySelector("input[name=csrf]").value);
+    body.set("decision", decision);
+    const answer = await fetch(form.dataset.challenge, {
+      method: "POST",
+      body,
+      credentials: "same-origin",
+    });
+    const options = await answer.json();
+    if (!answer.ok) {
+      say(form, options.error || "The server refused to start the passkey check.");
       return;
     }
-    try {
-      const body = new URLSearchParams();
-      body.set("csrf", form.querySelector("input[name=csrf]").value);
-      body.set("decision", decision);
-      const answer = await fetch(form.dataset.challenge, {
-        method: "POST",
-        body,
-        credentials: "same-origin",
-      });
-      const options = await answer.json();
-      if (!answer.ok) {
-        say(form, options.error || "The server refused to start the passkey check.");
-        return;
-      }
-      const publicKey = PublicKeyCredential.parseRequestOptionsFromJSON(options.publicKey);
-      const credential = await navigator.credentials.get({ publicKey });
-      hidden(form, "assertion", JSON.stringify(credential.toJSON()));
-      hidden(form, "decision", decision);
-      form.submit();
-    } catch (error) {
-      say(form, "The passkey check did not complete (" + error.name + "); nothing was decided.");
-    }
-  });
-}
+    const publicKey = PublicKeyCredential.parseRequestOptionsFromJSON(options.publicKey);
+    const credential = await navigator.credentials.get({ publicKey });
+    hidden(form, "assertion", JSON.stringify(credential.toJSON()));
+    hidden(form, "decision", decision);
+    form.submit();
+  } catch (error) {
+    say(form, "The passkey check did not complete (" + error.name + "); nothing was decided.");
+  }
+});
 
 // Enrolment: create a passkey for the signed-in approver and post its public part.
 const enroll = document.querySelector("form#passkey-enroll");

@@ -1,11 +1,15 @@
 //! The page's HTML, rendered on the server from the askama templates under
-//! `templates/approvals/`: no external resource, one inline stylesheet (`style.css`), and no
-//! script except `/approvals/passkeys.js` on the pages of an approver with a passkey (and the
-//! enrolment page), which carries WebAuthn options and answers. The templates escape every
-//! value they write ([`PageHtml`](super::html_escaper::PageHtml)); summaries and arguments
-//! come from agents and are hostile input. This module gathers what each template shows.
+//! `templates/approvals/`: no external resource, one inline stylesheet (`style.css`), and
+//! scripts only from the page's own path: `/approvals/refresh.js` on the queue (it keeps the
+//! list fresh, see [`super::refresh`]) and `/approvals/passkeys.js` on the pages of an
+//! approver with a passkey (and the enrolment page), which carries WebAuthn options and
+//! answers. The templates escape every value they write
+//! ([`PageHtml`](super::html_escaper::PageHtml)); summaries, arguments, tool descriptions
+//! and client names come from agents, upstreams and clients, and are hostile input. This
+//! module gathers what each template shows.
 
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use askama::Template;
 use milpa::approval::{Approval, ApprovalKind, ApprovalState, rfc3339};
@@ -71,6 +75,8 @@ pub(crate) struct LoginForm<'a> {
 struct Frame<'a> {
     title: &'a str,
     viewer: Option<&'a Viewer<'a>>,
+    /// Whether the page loads the refresh script (the queue, when it refreshes).
+    refresh_script: bool,
 }
 
 impl Frame<'_> {
@@ -88,7 +94,8 @@ struct LoginPage<'a> {
     form: &'a LoginForm<'a>,
 }
 
-/// The queue (`queue.html`): the pending cards, then the recent decisions.
+/// The queue (`queue.html`): the pending cards, then the recent decisions (its `live`
+/// part).
 #[derive(Template)]
 #[template(path = "approvals/queue.html")]
 struct QueuePage<'a> {
@@ -96,9 +103,52 @@ struct QueuePage<'a> {
     viewer: &'a Viewer<'a>,
     notice: Option<&'a Notice>,
     passkey_note: Option<&'a str>,
+    live: Live<'a>,
+}
+
+/// The part of the queue the refresh replaces (`live.html`): the pending cards and the
+/// recent decisions. Served alone at `/approvals/live` ([`live_list`]).
+#[derive(Template)]
+#[template(path = "approvals/live.html")]
+struct LiveList<'a> {
+    viewer: &'a Viewer<'a>,
+    live: Live<'a>,
+}
+
+/// What the live part of the queue shows.
+pub(crate) struct Live<'a> {
     pending: Vec<Card<'a>>,
     more: bool,
     decided: Vec<DecisionRow<'a>>,
+    /// How often the script fetches it again, in milliseconds (0: it does not).
+    refresh_ms: u128,
+}
+
+impl<'a> Live<'a> {
+    /// The live part for `viewer`: `pending` (`more`: and more than shown) and the last
+    /// decisions, as seen `now_ms`, fetched again every `refresh` (zero: never).
+    pub(crate) fn new(
+        viewer: &Viewer<'_>,
+        pending: &'a [Approval],
+        more: bool,
+        decided: &'a [Approval],
+        redactor: &Redactor,
+        now_ms: u64,
+        refresh: Duration,
+    ) -> Live<'a> {
+        Live {
+            pending: pending
+                .iter()
+                .map(|approval| Card::pending(viewer, approval, redactor, now_ms))
+                .collect(),
+            more,
+            decided: decided
+                .iter()
+                .map(|approval| DecisionRow::new(approval, now_ms))
+                .collect(),
+            refresh_ms: refresh.as_millis(),
+        }
+    }
 }
 
 /// One approval (`item.html`).
@@ -187,12 +237,30 @@ struct Moment {
     text: String,
 }
 
-/// A card's facts: who asked, the channel, when it was opened and when it expires.
+/// A card's facts: who asked, through which client, on which server and channel, when it
+/// was opened and when it expires.
 struct Facts<'a> {
     asked_by: &'a str,
+    client: Option<&'a str>,
+    server: Option<&'a str>,
     channel: Option<&'a str>,
     opened: Moment,
     expires: Option<Moment>,
+}
+
+/// What a parked call's tool is: its badges (whether it changes state, the upstream it goes
+/// to) and what it does. Calls parked before these were kept show none of them.
+struct About<'a> {
+    mutating: Option<bool>,
+    upstream: Option<&'a str>,
+    description: Option<&'a str>,
+}
+
+impl About<'_> {
+    /// Whether the card has a line of badges.
+    fn has_badges(&self) -> bool {
+        self.mutating.is_some() || self.upstream.is_some()
+    }
 }
 
 /// What a pending card offers under its facts.
@@ -211,6 +279,7 @@ struct Card<'a> {
     segment: String,
     kind: CardKind<'a>,
     summary: Summary<'a>,
+    about: About<'a>,
     facts: Facts<'a>,
     args: Option<String>,
     decision: DecisionForm,
@@ -237,8 +306,15 @@ impl<'a> Card<'a> {
             segment: path_segment(approval.id()),
             kind,
             summary: Summary::new(approval.summary()),
+            about: About {
+                mutating: approval.mutating(),
+                upstream: approval.upstream(),
+                description: approval.description(),
+            },
             facts: Facts {
                 asked_by: approval.requested_by().unwrap_or("anonymous"),
+                client: approval.client(),
+                server: approval.server(),
                 channel: approval.channel(),
                 opened: Moment {
                     at: rfc3339(created),
@@ -248,6 +324,18 @@ impl<'a> Card<'a> {
             },
             args: arguments(approval, redactor),
             decision: DecisionForm::None,
+        }
+    }
+
+    /// What a decision does, said on the line before the buttons.
+    fn effect(&self) -> &'static str {
+        match self.kind {
+            CardKind::ToolCall(_) => {
+                "Grant runs nothing now: the caller's retry runs this call once, with these \
+                 arguments, until it expires. Reject: it never runs, and the caller is told \
+                 who rejected it and why."
+            }
+            _ => "Grant counts as your approval of this request; Reject refuses it for good.",
         }
     }
 
@@ -335,26 +423,19 @@ pub(crate) fn login_page(form: &LoginForm<'_>) -> String {
         frame: Frame {
             title: "Sign in",
             viewer: None,
+            refresh_script: false,
         },
         form,
     })
 }
 
-/// The queue: what waits for a decision (`more`: and more than shown), then the last
-/// decisions.
-pub(crate) fn queue_page(
-    viewer: &Viewer<'_>,
-    notice: Option<&Notice>,
-    pending: &[Approval],
-    more: bool,
-    decided: &[Approval],
-    redactor: &Redactor,
-    now_ms: u64,
-) -> String {
+/// The queue: what waits for a decision, then the last decisions (`live`).
+pub(crate) fn queue_page(viewer: &Viewer<'_>, notice: Option<&Notice>, live: Live<'_>) -> String {
     render(&QueuePage {
         frame: Frame {
             title: "Approvals",
             viewer: Some(viewer),
+            refresh_script: live.refresh_ms > 0,
         },
         viewer,
         notice,
@@ -362,16 +443,13 @@ pub(crate) fn queue_page(
             .passkey_host_note
             .as_deref()
             .filter(|_| viewer.passkey),
-        pending: pending
-            .iter()
-            .map(|approval| Card::pending(viewer, approval, redactor, now_ms))
-            .collect(),
-        more,
-        decided: decided
-            .iter()
-            .map(|approval| DecisionRow::new(approval, now_ms))
-            .collect(),
+        live,
     })
+}
+
+/// The live part of the queue alone, for the refresh script.
+pub(crate) fn live_list(viewer: &Viewer<'_>, live: Live<'_>) -> String {
+    render(&LiveList { viewer, live })
 }
 
 /// One approval, as the `approve_url` of a parked call shows it.
@@ -395,6 +473,7 @@ pub(crate) fn item_page(
         frame: Frame {
             title: approval.summary(),
             viewer: Some(viewer),
+            refresh_script: false,
         },
         viewer,
         notice,
@@ -408,6 +487,7 @@ pub(crate) fn missing_page(viewer: &Viewer<'_>, notice: Option<&Notice>, id: &st
         frame: Frame {
             title: "Not found",
             viewer: Some(viewer),
+            refresh_script: false,
         },
         notice,
         id,
@@ -428,6 +508,7 @@ pub(crate) fn enrol_page(
         frame: Frame {
             title: "Enrol a passkey",
             viewer: Some(viewer),
+            refresh_script: false,
         },
         actor,
         host_note,
@@ -440,7 +521,11 @@ pub(crate) fn enrol_page(
 /// A page that only says what went wrong (the store failed, a form could not be read).
 pub(crate) fn message_page(viewer: Option<&Viewer<'_>>, title: &str, message: &str) -> String {
     render(&MessagePage {
-        frame: Frame { title, viewer },
+        frame: Frame {
+            title,
+            viewer,
+            refresh_script: false,
+        },
         message,
     })
 }
@@ -579,21 +664,27 @@ mod tests {
     #[test]
     fn a_pending_card_shows_its_facts_and_the_passkey_decision_form() {
         let pending = approval(parked("a/b'1", "agent-7", "pending"));
-        let page = without_style(queue_page(
-            &viewer(true),
-            Some(&Notice::Done("Granted x(<y>)".into())),
+        let viewer = viewer(true);
+        let live = Live::new(
+            &viewer,
             std::slice::from_ref(&pending),
             true,
             &[],
             &Redactor::default(),
             NOW,
+            Duration::ZERO,
+        );
+        let page = without_style(queue_page(
+            &viewer,
+            Some(&Notice::Done("Granted x(<y>)".into())),
+            live,
         ));
         for fragment in [
             "<script src=\"/approvals/passkeys.js\" defer></script></head>",
             "<b id=\"principal\">al&#39;ice</b>",
             "<main class=\"wrap\"><p class=\"notice done\" role=\"status\" id=\"notice\">\
              Granted x(&lt;y&gt;)</p><p class=\"notice info\" id=\"passkey-host\">\
-             open &lt;localhost&gt;</p><h1>Waiting for a decision \
+             open &lt;localhost&gt;</p><div id=\"live\"><h1>Waiting for a decision \
              <span class=\"count\" id=\"pending-count\">1+</span></h1>",
             "<article class=\"card waiting\" data-approval-id=\"a/b&#39;1\">\
              <p class=\"kind\">Tool call · <span class=\"tool\">dep&lt;l&gt;oy</span></p>\
@@ -607,12 +698,136 @@ mod tests {
              data-passkey data-challenge=\"/approvals/a%2Fb%271/challenge\">\
              <input type=\"hidden\" name=\"csrf\" value=\"cs&quot;rf\">\
              <label for=\"reason-a/b&#39;1\">",
-            "maxlength=\"500\" autocomplete=\"off\">",
+            "maxlength=\"500\" autocomplete=\"off\"><p class=\"effect\">Grant runs nothing \
+             now: the caller&#39;s retry runs this call once, with these arguments, until it \
+             expires. Reject: it never runs, and the caller is told who rejected it and \
+             why.</p><div class=\"buttons\">",
             "</div></form><p class=\"id mono\">ID a/b&#39;1</p></article></section>\
-             <h2>Recent decisions</h2><p class=\"empty\">No decisions yet.</p></main>",
+             <h2>Recent decisions</h2><p class=\"empty\" id=\"no-decisions\">No decisions \
+             yet.</p></div></main>",
         ] {
             assert!(page.contains(fragment), "{fragment}\n\n{page}");
         }
+        // Parked before the tool's facts were kept: no badges, description, client or
+        // server, and nothing in their place.
+        for absent in [
+            "class=\"badges\"",
+            "class=\"description\"",
+            "<dt>Client</dt>",
+            "<dt>Server</dt>",
+        ] {
+            assert!(!page.contains(absent), "{absent}\n\n{page}");
+        }
+        // The refresh is off: no script, no status line, no refresh attributes.
+        assert!(!page.contains("refresh.js"));
+        assert!(!page.contains("refresh-status"));
+        assert!(!page.contains("data-refresh-ms"));
+    }
+
+    /// A parked call that carries the tool's facts and the caller's client, hostile text in
+    /// each.
+    fn parked_with_facts(id: &str, mutating: bool, upstream: Option<&str>) -> Value {
+        let mut record = parked(id, "agent-7", "pending");
+        let call = record["payload"]["parked_call"].as_object_mut().unwrap();
+        call.insert(
+            "description".into(),
+            json!("Deletes <b>everything</b>\n& more"),
+        );
+        call.insert("mutating".into(), json!(mutating));
+        if let Some(upstream) = upstream {
+            call.insert("upstream".into(), json!(upstream));
+        }
+        call.insert("client".into(), json!("claude'<script>"));
+        call.insert("server".into(), json!("o\"ps"));
+        record
+    }
+
+    #[test]
+    fn a_card_shows_its_badges_description_client_and_server_escaped() {
+        let mutating = approval(parked_with_facts("m1", true, Some("fi<l>es")));
+        let reading = approval(parked_with_facts("r1", false, None));
+        let viewer = viewer(false);
+        let pending = [mutating, reading];
+        let live = Live::new(
+            &viewer,
+            &pending,
+            false,
+            &[],
+            &Redactor::default(),
+            NOW,
+            Duration::from_millis(1500),
+        );
+        let page = without_style(queue_page(&viewer, None, live));
+        for fragment in [
+            "<script src=\"/approvals/refresh.js\" defer></script></head>",
+            "<div id=\"live\" data-refresh-ms=\"1500\" data-refresh-url=\"/approvals/live\">\
+             <h1>",
+            "<p class=\"summary mono\">deploy(<wbr>env=&#39;prod&#39;, \
+             note=&lt;b&gt;&quot;x&quot; &amp; y)</p><p class=\"badges\"><span class=\"badge \
+             mutating\" title=\"This tool changes state: it writes, deletes or sends \
+             something.\">Mutating</span><span class=\"badge upstream\" title=\"The call is \
+             forwarded to this upstream MCP server.\">Upstream <b>fi&lt;l&gt;es</b></span></p>\
+             <p class=\"description\">Deletes &lt;b&gt;everything&lt;/b&gt;\n&amp; more</p>\
+             <dl class=\"facts\"><dt>Asked by</dt><dd>agent-7</dd><dt>Client</dt>\
+             <dd class=\"client\">claude&#39;&lt;script&gt;</dd><dt>Server</dt>\
+             <dd class=\"server\">o&quot;ps</dd><dt>Channel</dt><dd>m&#39;cp</dd>",
+            "<p class=\"badges\"><span class=\"badge read-only\" title=\"This tool only \
+             reads.\">Read-only</span></p>",
+            "</section><h2>Recent decisions</h2><p class=\"empty\" id=\"no-decisions\">No \
+             decisions yet.</p></div><p class=\"refresh-status\" id=\"refresh-status\" \
+             role=\"status\" hidden></p></main>",
+        ] {
+            assert!(page.contains(fragment), "{fragment}\n\n{page}");
+        }
+        assert!(!page.contains("<script>"), "{page}");
+        // The live part alone is the same list, without the frame.
+        let live = Live::new(
+            &viewer,
+            &pending,
+            false,
+            &[],
+            &Redactor::default(),
+            NOW,
+            Duration::from_millis(1500),
+        );
+        let fragment = live_list(&viewer, live);
+        assert!(fragment.starts_with(
+            "<div id=\"live\" data-refresh-ms=\"1500\" data-refresh-url=\"/approvals/live\">\
+             <h1>Waiting for a decision <span class=\"count\" id=\"pending-count\">2</span>"
+        ));
+        assert!(fragment.ends_with("</div>"), "{fragment}");
+        assert!(fragment.contains("data-approval-id=\"m1\""));
+        assert!(!fragment.contains("<html"));
+    }
+
+    #[test]
+    fn a_verification_requests_effect_line_says_what_a_grant_counts_for() {
+        let record = json!({
+            "id": "v1", "subject": "Open the vault", "policy": "single",
+            "required_grants": 1, "requested_by": "agent-7", "payload": {},
+            "status": "pending", "grants": [], "rejection": null,
+            "created_at_ms": NOW - 5_000, "resolved_at_ms": null, "revision": 0
+        });
+        let request = approval(record);
+        let viewer = viewer(false);
+        let live = Live::new(
+            &viewer,
+            std::slice::from_ref(&request),
+            false,
+            &[],
+            &Redactor::default(),
+            NOW,
+            Duration::ZERO,
+        );
+        let page = queue_page(&viewer, None, live);
+        assert!(
+            page.contains(
+                "<p class=\"effect\">Grant counts as your approval of this request; Reject \
+                 refuses it for good.</p>"
+            ),
+            "{page}"
+        );
+        assert!(!page.contains("class=\"badges\""));
     }
 
     #[test]
@@ -622,15 +837,17 @@ mod tests {
         record["grants"] = json!([{"principal": "b<o>b", "reason": "'fine'", "at_ms": NOW}]);
         record["resolved_at_ms"] = json!(NOW - 30_000);
         let granted = approval(record);
-        let page = queue_page(
-            &viewer(false),
-            None,
+        let viewer = viewer(false);
+        let live = Live::new(
+            &viewer,
             std::slice::from_ref(&mine),
             false,
             std::slice::from_ref(&granted),
             &Redactor::default(),
             NOW,
+            Duration::ZERO,
         );
+        let page = queue_page(&viewer, None, live);
         assert!(!page.contains("passkeys.js"));
         assert!(!page.contains("passkey-host"));
         assert!(page.contains(
@@ -646,7 +863,7 @@ mod tests {
         assert!(
             page.contains(
                 "30 s ago</time> · asked by agent-7</p><p class=\"reason\">“&#39;fine&#39;”</p>\
-             </li></ol></main></body></html>"
+             </li></ol></div></main></body></html>"
             ),
             "{page}"
         );

@@ -19,6 +19,7 @@ use milpa::confirm::unix_millis;
 
 use super::logins::Login;
 use super::render::{self, LoginForm, Notice, Viewer};
+use super::security_headers::with_script_policy;
 use super::signed_in_form::{self, FormRefusal, SignedInForm};
 use super::{MAX_REASON_CHARS, PAGE_PATH, PageState, cookies, form};
 use crate::listener::throttle::retry_after_secs;
@@ -403,13 +404,37 @@ fn decided_notice(approval: &Approval, verdict: Verdict) -> Notice {
     })
 }
 
-async fn queue_response(
+/// What the queue shows `login`: the pending approvals (at most [`PENDING_SHOWN`], and
+/// whether there are more) and the last decisions, of this server's queue; or the page
+/// saying the store failed.
+pub(crate) struct QueueLists {
+    pub pending: Vec<Approval>,
+    pub more: bool,
+    pub decided: Vec<Approval>,
+}
+
+impl QueueLists {
+    /// The live part of the queue for `viewer`, as seen now.
+    pub(crate) fn live<'a>(&'a self, page: &PageState, viewer: &Viewer<'_>) -> render::Live<'a> {
+        render::Live::new(
+            viewer,
+            &self.pending,
+            self.more,
+            &self.decided,
+            page.registry.redactor(),
+            now_ms(),
+            page.refresh,
+        )
+    }
+}
+
+/// The lists of the queue as `viewer` (signed in as `login`) sees them, or the page that
+/// says the store failed.
+pub(crate) async fn queue_lists(
     page: &PageState,
     login: &Login,
-    headers: &HeaderMap,
-    status: StatusCode,
-) -> Response {
-    let notice = page.logins.take_notice(&login.id);
+    viewer: &Viewer<'_>,
+) -> Result<QueueLists, Response> {
     let queue = page.registry.approvals();
     // One more than shown, to know whether there are more.
     // This server's queue: servers sharing a store each show their own calls.
@@ -424,15 +449,14 @@ async fn queue_response(
     let (pending, decided): (Vec<Approval>, Vec<Approval>) = match lists {
         Ok(lists) => lists,
         Err(error) => {
-            return message(
+            return Err(message(
                 login,
                 StatusCode::SERVICE_UNAVAILABLE,
                 "Approvals unavailable",
                 &error.to_string(),
-            );
+            ));
         }
     };
-    let viewer = decision_viewer(page, login, headers).await;
     let (mut pending, decided) = if viewer.may_decide {
         (pending, decided)
     } else {
@@ -446,16 +470,33 @@ async fn queue_response(
     };
     let more = pending.len() > PENDING_SHOWN;
     pending.truncate(PENDING_SHOWN);
-    let html = render::queue_page(
-        &viewer,
-        notice.as_ref(),
-        &pending,
+    Ok(QueueLists {
+        pending,
         more,
-        &decided,
-        page.registry.redactor(),
-        now_ms(),
-    );
-    passkey_policy(&viewer, (status, Html(html)).into_response())
+        decided,
+    })
+}
+
+async fn queue_response(
+    page: &PageState,
+    login: &Login,
+    headers: &HeaderMap,
+    status: StatusCode,
+) -> Response {
+    let viewer = decision_viewer(page, login, headers).await;
+    let lists = match queue_lists(page, login, &viewer).await {
+        Ok(lists) => lists,
+        Err(failed) => return failed,
+    };
+    // Taken once the page can be shown: a failed read keeps it for the next page.
+    let notice = page.logins.take_notice(&login.id);
+    let html = render::queue_page(&viewer, notice.as_ref(), lists.live(page, &viewer));
+    let response = (status, Html(html)).into_response();
+    if viewer.passkey || !page.refresh.is_zero() {
+        with_script_policy(response)
+    } else {
+        response
+    }
 }
 
 pub(crate) async fn item_response(
@@ -539,7 +580,7 @@ pub(crate) async fn decision_viewer<'a>(
 /// A decision page of an approver with a passkey runs the passkey script.
 fn passkey_policy(viewer: &Viewer<'_>, response: Response) -> Response {
     if viewer.passkey {
-        super::security_headers::with_passkey_policy(response)
+        with_script_policy(response)
     } else {
         response
     }
@@ -590,6 +631,18 @@ pub(crate) fn login_form(
     });
     let cookie = cookies::set(cookies::LOGIN_CSRF, &csrf, cookies::over_https(headers));
     (status, [(header::SET_COOKIE, cookie)], Html(html)).into_response()
+}
+
+/// A script of the page's own, served from its path.
+pub(crate) fn javascript(script: &'static str) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/javascript; charset=utf-8"),
+        )],
+        script,
+    )
+        .into_response()
 }
 
 pub(crate) fn see_other(location: &str, cookie: Option<HeaderValue>) -> Response {

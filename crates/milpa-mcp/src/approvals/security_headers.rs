@@ -1,9 +1,11 @@
 //! The response headers every approvals page carries, as tower layers.
 //!
 //! - `Content-Security-Policy`: nothing loads from anywhere (`default-src 'none'`) but the
-//!   inline stylesheet; forms post only to this origin; no page may frame this one. Pages
-//!   of an approver with a passkey also load `/approvals/passkeys.js` and let it call
-//!   the page's own challenge endpoint (`script-src 'self'; connect-src 'self'`).
+//!   inline stylesheet; forms post only to this origin; no page may frame this one. The
+//!   queue (its refresh script, which fetches `/approvals/live`) and the pages of an
+//!   approver with a passkey (`/approvals/passkeys.js`, which calls the page's own challenge
+//!   endpoint) also run scripts and requests from the page's own origin, and only those
+//!   (`script-src 'self'; connect-src 'self'`: no inline script, no `eval`).
 //! - `X-Frame-Options: DENY` for browsers that predate `frame-ancestors` (clickjacking).
 //! - `Cache-Control: no-store`: a decision page never comes back from a cache or history.
 //! - `Referrer-Policy: same-origin`: no URL of the page leaves the page. Not
@@ -19,15 +21,16 @@ use tower_http::set_header::SetResponseHeaderLayer;
 /// The page's content security policy.
 pub(crate) const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
-/// The policy of a page that runs the passkey script: the same, plus scripts and requests
-/// from the page's own origin only (no inline script, no `eval`).
-pub(crate) const PASSKEY_CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+/// The policy of a page that runs a script of its own (the refresh, the passkey ceremonies):
+/// the same, plus scripts and requests from the page's own origin only (no inline script,
+/// no `eval`).
+pub(crate) const SCRIPTED_CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
-/// `response` with the content security policy that lets the page run its own script.
-pub(crate) fn with_passkey_policy(mut response: Response) -> Response {
+/// `response` with the content security policy that lets the page run its own scripts.
+pub(crate) fn with_script_policy(mut response: Response) -> Response {
     response.headers_mut().insert(
         header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(PASSKEY_CONTENT_SECURITY_POLICY),
+        HeaderValue::from_static(SCRIPTED_CONTENT_SECURITY_POLICY),
     );
     response
 }

@@ -14,8 +14,8 @@ mod outgoing;
 mod request_error;
 mod request_meta;
 
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use milpa::LogLevel;
@@ -64,6 +64,19 @@ pub(crate) enum Route {
 pub(crate) struct ClientInfo {
     pub version: &'static str,
     pub capabilities: Value,
+    /// `clientInfo.name` (see [`client_name`]).
+    pub name: Option<Arc<str>>,
+}
+
+/// The `name` of a client's `Implementation` (`clientInfo` at `initialize`, or a
+/// 2026-07-28 request's `_meta`), for people to read: the approvals page names the client a
+/// parked call came through. Self-reported and display-only, so a malformed one is not
+/// worth refusing a request over: anything but an object with a non-blank string `name`
+/// reads as none. The request's size limit bounds it; the parked call keeps the first
+/// characters of it.
+pub(crate) fn client_name(info: Option<&Value>) -> Option<Arc<str>> {
+    let name = info?.get("name")?.as_str()?.trim();
+    (!name.is_empty()).then(|| Arc::from(name))
 }
 
 const LOG_OFF: u8 = u8::MAX;
@@ -101,6 +114,12 @@ impl ClientLink {
     /// Records what the client declared; false when it had already (`initialize` twice).
     pub fn declare(&self, info: ClientInfo) -> bool {
         self.info.set(info).is_ok()
+    }
+
+    /// The name the client gave at `initialize` (none on a 2026-07-28 session: each
+    /// request names its client).
+    pub fn client_name(&self) -> Option<Arc<str>> {
+        self.info.get().and_then(|c| c.name.clone())
     }
 
     pub fn protocol_version(&self) -> Option<&'static str> {

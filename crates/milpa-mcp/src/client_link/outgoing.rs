@@ -163,6 +163,7 @@ mod tests {
         assert!(link.declare(ClientInfo {
             version,
             capabilities,
+            name: None,
         }));
         let (tx, mut rx) = mpsc::unbounded_channel();
         let route = Route::Channel(tx);

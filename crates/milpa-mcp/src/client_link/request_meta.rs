@@ -3,13 +3,17 @@
 //! call's [`Peer`](crate::peer::Peer) consults it for every request to the client and every
 //! log message, so it lives here, below both.
 
+use std::sync::Arc;
+
 use milpa::LogLevel;
 use serde::Deserialize;
 use serde::de::{self, value::StrDeserializer};
 use serde_json::Value;
 
 use crate::jsonrpc::{ErrorObject, INVALID_PARAMS};
-use crate::protocol::{META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION};
+use crate::protocol::{
+    META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, META_PROTOCOL_VERSION,
+};
 
 /// What a 2026-07-28 request declared in its `_meta`.
 #[derive(Debug, Clone)]
@@ -20,6 +24,8 @@ pub(crate) struct RequestMeta {
     pub capabilities: Value,
     /// `io.modelcontextprotocol/logLevel`, when set: log messages at or above it are sent.
     pub log_level: Option<LogLevel>,
+    /// `io.modelcontextprotocol/clientInfo.name`, when given (see [`super::client_name`]).
+    pub client_name: Option<Arc<str>>,
 }
 
 impl RequestMeta {
@@ -60,6 +66,7 @@ impl RequestMeta {
             version: version.clone(),
             capabilities: capabilities.clone(),
             log_level,
+            client_name: super::client_name(meta.get(META_CLIENT_INFO)),
         })
     }
 

@@ -40,7 +40,9 @@
 //!
 //! The approvals page (`/approvals`, see [`crate::approvals`]) is served on the same
 //! listener behind the same `Host`/`Origin` checks, unless turned off with
-//! [`HttpServer::approvals_page`].
+//! [`HttpServer::approvals_page`]. So are the probes `/healthz` and `/readyz`
+//! ([`Readiness`]) and the Prometheus metrics at `/metrics` (see [`MetricsAccess`] and
+//! [`HttpServer::call_counts`]).
 //!
 //! Not supported: resuming a broken SSE stream (`Last-Event-ID` is ignored): a `tools/call`
 //! whose response stream is dropped before the response is cancelled.
@@ -55,6 +57,7 @@ use axum::Router;
 use axum::http::{HeaderMap, header};
 use axum::response::IntoResponse;
 use milpa::ToolRegistry;
+use milpa::audit::CallCounts;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tower::ServiceBuilder;
@@ -80,6 +83,7 @@ mod health;
 mod identity;
 #[cfg(feature = "oauth")]
 mod metadata;
+mod metrics;
 mod modern;
 mod post;
 mod rejection;
@@ -94,6 +98,7 @@ use crate::listener::HostOriginCheck;
 use crate::listener::throttle::{FailureThrottle, ThrottleLimits};
 use accept::ConnectionLimits;
 pub use health::{Readiness, ReadinessCheck};
+pub use metrics::{METRICS_SCOPE, MetricsAccess, UpstreamReport, UpstreamReports};
 use rejection::HttpRejection;
 use sessions::{SessionLimits, Sessions};
 use stream_budget::{StreamBudget, StreamLimits};
@@ -136,6 +141,8 @@ pub struct HttpServer {
     approval_page_url: Option<String>,
     #[cfg(feature = "approvals-page")]
     approval_passkeys: PasskeyOptions,
+    #[cfg(feature = "approvals-page")]
+    approvals_refresh: Duration,
     #[cfg(feature = "oauth")]
     oauth: Option<Arc<OAuthResource>>,
     token_throttle: ThrottleLimits,
@@ -143,6 +150,9 @@ pub struct HttpServer {
     anonymous_body_budget: usize,
     streams: StreamLimits,
     readiness: Option<Arc<dyn Readiness>>,
+    call_counts: Option<Arc<CallCounts>>,
+    upstream_reports: Option<Arc<dyn UpstreamReports>>,
+    metrics_access: MetricsAccess,
 }
 
 impl std::fmt::Debug for HttpServer {
@@ -161,10 +171,13 @@ impl std::fmt::Debug for HttpServer {
             .field("token_throttle", &self.token_throttle)
             .field("anonymous_body_limit", &self.anonymous_body_limit)
             .field("anonymous_body_budget", &self.anonymous_body_budget)
-            .field("streams", &self.streams);
+            .field("streams", &self.streams)
+            .field("call_counts", &self.call_counts.is_some())
+            .field("metrics_access", &self.metrics_access);
         #[cfg(feature = "approvals-page")]
         out.field("approvals_page", &self.approvals_page)
-            .field("approval_page_url", &self.approval_page_url);
+            .field("approval_page_url", &self.approval_page_url)
+            .field("approvals_refresh", &self.approvals_refresh);
         #[cfg(feature = "oauth")]
         out.field("oauth", &self.oauth);
         out.finish_non_exhaustive()
@@ -205,6 +218,8 @@ impl HttpServer {
             approval_page_url: None,
             #[cfg(feature = "approvals-page")]
             approval_passkeys: PasskeyOptions::default(),
+            #[cfg(feature = "approvals-page")]
+            approvals_refresh: approvals::DEFAULT_REFRESH,
             #[cfg(feature = "oauth")]
             oauth: None,
             token_throttle: ThrottleLimits::default(),
@@ -212,6 +227,9 @@ impl HttpServer {
             anonymous_body_budget: 8 * 1024 * 1024,
             streams: StreamLimits::default(),
             readiness: None,
+            call_counts: None,
+            upstream_reports: None,
+            metrics_access: MetricsAccess::default(),
         }
     }
 
@@ -470,10 +488,43 @@ impl HttpServer {
         self
     }
 
+    /// How often the approvals page's queue fetches its list again and puts it in place,
+    /// keeping what a person is typing (default [`approvals::DEFAULT_REFRESH`], 15 s;
+    /// `Duration::ZERO` turns the refresh off, and the queue then loads no script).
+    #[cfg(feature = "approvals-page")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "approvals-page")))]
+    pub fn approvals_refresh(mut self, every: Duration) -> Self {
+        self.approvals_refresh = every;
+        self
+    }
+
     /// What `/readyz` checks (the store, upstreams…); without one, ready means alive. See
     /// [`Readiness`].
     pub fn readiness(mut self, readiness: impl Readiness) -> Self {
         self.readiness = Some(Arc::new(readiness));
+        self
+    }
+
+    /// The calls `/metrics` reports (`milpa_tool_calls_total`, the latency histogram): the
+    /// counts a [`CountingAuditSink`](milpa::audit::CountingAuditSink) in front of the
+    /// registry's audit sink feeds, following this server's registry
+    /// ([`CallCounts::follow`]). Without them `/metrics` reports no calls.
+    pub fn call_counts(mut self, counts: Arc<CallCounts>) -> Self {
+        self.call_counts = Some(counts);
+        self
+    }
+
+    /// The upstream servers `/metrics` reports (`milpa_upstream_up`,
+    /// `milpa_upstream_restarts_total`). See [`UpstreamReports`].
+    pub fn upstream_reports(mut self, reports: impl UpstreamReports) -> Self {
+        self.upstream_reports = Some(Arc::new(reports));
+        self
+    }
+
+    /// Who may read `/metrics` (default: a bearer token holding [`METRICS_SCOPE`]). See
+    /// [`MetricsAccess`].
+    pub fn metrics_access(mut self, access: MetricsAccess) -> Self {
+        self.metrics_access = access;
         self
     }
 
@@ -547,6 +598,7 @@ impl HttpServer {
                 LoginLimits::default(),
                 self.body_read_timeout,
                 self.approval_passkeys.clone(),
+                self.approvals_refresh,
             )
         });
         let gate = Arc::new(identity::Gate {
@@ -578,6 +630,9 @@ impl HttpServer {
         let endpoint = Endpoint {
             path: self.path.clone(),
             readiness: self.readiness.clone(),
+            call_counts: self.call_counts.clone(),
+            upstream_reports: self.upstream_reports.clone(),
+            metrics_access: self.metrics_access,
             gate,
             budget,
             check,
@@ -593,6 +648,7 @@ impl HttpServer {
             json_response: self.json_response,
             body_read_timeout: self.body_read_timeout,
             call_slots: Arc::new(Semaphore::new(self.max_calls_in_flight)),
+            call_slot_count: self.max_calls_in_flight,
             sessions: Sessions::new(self.sessions, per_session),
             streams: StreamBudget::new(self.streams),
         })
@@ -652,6 +708,9 @@ impl HttpServer {
 struct Endpoint {
     path: String,
     readiness: Option<Arc<dyn Readiness>>,
+    call_counts: Option<Arc<CallCounts>>,
+    upstream_reports: Option<Arc<dyn UpstreamReports>>,
+    metrics_access: MetricsAccess,
     gate: Arc<identity::Gate>,
     budget: Arc<body_budget::BodyBudget>,
     check: HostOriginCheck,
@@ -662,12 +721,15 @@ struct Endpoint {
 /// caller's identity, the anonymous callers' share of the connections, a `POST`'s content
 /// type, then what an anonymous body may hold; the
 /// handlers read bodies only after.
-/// The approvals page, when served, and the OAuth metadata, when OAuth is on, sit beside
-/// it with their own checks.
+/// The probes, the metrics, the approvals page (when served) and the OAuth metadata (when
+/// OAuth is on) sit beside it with their own checks.
 fn router_for(endpoint: Endpoint, page: Option<Page>) -> Router {
     let Endpoint {
         path,
         readiness,
+        call_counts,
+        upstream_reports,
+        metrics_access,
         gate,
         budget,
         check: hosts,
@@ -685,6 +747,16 @@ fn router_for(endpoint: Endpoint, page: Option<Page>) -> Router {
     #[cfg(not(feature = "approvals-page"))]
     let page: Option<Router> = page.map(|none| match none {});
     let probes = health::router(readiness, hosts.clone());
+    let metrics = metrics::router(
+        metrics::Sources {
+            access: metrics_access,
+            calls: call_counts,
+            upstreams: upstream_reports,
+            http: state.clone(),
+        },
+        gate.clone(),
+        hosts.clone(),
+    );
     let methods = axum::routing::get(get::get)
         .post(post::post)
         .delete(delete::delete)
@@ -712,7 +784,7 @@ fn router_for(endpoint: Endpoint, page: Option<Page>) -> Router {
                 body_budget::limit_anonymous_bodies,
             )),
     );
-    let mcp = mcp.merge(probes);
+    let mcp = mcp.merge(probes).merge(metrics);
     let mcp = match metadata {
         Some(metadata) => mcp.merge(metadata),
         None => mcp,
@@ -737,6 +809,8 @@ struct HttpState {
     body_read_timeout: Duration,
     /// Calls all sessions together may run at once.
     call_slots: Arc<Semaphore>,
+    /// How many permits `call_slots` holds when no call runs.
+    call_slot_count: usize,
     sessions: Sessions,
     /// Long-lived streams open, per class of caller.
     streams: Arc<StreamBudget>,

@@ -323,13 +323,10 @@ fn listen(
         .into_response();
     };
     let (tx, rx) = mpsc::unbounded_channel();
-    let _ = tx.send(Out::Msg(subscription.acknowledgement()));
-    let registry = state.shared.registry.clone();
-    tokio::spawn(async move {
-        subscription
-            .forward(&registry, tx, std::future::pending())
-            .await;
-    });
+    let acknowledgement = subscription.acknowledgement();
+    let listening = subscription.watch(&state.shared.registry);
+    let _ = tx.send(Out::Msg(acknowledgement));
+    tokio::spawn(listening.forward(tx, std::future::pending()));
     let idle = state.streams.idle_timeout(principal.is_none());
     ticket.hold(notification_sse(rx, idle))
 }

@@ -233,6 +233,12 @@ impl Sessions {
         }
     }
 
+    /// Sessions open now: anonymous ones, authenticated ones.
+    pub(crate) fn open(&self) -> (usize, usize) {
+        let table = self.table();
+        (table.anonymous, table.authenticated)
+    }
+
     /// Ends every session (the server is stopping).
     pub(crate) fn end_all(&self) {
         let all = std::mem::take(&mut *self.table()).by_id.drain();

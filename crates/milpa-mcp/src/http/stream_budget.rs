@@ -124,6 +124,12 @@ impl StreamBudget {
         }
     }
 
+    /// Streams open now: anonymous ones, and those of every principal together.
+    pub(crate) fn open_now_by_class(&self) -> (usize, usize) {
+        let counts = self.counts();
+        (counts.anonymous, counts.per_principal.values().sum())
+    }
+
     /// Streams open now: all anonymous ones, and `principal`'s.
     #[cfg(test)]
     fn open_now(&self, principal: &str) -> (usize, usize) {

@@ -115,6 +115,30 @@ impl<K: Eq + Hash + Clone, V> ExpiringTable<K, V> {
 
     // Only the approvals page uses this (an `http`-only build leaves it out).
     #[cfg(any(feature = "approvals-page", test))]
+    /// The live entry under `key`, without counting it as used: for a request a person did
+    /// not make (the approvals queue's timed refresh), which must not keep an entry alive
+    /// past its idle time. An entry that has expired by `lifetime` is removed and `None`
+    /// returned, as [`ExpiringTable::use_live`] does.
+    pub(crate) fn get_live<Q>(
+        &mut self,
+        key: &Q,
+        lifetime: impl FnOnce(&V) -> Lifetime,
+        now: Instant,
+    ) -> Option<&V>
+    where
+        K: Borrow<Q>,
+        Q: Eq + Hash + ?Sized,
+    {
+        let slot = self.slots.get(key)?;
+        if slot.expired(lifetime(&slot.value), now) {
+            self.slots.remove(key);
+            return None;
+        }
+        self.slots.get(key).map(|slot| &slot.value)
+    }
+
+    // Only the approvals page uses this (an `http`-only build leaves it out).
+    #[cfg(any(feature = "approvals-page", test))]
     /// Removes the entry under `key` and returns it if it is live `now` by `lifetime`: for
     /// an entry that serves once (a passkey ceremony's state), so an expired one is dropped
     /// all the same, never returned.

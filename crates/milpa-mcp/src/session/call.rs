@@ -245,12 +245,17 @@ async fn run_call(
         route,
         call.request.clone(),
     ));
+    let client = match &call.request {
+        Some(meta) => meta.client_name.clone(),
+        None => env.client.client_name(),
+    };
     let ctx = call_context(
         caller,
         CallHandle::new(peer.clone()),
         Some(id),
         env.session_id.as_deref(),
         env.client.protocol_version(),
+        client,
     );
     if let Some(meta) = call.request.take() {
         let (name, outcome) = shared.input_rounds().run(call, &meta, &ctx, &peer).await;
@@ -283,13 +288,15 @@ async fn run_call(
 
 /// The context a call from `caller` runs with, whatever the transport; `id` is the
 /// JSON-RPC id of its request, when it got far enough to run; `session_id` and
-/// `protocol_version` are the session's.
+/// `protocol_version` are the session's; `client` is the client's name (the session's, or
+/// a 2026-07-28 request's own).
 pub(super) fn call_context(
     caller: &Caller,
     handle: CallHandle,
     id: Option<&RequestId>,
     session_id: Option<&str>,
     protocol_version: Option<&'static str>,
+    client: Option<Arc<str>>,
 ) -> ToolContext {
     let mut builder = ToolContext::builder(channel::MCP)
         .request_id(generate_request_id())
@@ -307,6 +314,9 @@ pub(super) fn call_context(
     }
     if let Some(session) = session_id {
         builder = builder.extra("mcp_session_id", Value::String(session.to_owned()));
+    }
+    if let Some(client) = client {
+        builder = builder.client(client);
     }
     builder.build()
 }

@@ -337,6 +337,10 @@ impl Session {
     where
         Work: std::future::Future<Output = Answer> + Send + 'static,
     {
+        let client = match &request {
+            Some(meta) => meta.client_name.clone(),
+            None => self.client.client_name(),
+        };
         // Nobody cancels a governed request by id (see `CallCancel::detached`): the token
         // only tells the provider's handle that nothing was cancelled.
         let peer = Arc::new(Peer::new(
@@ -352,6 +356,7 @@ impl Session {
             Some(&id),
             self.session_id.as_deref(),
             self.client.protocol_version(),
+            client,
         );
         let session = Arc::clone(self);
         let scope_denial = caller.scope_denial.clone();

@@ -167,6 +167,7 @@ impl Session {
             None,
             self.session_id.as_deref(),
             self.client.protocol_version(),
+            self.client.client_name(),
         );
         self.shared.registry.audit_refused_request(
             refused.name.as_deref(),

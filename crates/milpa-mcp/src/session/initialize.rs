@@ -16,16 +16,18 @@ pub(super) fn initialize(
     params: InitializeParams,
 ) -> Result<Value, ErrorObject> {
     let version = protocol::negotiate(&params.protocol_version);
+    let client_name = params.client_name;
     if !client.declare(ClientInfo {
         version,
         capabilities: params.capabilities,
+        name: client_name.clone(),
     }) {
         return Err(ErrorObject::new(
             INVALID_REQUEST,
             "Invalid Request: the session is already initialized",
         ));
     }
-    let client_name = params.client_name.as_deref().unwrap_or("?");
+    let client_name = client_name.as_deref().unwrap_or("?");
     tracing::debug!(target: "milpa_mcp", client = client_name, version, "initialized");
     let mut info = Map::new();
     info.insert("name".into(), Value::String(options.name.clone()));

@@ -155,6 +155,7 @@ mod tests {
         assert!(client.declare(crate::client_link::ClientInfo {
             version: "2025-11-25",
             capabilities: json!({}),
+            name: None,
         }));
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let watch = ListWatch::default();

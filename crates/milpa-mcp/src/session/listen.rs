@@ -78,15 +78,30 @@ impl Subscription {
         )
     }
 
-    /// Sends the `list_changed` notification of each asked-for list of `registry` that
-    /// changes from now on into `tx`, until `tx`'s receiver is gone or `stop` resolves.
-    pub async fn forward(
-        self,
-        registry: &ToolRegistry,
-        tx: mpsc::UnboundedSender<Out>,
-        stop: impl Future<Output = ()>,
-    ) {
-        let mut changes = ListChanges::new(registry);
+    /// Starts watching `registry`'s lists. Called before the acknowledgement is sent: a
+    /// client may change a list as soon as it reads the acknowledgement, and a change made
+    /// before the watch began would be missed (seen under load in the conformance suite's
+    /// `server-stateless`, where the watch was taken in the spawned task).
+    pub fn watch(self, registry: &ToolRegistry) -> Listening {
+        Listening {
+            changes: ListChanges::new(registry),
+            subscription: self,
+        }
+    }
+}
+
+/// A subscription whose lists are being watched (see [`Subscription::watch`]).
+pub(crate) struct Listening {
+    subscription: Subscription,
+    changes: ListChanges,
+}
+
+impl Listening {
+    /// Sends the `list_changed` notification of each asked-for list that changed since
+    /// the watch began into `tx`, until `tx`'s receiver is gone or `stop` resolves.
+    pub async fn forward(mut self, tx: mpsc::UnboundedSender<Out>, stop: impl Future<Output = ()>) {
+        let lists = self.subscription.lists;
+        let tag = self.subscription.tag;
         let mut stop = std::pin::pin!(stop);
         loop {
             let changed = tokio::select! {
@@ -94,13 +109,13 @@ impl Subscription {
                 biased;
                 () = tx.closed() => return,
                 () = &mut stop => return,
-                changed = changes.next(self.lists) => match changed {
+                changed = self.changes.next(lists) => match changed {
                     Some(changed) => changed,
                     None => return,
                 },
             };
             for method in changed.methods() {
-                let note = jsonrpc::notification(method, &json!({"_meta": self.tag}));
+                let note = jsonrpc::notification(method, &json!({"_meta": tag}));
                 if tx.send(Out::Msg(note)).is_err() {
                     return;
                 }
@@ -152,5 +167,33 @@ mod tests {
         let no_meta = json!({"notifications": {"toolsListChanged": true}});
         let error = Subscription::open(&id, Some(&no_meta), None).unwrap_err();
         assert_eq!(error.code, INVALID_PARAMS);
+    }
+
+    /// A change made after the watch began but before forwarding started (the client
+    /// changed a list as soon as it read the acknowledgement) is still delivered.
+    #[tokio::test]
+    async fn a_change_right_after_the_acknowledgement_is_delivered() {
+        use milpa::ToolDefinition;
+        let registry = ToolRegistry::new();
+        let id = RequestId::Number(7);
+        let asked = params(json!({"toolsListChanged": true}));
+        let listening = Subscription::open(&id, Some(&asked), None)
+            .unwrap()
+            .watch(&registry);
+        registry
+            .replace_tools(
+                "g",
+                vec![ToolDefinition::builder("late").sync(|_, _| Value::Null)],
+            )
+            .unwrap();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let forwarding = tokio::spawn(listening.forward(tx, std::future::pending()));
+        let Some(Out::Msg(note)) = rx.recv().await else {
+            panic!("no notification");
+        };
+        let note: Value = serde_json::from_str(&note).unwrap();
+        assert_eq!(note["method"], "notifications/tools/list_changed");
+        assert_eq!(note["params"]["_meta"][META_SUBSCRIPTION_ID], 7);
+        forwarding.abort();
     }
 }

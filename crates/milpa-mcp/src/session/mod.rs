@@ -207,6 +207,7 @@ impl Session {
         session.client.declare(ClientInfo {
             version: MODERN_VERSION,
             capabilities: json!({}),
+            name: None,
         });
         session
     }

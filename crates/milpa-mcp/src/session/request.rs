@@ -201,8 +201,8 @@ pub(crate) struct InitializeParams {
     pub protocol_version: String,
     /// `capabilities` (an object; `{}` when absent).
     pub capabilities: Value,
-    /// `clientInfo.name`, when given (for the log).
-    pub client_name: Option<String>,
+    /// `clientInfo.name`, when given (for the log, and the approvals page).
+    pub client_name: Option<std::sync::Arc<str>>,
 }
 
 fn invalid(message: &str) -> ErrorObject {
@@ -225,11 +225,7 @@ impl InitializeParams {
             Some(map @ Value::Object(_)) => map,
             Some(_) => return Err(invalid("Invalid params: capabilities must be an object")),
         };
-        let client_name = params
-            .get("clientInfo")
-            .and_then(|c| c.get("name"))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
+        let client_name = crate::client_link::client_name(params.get("clientInfo"));
         Ok(InitializeParams {
             protocol_version,
             capabilities,

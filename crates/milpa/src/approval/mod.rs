@@ -72,7 +72,7 @@ use crate::result::ErrorCode;
 use crate::store_error::StoreError;
 use crate::verification::{VerificationError, VerificationRecord, VerificationStatus};
 
-pub(crate) use parked::ParkedCall;
+pub(crate) use parked::{ParkedAbout, ParkedCall};
 pub use queue::ApprovalQueue;
 pub(crate) use queue::Claim;
 
@@ -225,6 +225,28 @@ impl Approval {
         self.parked.as_ref().and_then(|p| p.server.as_deref())
     }
 
+    /// What the parked call's tool does (its description when the call was parked).
+    pub fn description(&self) -> Option<&str> {
+        self.parked.as_ref()?.about.description.as_deref()
+    }
+
+    /// Whether the parked call's tool changes state; `None` for a verification request
+    /// and for calls parked before this was kept.
+    pub fn mutating(&self) -> Option<bool> {
+        self.parked.as_ref()?.about.mutating
+    }
+
+    /// The upstream MCP server the parked call goes to, when its tool is a gateway tool.
+    pub fn upstream(&self) -> Option<&str> {
+        self.parked.as_ref()?.about.upstream.as_deref()
+    }
+
+    /// The client software the parked call came through, as it named itself (MCP
+    /// `clientInfo.name`; self-reported), when it was known.
+    pub fn client(&self) -> Option<&str> {
+        self.parked.as_ref()?.about.client.as_deref()
+    }
+
     /// Whether a view of `server`'s queue shows it: a call parked by that server, or one
     /// no server tagged (a verification request, or a call from an untagged queue), which
     /// every server's view shows rather than hide.
@@ -298,9 +320,10 @@ impl Approval {
     }
 
     /// The approval as JSON for people and scripts (`milpa approvals --json`, the page):
-    /// `id, kind, state, summary, requested_by, tool, channel, server, args (redacted), policy,
-    /// grants, rejection, created_at, expires_at, decided_at, executed_at` (times as
-    /// RFC 3339 UTC).
+    /// `id, kind, state, summary, requested_by, tool, description, mutating, upstream,
+    /// client, channel, server, args (redacted), policy, grants, rejection, created_at,
+    /// expires_at, decided_at, executed_at` (times as RFC 3339 UTC; a fact not known is
+    /// `null`).
     pub fn to_json(&self, redactor: &Redactor, now_ms: u64) -> Value {
         let decision = |d: &crate::verification::Decision| json!({"principal": d.principal, "reason": d.reason, "at": rfc3339(d.at_ms)});
         json!({
@@ -310,6 +333,10 @@ impl Approval {
             "summary": self.summary(),
             "requested_by": self.requested_by(),
             "tool": self.tool(),
+            "description": self.description(),
+            "mutating": self.mutating(),
+            "upstream": self.upstream(),
+            "client": self.client(),
             "channel": self.channel(),
             "server": self.server(),
             "args": self.redacted_args(redactor),

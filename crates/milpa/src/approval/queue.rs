@@ -8,8 +8,8 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 use crate::approval::{
-    APPROVE_SCOPE, Approval, ApprovalError, ApprovalState, DEFAULT_TTL, ParkedCall, Verdict,
-    rfc3339,
+    APPROVE_SCOPE, Approval, ApprovalError, ApprovalState, DEFAULT_TTL, ParkedAbout, ParkedCall,
+    Verdict, rfc3339,
 };
 use crate::channel;
 use crate::confirm::{ConfirmationBinding, unix_millis};
@@ -263,6 +263,7 @@ impl ApprovalQueue {
         summary: String,
         binding: ConfirmationBinding,
         args: Value,
+        about: ParkedAbout,
     ) -> Result<Approval, ApprovalError> {
         let expires_at_ms = unix_millis(SystemTime::now() + self.ttl);
         let requested_by = binding.principal.clone();
@@ -272,6 +273,7 @@ impl ApprovalQueue {
             expires_at_ms,
             executed_at_ms: None,
             server: self.server.as_deref().map(str::to_owned),
+            about,
         };
         let mut request = VerificationRequest::new(summary)
             .id(new_request_id())

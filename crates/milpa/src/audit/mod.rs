@@ -5,8 +5,10 @@
 //! silent). Here every path produces a record, so an audit trail can answer "what did this
 //! principal try", not only "what ran".
 
+mod call_counts;
 pub mod chain;
 mod folding;
+mod latency;
 mod limits;
 pub(crate) mod outgoing;
 mod record;
@@ -14,7 +16,9 @@ mod redact;
 mod sink;
 pub mod trail;
 
+pub use call_counts::{CallCount, CallCounts, CountingAuditSink, MAX_COUNTED_TOOLS, ToolCalls};
 pub use folding::{DEFAULT_FOLD_WINDOW, DEFAULT_MAX_FOLDING, FoldingAuditSink};
+pub use latency::{LATENCY_BOUNDS_MS, LatencyHistogram};
 pub use limits::{AuditLimits, MAX_TOOL_NAME_BYTES, clip};
 pub use record::{AuditOutcome, AuditRecord};
 pub use redact::{

@@ -70,4 +70,19 @@ pub trait AuditTrail: Send + Sync + 'static {
     /// [`verify_lines`](crate::audit::chain::verify_lines)). The outer error is the store
     /// failing to read; the inner one the first record that breaks the chain.
     fn verify(&self) -> Result<Result<ChainSummary, ChainBreak>, StoreError>;
+
+    /// [`verify`](Self::verify), telling `progress` how far it has got as it goes: records
+    /// checked, out of how many the trail held when the check began (`progress(checked,
+    /// total)`), for a progress bar over a long trail. A trail that cannot count ahead
+    /// reports once, at the end.
+    fn verify_reporting(
+        &self,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<Result<ChainSummary, ChainBreak>, StoreError> {
+        let verdict = self.verify()?;
+        if let Ok(summary) = &verdict {
+            progress(summary.records, summary.records);
+        }
+        Ok(verdict)
+    }
 }

@@ -10,7 +10,7 @@ use crate::events::TOOL_EXECUTING;
 use crate::policy::CallPolicy;
 use crate::policy::ChannelPolicy;
 use crate::rate_limit::Quota;
-use crate::registry::RegisteredTool;
+use crate::tool_table::RegisteredTool;
 use crate::wiring::Wiring;
 
 /// The static facts a stage describes itself from.

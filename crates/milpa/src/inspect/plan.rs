@@ -158,11 +158,6 @@ impl InvocationPlan {
     pub fn to_json(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
-
-    /// The plan as a plain-text table, then assumptions and wiring.
-    pub fn to_text(&self) -> String {
-        super::text::render(self)
-    }
 }
 
 /// Builds plans from a live registry, reading only what it admits to having.

@@ -36,7 +36,16 @@ fn yes_no(b: bool) -> &'static str {
     if b { "yes" } else { "no" }
 }
 
-pub(super) fn render(plan: &InvocationPlan) -> String {
+// The text rendering lives here, beside its words, so the plan's own module never reaches
+// into its rendering.
+impl InvocationPlan {
+    /// The plan as a plain-text table, then assumptions and wiring.
+    pub fn to_text(&self) -> String {
+        render(self)
+    }
+}
+
+fn render(plan: &InvocationPlan) -> String {
     let mut out = String::new();
     let actor = plan.context.actor.as_deref().unwrap_or("(anonymous)");
     let scopes = if plan.context.scopes.is_empty() {

@@ -9,18 +9,18 @@ use crate::approval::{Approval, ApprovalError, Verdict};
 use crate::audit::AuditOutcome;
 use crate::context::ToolContext;
 use crate::pipeline::{Call, audit};
-use crate::registry::ToolRegistry;
 use crate::result::ToolResult;
 use crate::verification::RESOLVE_NAME;
+use crate::wiring::Wiring;
 
 pub(crate) async fn decide(
-    registry: &ToolRegistry,
+    wiring: &Wiring,
     id: &str,
     verdict: Verdict,
     reason: Option<&str>,
     approver: &ToolContext,
 ) -> Result<Approval, ApprovalError> {
-    let queue = registry.approvals();
+    let queue = &wiring.approvals;
     let outcome = queue.decide(id, verdict, reason, approver).await;
     // The record names the parked call's tool when there is one to name.
     let tool = match &outcome {
@@ -53,7 +53,7 @@ pub(crate) async fn decide(
             AuditOutcome::ApprovalRefused,
         ),
     };
-    let mut call = Call::new(registry, tool, args, approver);
+    let mut call = Call::new(wiring, tool, args, approver);
     call.finish(result, audited);
     audit::run(&mut call);
     outcome

@@ -11,12 +11,12 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use crate::approval::{APPROVE_SCOPE, Approval, ApprovalError, Claim};
+use crate::approval::{APPROVE_SCOPE, Approval, ApprovalError, Claim, ParkedAbout};
 use crate::audit::AuditOutcome;
 use crate::confirm::ConfirmationBinding;
 use crate::inspect::{InvocationStep, StageFacts, StepPresence, StepRole};
 use crate::outcome::{ApprovalTicket, Ticket};
-use crate::pipeline::confirm::{action_summary, refuse, run_parked};
+use crate::pipeline::redemption::{action_summary, refuse, run_parked};
 use crate::pipeline::{Call, Flow, JudgedReplay, StepKind, TokenArg, step};
 use crate::result::ToolResult;
 
@@ -35,10 +35,11 @@ pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
 
 async fn park(call: &mut Call<'_>, binding: ConfirmationBinding) -> Flow {
     let summary = action_summary(call.name, &call.args, &call.wiring.redactor);
+    let about = ParkedAbout::of(&call.tool().definition, call.ctx);
     let parked = call
         .wiring
         .approvals
-        .park(summary, binding, call.args.clone())
+        .park(summary, binding, call.args.clone(), about)
         .await;
     match parked {
         Ok(approval) => pending(call, &approval),

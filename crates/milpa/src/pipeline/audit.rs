@@ -14,8 +14,8 @@ use crate::inspect::StageFacts;
 use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::pipeline::{Call, Terminal};
 use crate::pipeline::{StepKind, step};
-use crate::registry::RegisteredTool;
 use crate::result::{ErrorCode, RuntimeMeta, ToolResult};
+use crate::tool_table::RegisteredTool;
 use crate::wiring::Wiring;
 
 /// What `audit` reads of a call besides its terminal.

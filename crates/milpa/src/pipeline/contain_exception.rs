@@ -14,7 +14,7 @@ use crate::deferred::{BoxFuture, Deferred};
 use crate::definition::{Invocation, Tool, ToolError, ToolOutput};
 use crate::inspect::StageFacts;
 use crate::inspect::{InvocationStep, StepPresence, StepRole};
-use crate::pipeline::confirm::REPLAY_ARGS_IGNORED;
+use crate::pipeline::redemption::REPLAY_ARGS_IGNORED;
 use crate::pipeline::{Call, Flow, RawOutcome, panic_message};
 use crate::pipeline::{StepKind, step, unreachable_in_plan_mode};
 use crate::result::{ErrorCode, ToolResult};

@@ -23,6 +23,7 @@ pub(crate) mod emit_executing;
 pub(crate) mod execute;
 pub(crate) mod plan_mode;
 pub(crate) mod rate_limit;
+pub(crate) mod redemption;
 pub(crate) mod refusal;
 pub(crate) mod resolve;
 pub(crate) mod validate;
@@ -41,8 +42,8 @@ use crate::inspect::StageFacts;
 use crate::inspect::{InvocationStep, StepPresence, StepRole};
 use crate::outcome::{Conclusion, SentToken, Ticket};
 use crate::policy::{ChannelPolicy, Confirmation};
-use crate::registry::{RegisteredTool, ToolRegistry};
 use crate::result::ToolResult;
+use crate::tool_table::{RegisteredTool, ToolLookup};
 use crate::wiring::Wiring;
 use clock::Tick;
 
@@ -318,13 +319,7 @@ impl<'r> Call<'r> {
     /// A call of `name` that has not visited any stage yet.
     // Always inlined: out of line, the call's state is built, then copied into place.
     #[inline(always)]
-    pub fn new(
-        registry: &'r ToolRegistry,
-        name: &'r str,
-        args: Value,
-        ctx: &'r ToolContext,
-    ) -> Self {
-        let wiring = registry.wiring();
+    pub fn new(wiring: &'r Wiring, name: &'r str, args: Value, ctx: &'r ToolContext) -> Self {
         Call {
             wiring,
             ctx,
@@ -409,7 +404,8 @@ impl<'r> Call<'r> {
 /// the legacy [`ToolResult`] or the typed [`CallOutcome`](crate::CallOutcome), whichever
 /// the caller asked for (see [`Conclusion`]).
 pub(crate) async fn execute_call<C: Conclusion>(
-    registry: &ToolRegistry,
+    tools: ToolLookup<'_>,
+    wiring: &Wiring,
     name: &str,
     args: Value,
     token: TokenArg,
@@ -419,7 +415,7 @@ pub(crate) async fn execute_call<C: Conclusion>(
     // Where a tool of a replaceable group is kept while the call runs (see `resolve`).
     let held = std::sync::OnceLock::new();
     let span = call_span::start(name, ctx);
-    let mut call = Call::new(registry, name, args, ctx);
+    let mut call = Call::new(wiring, name, args, ctx);
     call.confirm_token = token;
     // Walked through a reference: iterating the array by value would copy it into the
     // call's state first.
@@ -430,7 +426,7 @@ pub(crate) async fn execute_call<C: Conclusion>(
         trace.visit(step);
         let flow = match step {
             // The only stage that reads the tool table.
-            StepKind::Resolve => resolve::run(&mut call, registry, &held),
+            StepKind::Resolve => resolve::run(&mut call, tools, &held),
             StepKind::Validate => validate::run(&mut call),
             StepKind::Clamp => clamp::run(&mut call),
             StepKind::Authorize => authorize::run(&mut call).await,

@@ -14,8 +14,8 @@ use crate::audit::AuditOutcome;
 use crate::confirm::{ConfirmationBinding, unix_millis};
 use crate::context::ToolContext;
 use crate::pipeline::{Call, audit};
-use crate::registry::ToolRegistry;
 use crate::result::{ErrorCode, ToolResult};
+use crate::wiring::Wiring;
 
 /// Why a person did not confirm a parked call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -40,20 +40,16 @@ impl ConfirmationRefusal {
 /// Revokes `token` (only if it was issued to this tool, principal and channel), audits the
 /// refusal and returns the `CONFIRMATION_DECLINED` result.
 pub(crate) async fn decline_confirmation(
-    registry: &ToolRegistry,
+    wiring: &Wiring,
     tool: &str,
     token: &str,
     refusal: ConfirmationRefusal,
     ctx: &ToolContext,
 ) -> ToolResult {
-    let mut call = Call::new(registry, tool, Value::Null, ctx);
+    let mut call = Call::new(wiring, tool, Value::Null, ctx);
     let binding = ConfirmationBinding::for_call(tool, ctx);
     let now = unix_millis(SystemTime::now());
-    let pending = match registry
-        .confirmation_store()
-        .consume(token, &binding, now)
-        .await
-    {
+    let pending = match wiring.confirmations.consume(token, &binding, now).await {
         Ok(pending) => pending,
         Err(error) => {
             // The refusal stands either way (nothing runs); an unrevoked token still
@@ -82,12 +78,12 @@ pub(crate) async fn decline_confirmation(
 
 /// Audits a `tools/call` refused before it reached the pipeline (`VALIDATION_ERROR`).
 pub(crate) fn refused_request(
-    registry: &ToolRegistry,
+    wiring: &Wiring,
     name: Option<&str>,
     reason: &str,
     ctx: &ToolContext,
 ) {
-    let mut call = Call::new(registry, name.unwrap_or(""), Value::Null, ctx);
+    let mut call = Call::new(wiring, name.unwrap_or(""), Value::Null, ctx);
     call.finish(
         ToolResult::validation_error(reason),
         AuditOutcome::InvalidRequest,

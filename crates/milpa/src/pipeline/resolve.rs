@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use crate::rate_limit::{CallerBudget, Quota, RateDecision};
 
-use crate::registry::{RegisteredTool, ToolRegistry};
 use crate::result::ToolResult;
+use crate::tool_table::{RegisteredTool, ToolLookup};
 
 /// Finds the tool: in the registered tools first (borrowed, the hot path), else among the
 /// replaceable groups, whose tool the call then holds in `held` for as long as it runs (its
@@ -23,7 +23,7 @@ use crate::result::ToolResult;
 #[inline]
 pub(crate) fn run<'r>(
     call: &mut Call<'r>,
-    registry: &'r ToolRegistry,
+    tools: ToolLookup<'r>,
     held: &'r OnceLock<Arc<RegisteredTool>>,
 ) -> Flow {
     if let Some(budget) = &call.wiring.caller_budget
@@ -38,11 +38,11 @@ pub(crate) fn run<'r>(
             AuditOutcome::NotFound,
         );
     }
-    if let Some(tool) = registry.tool_table().lookup(call.name) {
+    if let Some(tool) = tools.table.lookup(call.name) {
         call.tool = Some(tool);
         return Flow::Continue;
     }
-    match registry.lookup_swappable(call.name) {
+    match tools.swappable(call.name) {
         Some(tool) => {
             call.tool = Some(held.get_or_init(|| tool));
             Flow::Continue

@@ -1,5 +1,9 @@
 //! Stage 2, `validate`: the arguments must be an object that satisfies the input schema.
 //!
+//! A refusal's `error` is the original's words (`id: Expected integer, got string`, joined
+//! with `; `); its `message` says the same in the schema's words, one failure a line
+//! (`'id' must be an integer ≥ 1 (got a string)`), for the person or model that reads it.
+//!
 //! A replay that sends only its token (split off the arguments at the edge, see
 //! [`split_confirm_token`](crate::split_confirm_token)) is not validated again: it runs the
 //! arguments stored when the token was issued, which were validated then.
@@ -50,7 +54,24 @@ fn check_schema(call: &mut Call<'_>) -> Flow {
     }
     match call.tool().validator.validate(&call.args) {
         Ok(()) => Flow::Continue,
-        Err(errors) => invalid(call, errors.join("; ")),
+        Err(errors) => {
+            // The slow path, for the refused only: the same failures in the schema's words
+            // (`'id' must be an integer ≥ 1 (got a string)`), one a line, as the message a
+            // person reads; the error keeps the original's words (DESIGN §4).
+            let words = call
+                .tool()
+                .validator
+                .problems(&call.args)
+                .into_iter()
+                .map(|problem| problem.words)
+                .collect::<Vec<_>>()
+                .join("\n");
+            let mut result = ToolResult::validation_error(errors.join("; "));
+            if !words.is_empty() {
+                result.message = Some(words);
+            }
+            call.finish(result, AuditOutcome::InvalidArguments)
+        }
     }
 }
 

@@ -86,6 +86,12 @@ impl PolicyGate {
         }
     }
 
+    /// The channels with a policy of their own (the built-in ones and those set), in the
+    /// order they were added.
+    pub fn channels(&self) -> impl Iterator<Item = &str> {
+        self.policies.iter().map(|(name, _)| &**name)
+    }
+
     /// The policy that applies to `channel`: its own, or the fail-closed one.
     pub fn channel_policy(&self, channel: &str) -> ChannelPolicy {
         self.registered_policy(channel)

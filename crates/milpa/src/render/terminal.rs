@@ -78,6 +78,7 @@ impl Style {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TerminalRenderer {
     colour: bool,
+    tables: bool,
 }
 
 impl Default for TerminalRenderer {
@@ -89,7 +90,33 @@ impl Default for TerminalRenderer {
 impl TerminalRenderer {
     /// A renderer with colours on or off.
     pub fn new(colour: bool) -> Self {
-        TerminalRenderer { colour }
+        TerminalRenderer {
+            colour,
+            tables: false,
+        }
+    }
+
+    /// This renderer, showing a generic result whose data is a list of records (objects
+    /// whose values are all scalars, e.g. `[{"id": 1, "text": "milk"}]`) as a table: a count,
+    /// then one column per key (in the order the keys first appear) and one row per record.
+    /// Off by default (the original's layout lists each record as JSON, `  0: {…}`); `milpa
+    /// call` turns it on.
+    ///
+    /// ```
+    /// use milpa::render::{ChannelRenderer, TerminalRenderer};
+    /// use milpa::ToolResult;
+    /// use serde_json::json;
+    ///
+    /// let notes = ToolResult::success(json!([
+    ///     {"id": 1, "text": "buy milk"},
+    ///     {"id": 12, "text": "call ana"}
+    /// ]));
+    /// let text = TerminalRenderer::new(false).with_tables(true).render(&notes, None);
+    /// assert_eq!(text, "✓ 2 items\nID  TEXT\n1   buy milk\n12  call ana\n");
+    /// ```
+    pub fn with_tables(mut self, tables: bool) -> Self {
+        self.tables = tables;
+        self
     }
 
     /// Colours when standard output is a terminal and `NO_COLOR` is unset or empty.
@@ -257,6 +284,21 @@ impl TerminalRenderer {
             self.paint(Style::Error, "✗")
         };
         let text = result.message.as_deref().or(result.error.as_deref());
+        if self.tables && text.is_none() && result.data.as_array().is_some_and(Vec::is_empty) {
+            out.push(format!("{mark} no items"));
+            return;
+        }
+        if self.tables
+            && let Some(records) = records(&result.data)
+        {
+            let count = match records.len() {
+                1 => "1 item".to_owned(),
+                n => format!("{n} items"),
+            };
+            out.push(format!("{mark} {}", text.unwrap_or(&count)));
+            self.table(&records, out);
+            return;
+        }
         // A bare scalar answer (an echo, a sum) reads best on the status line itself.
         let scalar = !result.data.is_null() && !result.data.is_array() && !result.data.is_object();
         match text {
@@ -274,6 +316,77 @@ impl TerminalRenderer {
             out.push(format!("  {}: {}", label(&key), self.value(value)));
         }
     }
+}
+
+impl TerminalRenderer {
+    /// `records` as columns padded to their widest cell, two spaces apart (the last one
+    /// not padded), under a header of the keys in upper case. Each cell is on one line: its
+    /// control characters, line breaks included, are shown as escapes.
+    fn table(&self, records: &[&serde_json::Map<String, Value>], out: &mut Lines) {
+        let mut keys: Vec<&str> = Vec::new();
+        for record in records {
+            for key in record.keys() {
+                if !keys.contains(&key.as_str()) {
+                    keys.push(key);
+                }
+            }
+        }
+        let cell = |value: Option<&Value>| match value {
+            None | Some(Value::Null) => "-".to_owned(),
+            Some(Value::Bool(true)) => "yes".to_owned(),
+            Some(Value::Bool(false)) => "no".to_owned(),
+            Some(other) => EscapeControl::all(&scalar_text(other)).to_string(),
+        };
+        let header: Vec<String> = keys
+            .iter()
+            .map(|key| EscapeControl::all(key).to_string().to_uppercase())
+            .collect();
+        let rows: Vec<Vec<String>> = records
+            .iter()
+            .map(|record| keys.iter().map(|key| cell(record.get(*key))).collect())
+            .collect();
+        let mut widths = vec![0usize; keys.len()];
+        for row in std::iter::once(&header).chain(&rows) {
+            for (width, text) in widths.iter_mut().zip(row) {
+                *width = (*width).max(text.chars().count());
+            }
+        }
+        for (index, row) in std::iter::once(&header).chain(&rows).enumerate() {
+            let mut line = String::new();
+            for (column, text) in row.iter().enumerate() {
+                if column > 0 {
+                    line.push_str("  ");
+                }
+                line.push_str(text);
+                if column + 1 < row.len() {
+                    let pad = widths[column].saturating_sub(text.chars().count());
+                    line.extend(std::iter::repeat_n(' ', pad));
+                }
+            }
+            let line = line.trim_end().to_owned();
+            out.push(if index == 0 {
+                self.paint(Style::Comment, &line)
+            } else {
+                line
+            });
+        }
+    }
+}
+
+/// The records of a list shown as a table: a non-empty array of objects whose values are
+/// all scalars (or null); `None` for anything else.
+fn records(data: &Value) -> Option<Vec<&serde_json::Map<String, Value>>> {
+    let items = data.as_array().filter(|items| !items.is_empty())?;
+    items
+        .iter()
+        .map(|item| {
+            let fields = item.as_object().filter(|fields| !fields.is_empty())?;
+            fields
+                .values()
+                .all(|value| !value.is_array() && !value.is_object())
+                .then_some(fields)
+        })
+        .collect()
 }
 
 impl ChannelRenderer for TerminalRenderer {

@@ -27,7 +27,7 @@ pub fn json_type_name(value: &Value) -> &'static str {
 }
 
 /// `post.tags[2]` for the instance path `/post/tags/2`; empty at the top.
-fn dotted_path(error: &ValidationError<'_>) -> String {
+pub(super) fn dotted_path(error: &ValidationError<'_>) -> String {
     let mut path = String::new();
     for segment in error.instance_path().segments() {
         match segment {
@@ -45,7 +45,7 @@ fn dotted_path(error: &ValidationError<'_>) -> String {
     path
 }
 
-fn join(path: &str, key: &str) -> String {
+pub(super) fn join(path: &str, key: &str) -> String {
     if path.is_empty() {
         key.to_owned()
     } else {
@@ -54,7 +54,7 @@ fn join(path: &str, key: &str) -> String {
 }
 
 /// A number as the original printed it: `5`, `1.5` (an integral float has no `.0`).
-fn number_text(value: &Value) -> String {
+pub(super) fn number_text(value: &Value) -> String {
     match value.as_f64() {
         Some(f) if value.is_f64() && f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),
         _ => value.to_string(),

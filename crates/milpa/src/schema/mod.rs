@@ -5,10 +5,16 @@
 //! x`, `x: Expected integer, got string`, `Unknown property: y`, …); nested failures name
 //! their path (`post.tags[2]: …`); other keywords get a message of ours
 //! after the path, which never quotes the value (messages reach audit logs).
+//!
+//! For a person (or a model) the same failures are also said in the schema's words
+//! ([`InputValidator::problems`]: `'id' must be an integer ≥ 0 (got a string)`): the
+//! refused call's `message` carries them, its `error` keeps the original's.
 
 mod flat;
 mod messages;
 mod path;
+mod problems;
+mod words;
 
 use flat::FlatSchema;
 
@@ -17,6 +23,8 @@ use serde_json::{Map, Value};
 pub use messages::json_type_name;
 pub(crate) use path::normalise_args;
 pub use path::{PathRefusal, PathRule};
+pub use problems::ArgumentProblem;
+pub(crate) use words::sent_value;
 
 /// A refused input schema, found at registration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -29,6 +37,9 @@ pub struct InputValidator {
     validator: Option<jsonschema::Validator>,
     /// The hand-rolled check for flat schemas, tried first.
     flat: Option<FlatSchema>,
+    /// The schema as compiled (`nullable` honoured), which [`problems`](Self::problems)
+    /// puts into words.
+    schema: Value,
 }
 
 impl std::fmt::Debug for InputValidator {
@@ -66,6 +77,7 @@ impl InputValidator {
             return Ok(InputValidator {
                 validator: None,
                 flat: None,
+                schema: Value::Object(Map::new()),
             });
         }
         match map.get("type") {
@@ -92,6 +104,7 @@ impl InputValidator {
         Ok(InputValidator {
             validator: Some(validator),
             flat,
+            schema: prepared,
         })
     }
 
@@ -116,6 +129,21 @@ impl InputValidator {
         }
         errors.sort_by_key(|(rank, _)| *rank);
         Err(errors.into_iter().map(|(_, m)| m).collect())
+    }
+
+    /// What is wrong with `args`, in the order of [`validate`](Self::validate)'s messages,
+    /// each with its message and the same said in the schema's words; empty when `args`
+    /// are valid. For people (the slow path: it walks every error and the schema).
+    pub fn problems(&self, args: &Value) -> Vec<ArgumentProblem> {
+        let Some(validator) = &self.validator else {
+            return Vec::new();
+        };
+        let mut problems = Vec::new();
+        for error in validator.iter_errors(args) {
+            problems::explain(&error, &self.schema, &mut problems);
+        }
+        problems.sort_by_key(|(rank, _)| *rank);
+        problems.into_iter().map(|(_, p)| p).collect()
     }
 }
 
