@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 
 use common::http::{Server, call, initialize, spawn_http};
 use common::terminal::{decide, run_or_decide};
-use common::{Run, Sandbox, run};
+use common::{Run, Sandbox, run, trail_until};
 use milpa_mcp::auth::sha256_hex;
 use serde_json::{Value, json};
 
@@ -242,10 +242,11 @@ fn a_grant_by_another_principal_runs_the_first_calls_arguments_once() {
     assert_eq!(milpa(&sb, &["approvals", "--json"]).json(), json!([]));
 
     // The trail: parked by the agent, granted by alice on the cli channel, run once.
-    let audit = milpa(&sb, &["audit", "--json", "--tool", "deploy"]);
-    assert_eq!(audit.code, 0, "{}", audit.stderr);
-    let records = audit.json();
-    let records = records.as_array().unwrap();
+    // The server commits its records after a short linger: wait for the run's record.
+    let records = trail_until(
+        || milpa(&sb, &["audit", "--json", "--tool", "deploy"]),
+        |records| records.iter().any(|r| r["outcome"] == "executed"),
+    );
     let with = |outcome: &str| -> Vec<&Value> {
         records.iter().filter(|r| r["outcome"] == outcome).collect()
     };

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use common::http::{Response, Server, call, initialize, milpa_command, parse};
 use common::terminal::decide;
-use common::{Sandbox, run};
+use common::{Sandbox, run, trail_until};
 use serde_json::{Value, json};
 
 struct Started {
@@ -464,24 +464,14 @@ fn the_approver_token_decides_on_the_page_and_calls_no_tool() {
         common::http::get_with(s.addr, "/metrics", &[("Authorization", agent.as_str())]);
     assert_eq!(agent_metrics.status, 403, "{}", agent_metrics.body);
     // And audited as a denial.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let audit = run(sb.milpa().args(["audit", "--json", "--tool", "add"]));
-        let denied = audit.json().as_array().is_some_and(|records| {
+    trail_until(
+        || run(sb.milpa().args(["audit", "--json", "--tool", "add"])),
+        |records| {
             records
                 .iter()
                 .any(|r| r["outcome"] == "denied" && r["principal"] == "local-approver")
-        });
-        if denied {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no denial in the trail: {}",
-            audit.stdout
-        );
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+        },
+    );
 
     // It signs in on the page and grants the call the person parked from the shell.
     let id = park_from_shell(&sb);

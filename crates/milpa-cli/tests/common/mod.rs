@@ -137,3 +137,30 @@ pub fn odd_command(args: &[&str]) -> String {
     argv.extend(args.iter().map(|a| (*a).to_owned()));
     serde_json::json!(argv).to_string()
 }
+
+/// The records `audit` (a `milpa audit --json …` command) prints once `complete` holds of
+/// them, re-reading for up to 10 s.
+///
+/// A serving process commits its audit records in groups, after a linger of up to 100 ms
+/// (`SqliteOptions::audit_linger`, the documented durability trade). Another process that
+/// reads the trail right after a call can come before that commit; a test reading a running
+/// server's trail waits for the record it expects rather than reading once.
+pub fn trail_until(
+    mut audit: impl FnMut() -> Run,
+    complete: impl Fn(&[Value]) -> bool,
+) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let read = audit();
+        assert_eq!(read.code, 0, "{}", read.stderr);
+        let records = read.json().as_array().cloned().unwrap_or_default();
+        if complete(&records) {
+            return records;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the trail never held what was expected: {records:#?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
