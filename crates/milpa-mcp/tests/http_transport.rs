@@ -127,7 +127,13 @@ async fn a_call_answered_at_once_and_one_that_waits_end_their_streams_alike() {
     let (addr, _stop) = start_http(HttpServer::new(f.registry.clone())).await;
     let session = http_initialize(addr, &[]).await;
     let calls = [
-        (5, "add", json!({"a": 2, "b": 3}), json!({"result": 5}), vec![]),
+        (
+            5,
+            "add",
+            json!({"a": 2, "b": 3}),
+            json!({"result": 5}),
+            vec![],
+        ),
         (
             6,
             "sleep",

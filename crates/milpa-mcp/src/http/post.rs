@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Extension;
-use futures_util::FutureExt;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use futures_util::FutureExt;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use milpa::generate_request_id;
 use tokio::sync::mpsc;
