@@ -5,6 +5,7 @@
 //! Tools: `ask_model(prompt)` sends `sampling/createMessage`, `ask_user(message)` sends
 //! form-mode `elicitation/create`; each answers with what its client answered (as
 //! structured content), or fails with the client's error and its code.
+//! `list_roots()` asks for the client's roots (`roots/list`) and answers with them.
 //! `say(text)` logs its text at info and a detail at debug (what the client gets depends on
 //! the level it asked for). `toggle_extra(on)` adds (or removes) the tool `extra(text)`, which answers
 //! `extra: <text>`; the server then tells its clients its tool list changed.
@@ -100,6 +101,15 @@ fn tools() -> Vec<ToolDefinition> {
                     }))
                     .await
                     .map_err(|e| refused("elicitation", &e))
+            }),
+        ToolDefinition::builder("list_roots")
+            .description("Asks the client for its roots")
+            .input_schema(json!({"type": "object"}))
+            .asynchronous(|_: Value, ctx: ToolContext| async move {
+                ctx.call_handle()
+                    .request("roots/list", json!({}))
+                    .await
+                    .map_err(|e| refused("roots", &e))
             }),
         ToolDefinition::builder("say")
             .description("Logs its text at info (and a detail at debug), then answers `said`")

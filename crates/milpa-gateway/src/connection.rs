@@ -11,9 +11,9 @@
 //!   name as the logger, and to our log at debug (see [`crate::upstream_log`]);
 //! - `notifications/tools/list_changed` wakes the upstream's re-discovery
 //!   ([`Connection::on_list_changed`]);
-//! - requests from the upstream are answered: `ping` with `{}`, sampling and elicitation
-//!   by relaying them to the client of the call they belong to (see [`crate::relay`]),
-//!   anything else (roots) with "method not found";
+//! - requests from the upstream are answered: `ping` with `{}`, sampling, elicitation and
+//!   `roots/list` by relaying them to the client of the call they belong to (see
+//!   [`crate::relay`]), anything else with "method not found";
 //! - a message is at most the upstream's `max_message_bytes` (a line over it resets the
 //!   session: its calls fail, and the supervisor starts the server again), so nothing it
 //!   writes is buffered without bound;

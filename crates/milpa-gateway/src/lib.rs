@@ -38,10 +38,11 @@
 //!   server is tried again by each call.
 //! - Cancelling a call (or its hard timeout) sends `notifications/cancelled` upstream; the
 //!   upstream's progress for a call reaches our caller.
-//! - The upstream's `sampling/createMessage` and `elicitation/create` during a call are
-//!   relayed to the client that made the call when it declared the capability (and the
-//!   elicitation mode), and its answer goes back as it came; otherwise elicitation is
-//!   declined (`{"action": "decline"}`) and sampling refused with an error. Over stdio a
+//! - The upstream's `sampling/createMessage`, `elicitation/create` and `roots/list` during
+//!   a call are relayed to the client that made the call when it declared the capability
+//!   (and the elicitation mode), and its answer goes back as it came; otherwise
+//!   elicitation is declined (`{"action": "decline"}`) and sampling and roots refused with
+//!   an error. Over stdio a
 //!   request is tied to a call only while that call is the upstream's only one in flight
 //!   (the protocol does not say which call asks); with several it is declined.
 //!
@@ -57,8 +58,7 @@
 //!   ([`ToolRegistry::tool_list_changes`](milpa::ToolRegistry::tool_list_changes)) then
 //!   makes milpa-mcp send `notifications/tools/list_changed` to its clients.
 //!
-//! `https://` upstreams are checked against the system's trusted roots. Not yet:
-//! `roots/list` (answered "method not found"; the gateway does not declare roots).
+//! `https://` upstreams are checked against the system's trusted roots.
 
 pub mod config;
 mod connection;

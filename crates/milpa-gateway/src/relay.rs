@@ -1,7 +1,7 @@
 //! Requests an upstream sends us during a forwarded call (`sampling/createMessage`,
-//! `elicitation/create`): relayed to the MCP client that made the call, through that call's
-//! [`CallHandle`], when that client declared the capability (and, for elicitation, the mode
-//! asked for); declined otherwise. The client's answer, result or error, goes back upstream
+//! `elicitation/create`, `roots/list`): relayed to the MCP client that made the call,
+//! through that call's [`CallHandle`], when that client declared the capability (and, for
+//! elicitation, the mode asked for); declined otherwise. The client's answer, result or error, goes back upstream
 //! as it came.
 //!
 //! Which call a request belongs to:
@@ -28,9 +28,11 @@ const METHOD_NOT_FOUND: i64 = milpa_mcp::jsonrpc::ErrorCode::METHOD_NOT_FOUND.va
 const INTERNAL_ERROR: i64 = milpa_mcp::jsonrpc::ErrorCode::INTERNAL_ERROR.value();
 
 /// The capabilities the gateway declares to an upstream at `initialize`: it may ask for
-/// sampling and (form-mode) elicitation, which are relayed or declined per call.
+/// sampling, (form-mode) elicitation and the roots, which are relayed or declined per call.
+/// Roots without `listChanged`: the clients' roots differ from call to call, and there is
+/// no one list whose changes could be told.
 pub(crate) fn declared_capabilities() -> Value {
-    json!({"sampling": {}, "elicitation": {}})
+    json!({"sampling": {}, "elicitation": {}, "roots": {}})
 }
 
 /// Why a request tied to no call is refused.
@@ -48,7 +50,10 @@ pub(crate) struct CallTarget {
 
 /// Whether `method` is a request from the upstream this module answers.
 pub(crate) fn is_relayed(method: &str) -> bool {
-    matches!(method, "sampling/createMessage" | "elicitation/create")
+    matches!(
+        method,
+        "sampling/createMessage" | "elicitation/create" | "roots/list"
+    )
 }
 
 /// What to do with a request, given the client's declared capabilities.
@@ -95,6 +100,12 @@ fn decide(method: &str, params: &Value, capabilities: Option<&Value>) -> Decisio
                 METHOD_NOT_FOUND,
                 "the client did not declare sampling".into(),
             ),
+        },
+        // The calling client's roots, as it lists them: an upstream outside any call (or
+        // one whose caller has no roots) hears that there is no list for it.
+        "roots/list" => match declared("roots") {
+            Some(_) => Decision::Relay,
+            None => Decision::Error(METHOD_NOT_FOUND, "the client did not declare roots".into()),
         },
         other => Decision::Error(
             METHOD_NOT_FOUND,

@@ -142,6 +142,7 @@ async fn an_http_upstream_not_listening_yet_is_down_and_comes_up_when_it_listens
             "as__toggle_extra",
             "as__ask_model",
             "as__ask_user",
+            "as__list_roots",
             "as__say"
         ]
     );

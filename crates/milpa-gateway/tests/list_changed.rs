@@ -48,6 +48,7 @@ async fn tools_follow_the_upstreams_list(via: Via) {
             "as__toggle_extra",
             "as__ask_model",
             "as__ask_user",
+            "as__list_roots",
             "as__say"
         ]
     );
@@ -64,6 +65,7 @@ async fn tools_follow_the_upstreams_list(via: Via) {
             "as__toggle_extra",
             "as__ask_model",
             "as__ask_user",
+            "as__list_roots",
             "as__say",
             "as__extra"
         ],

@@ -1,4 +1,4 @@
-//! Sampling and elicitation an upstream asks for during a forwarded call: relayed to the
+//! Sampling, elicitation and roots an upstream asks for during a forwarded call: relayed to the
 //! MCP client that made the call when it declared the capability, declined otherwise. The
 //! upstream is the `asking_server` example (over stdio and over Streamable HTTP), our
 //! server is milpa-mcp's, and the client is this test speaking JSON-RPC to it.
@@ -159,4 +159,42 @@ async fn stdio_requests_a_client_did_not_declare_are_declined() {
 #[tokio::test]
 async fn http_requests_a_client_did_not_declare_are_declined() {
     a_client_without_the_capability_is_not_asked(Via::Http).await;
+}
+
+async fn roots_are_relayed_to_the_caller_that_has_them(via: Via) {
+    let mut client = Client::connect(via, json!({"roots": {}})).await;
+    client.call(2, "as__list_roots", json!({})).await;
+    let asked = client.recv().await;
+    assert_eq!(asked["method"], "roots/list", "{via:?}: {asked}");
+    let roots = json!({"roots": [{"uri": "file:///home/ann/project", "name": "project"}]});
+    client
+        .send(json!({"jsonrpc": "2.0", "id": asked["id"], "result": roots}))
+        .await;
+    let response = client.recv().await;
+    assert_eq!(response["id"], 2);
+    assert_eq!(structured(&response), &roots, "{via:?}");
+
+    // A client without roots is not asked; the upstream hears why.
+    let mut client = Client::connect(via, json!({})).await;
+    client.call(2, "as__list_roots", json!({})).await;
+    let response = client.recv().await;
+    assert_eq!(
+        response["id"], 2,
+        "{via:?}: no request reached the client: {response}"
+    );
+    assert_eq!(
+        error_text(&response),
+        "roots failed: the client did not declare roots (code -32601)",
+        "{via:?}"
+    );
+}
+
+#[tokio::test]
+async fn roots_over_stdio() {
+    roots_are_relayed_to_the_caller_that_has_them(Via::Stdio).await;
+}
+
+#[tokio::test]
+async fn roots_over_http() {
+    roots_are_relayed_to_the_caller_that_has_them(Via::Http).await;
 }
