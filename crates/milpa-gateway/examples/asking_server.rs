@@ -137,6 +137,7 @@ async fn main() -> std::io::Result<()> {
     let _ = REGISTRY.set(Arc::downgrade(&registry));
     let mut options = ServerOptions::default();
     options.name = "asking-example".into();
+    options.instructions = Some("Each tool asks its caller something.".into());
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.as_slice() {
         [] => milpa_mcp::serve_stdio_with(registry, options).await,

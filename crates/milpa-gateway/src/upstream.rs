@@ -104,6 +104,9 @@ pub(crate) struct Shared {
     list_changed: Arc<Notify>,
     /// Where its log messages go (see [`crate::upstream_log`]).
     log: Arc<UpstreamLog>,
+    /// What it said at `initialize` of how to use its tools (cut to
+    /// [`MAX_INSTRUCTIONS_BYTES`]), served with the registry's instructions.
+    instructions: Mutex<Option<String>>,
     /// Becomes true once the first start ended, started or not.
     settled: watch::Sender<bool>,
     /// How many times the supervisor started it again after it had been up.
@@ -150,10 +153,21 @@ impl Shared {
         *last = tools;
     }
 
+    /// Takes what it said at `initialize` of how to use its tools, and sets it in the
+    /// registry that follows it (if any) under its name.
+    fn set_instructions(&self, instructions: Option<String>) {
+        let registry = self.registry.lock().as_ref().and_then(Weak::upgrade);
+        if let Some(registry) = registry {
+            registry.set_group_instructions(self.name(), instructions.as_deref());
+        }
+        *self.instructions.lock() = instructions;
+    }
+
     /// Sets its tools (as it listed them last) in `registry`, and has every later list
-    /// set there too.
+    /// set there too; the same for its instructions.
     pub(crate) fn serve_in(self: &Arc<Self>, registry: &Arc<ToolRegistry>) {
         self.log.serve_in(registry.server_log());
+        registry.set_group_instructions(self.name(), self.instructions.lock().as_deref());
         let tools = self.tools.lock();
         *self.registry.lock() = Some(Arc::downgrade(registry));
         crate::forward::replace(registry, self, &tools);
@@ -199,6 +213,7 @@ impl Upstream {
             registry: Mutex::new(None),
             list_changed: Arc::new(Notify::new()),
             log: Arc::default(),
+            instructions: Mutex::new(None),
             settled,
             restarts: AtomicU64::new(0),
         });
@@ -305,6 +320,8 @@ impl Drop for Upstream {
 struct Live {
     connection: Arc<Connection>,
     child: Option<(Child, ProcessTree)>,
+    /// What it said at `initialize` of how to use its tools, until the supervisor takes it.
+    instructions: Option<String>,
 }
 
 impl Live {
@@ -352,6 +369,7 @@ async fn supervise(shared: Arc<Shared>, first: oneshot::Sender<Result<(), Gatewa
         let why = match start_once(&shared).await {
             Ok((mut live, tools)) => {
                 shared.set_connection(Some(Arc::clone(&live.connection)));
+                shared.set_instructions(live.instructions.take());
                 if let Some(level) = shared.log.server().and_then(|log| log.asked_level()) {
                     let connection = Arc::clone(&live.connection);
                     let name = shared.config.name.clone();
@@ -517,8 +535,12 @@ async fn launch(
     };
     connection.on_list_changed(Arc::clone(list_changed));
     connection.on_log(Arc::clone(log));
-    handshake(config, &connection).await?;
-    Ok(Live { connection, child })
+    let instructions = handshake(config, &connection).await?;
+    Ok(Live {
+        connection,
+        child,
+        instructions,
+    })
 }
 
 /// Headers the gateway sets itself: a configured one of these is refused.
@@ -618,7 +640,12 @@ fn spawn_child(
 }
 
 /// `initialize`, then `notifications/initialized`.
-async fn handshake(config: &UpstreamConfig, connection: &Connection) -> Result<(), GatewayError> {
+/// Initializes the session; returns the upstream's `instructions`, if it gave any (cut to
+/// [`MAX_INSTRUCTIONS_BYTES`]).
+async fn handshake(
+    config: &UpstreamConfig,
+    connection: &Connection,
+) -> Result<Option<String>, GatewayError> {
     let handshake = async {
         let answer = connection
             .request(
@@ -645,12 +672,39 @@ async fn handshake(config: &UpstreamConfig, connection: &Connection) -> Result<(
                 "its initialize answer has no protocolVersion",
             ));
         }
-        connection.notify("notifications/initialized", json!({}))
+        connection.notify("notifications/initialized", json!({}))?;
+        Ok(answer
+            .get("instructions")
+            .and_then(Value::as_str)
+            .filter(|text| !text.trim().is_empty())
+            .map(|text| bounded_instructions(&config.name, text)))
     };
     handshake.await.map_err(|error| GatewayError::Handshake {
         upstream: config.name.clone(),
         why: HandshakeFailure::Initialize(error),
     })
+}
+
+/// At most this much of an upstream's `instructions` is served: they go into every
+/// client's `initialize` answer, and a server that writes a book there is cut.
+pub(crate) const MAX_INSTRUCTIONS_BYTES: usize = 16 * 1024;
+
+/// `text`, cut to [`MAX_INSTRUCTIONS_BYTES`] on a character boundary (logged when cut).
+fn bounded_instructions(upstream: &str, text: &str) -> String {
+    if text.len() <= MAX_INSTRUCTIONS_BYTES {
+        return text.to_owned();
+    }
+    let mut end = MAX_INSTRUCTIONS_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    tracing::warn!(
+        target: "milpa::upstream",
+        upstream,
+        bytes = text.len(),
+        "its instructions were cut to {MAX_INSTRUCTIONS_BYTES} bytes"
+    );
+    format!("{}…", &text[..end])
 }
 
 /// Every tool the upstream lists, following `nextCursor`.
@@ -772,5 +826,21 @@ async fn rediscover(shared: &Arc<Shared>) {
             upstream = %name,
             "could not list its tools again ({error}); keeping the previous ones"
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instructions_are_cut_on_a_character_boundary() {
+        assert_eq!(bounded_instructions("up", "short"), "short");
+        // 'é' is two bytes: the cap falls inside one of them.
+        let long = format!("a{}", "é".repeat(MAX_INSTRUCTIONS_BYTES));
+        let cut = bounded_instructions("up", &long);
+        assert!(cut.ends_with('…'), "{}", &cut[cut.len() - 8..]);
+        assert!(cut.len() <= MAX_INSTRUCTIONS_BYTES + '…'.len_utf8());
+        assert!(long.starts_with(cut.trim_end_matches('…')));
     }
 }

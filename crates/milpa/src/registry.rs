@@ -153,6 +153,8 @@ pub struct ToolRegistry {
     catalog: Catalog,
     /// Log messages for every client, outside any call (see [`ServerLog`]).
     server_log: ServerLog,
+    /// What each group's server says of how to use its tools, in the order first set.
+    group_instructions: Mutex<Vec<(Arc<str>, Arc<str>)>>,
     wiring: Wiring,
 }
 
@@ -333,6 +335,41 @@ impl ToolRegistry {
     /// clients (`notifications/tools/list_changed`) and to list afresh.
     pub fn tool_list_changes(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
+    }
+
+    /// Sets what the server behind the tool group `group` says of how to use its tools (an
+    /// upstream's `instructions` at `initialize`), or clears it with `None`. MCP servers add
+    /// each group's instructions, under the group's name, after their own.
+    ///
+    /// ```
+    /// let registry = milpa::ToolRegistry::new();
+    /// registry.set_group_instructions("fs", Some("Paths are relative to /srv."));
+    /// registry.set_group_instructions("git", Some("Commit messages in English."));
+    /// registry.set_group_instructions("fs", Some("Paths are absolute."));
+    /// let names: Vec<String> = registry
+    ///     .group_instructions()
+    ///     .iter()
+    ///     .map(|(group, text)| format!("{group}: {text}"))
+    ///     .collect();
+    /// assert_eq!(names, ["fs: Paths are absolute.", "git: Commit messages in English."]);
+    /// ```
+    pub fn set_group_instructions(&self, group: &str, instructions: Option<&str>) {
+        let mut groups = self.group_instructions.lock();
+        let at = groups.iter().position(|(name, _)| &**name == group);
+        match (at, instructions) {
+            (Some(at), Some(text)) => groups[at].1 = Arc::from(text),
+            (None, Some(text)) => groups.push((Arc::from(group), Arc::from(text))),
+            (Some(at), None) => {
+                groups.remove(at);
+            }
+            (None, None) => {}
+        }
+    }
+
+    /// Every tool group's instructions (see
+    /// [`set_group_instructions`](Self::set_group_instructions)), in the order first set.
+    pub fn group_instructions(&self) -> Vec<(Arc<str>, Arc<str>)> {
+        self.group_instructions.lock().clone()
     }
 
     /// The server-wide log: messages for every client outside any call (a gateway relays
@@ -974,6 +1011,7 @@ impl ToolRegistryBuilder {
             swapping: Mutex::new(()),
             changes: watch::Sender::new(0),
             server_log: ServerLog::new(),
+            group_instructions: Mutex::new(Vec::new()),
             default_quota: self.default_quota,
             tool_quotas: self.tool_quotas,
             catalog: Catalog::default(),

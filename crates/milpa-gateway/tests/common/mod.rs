@@ -71,6 +71,8 @@ pub async fn start_upstream(via: Via) -> (Upstream, Option<tokio::process::Child
 /// Our MCP client, talking to milpa-mcp serving the upstream's tools.
 pub struct Client {
     pub audit: Arc<Recorded>,
+    /// The server's answer to the client's `initialize`.
+    pub initialized: Value,
     lines: Lines<BufReader<ReadHalf<DuplexStream>>>,
     writer: WriteHalf<DuplexStream>,
     _upstream: (Upstream, Option<tokio::process::Child>),
@@ -96,6 +98,7 @@ impl Client {
         let (reader, writer) = tokio::io::split(ours);
         let mut client = Client {
             audit,
+            initialized: Value::Null,
             lines: BufReader::new(reader).lines(),
             writer,
             _upstream: upstream,
@@ -111,6 +114,7 @@ impl Client {
             .await;
         let init = client.recv().await;
         assert!(init["result"]["protocolVersion"].is_string(), "{init}");
+        client.initialized = init;
         client
             .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
             .await;

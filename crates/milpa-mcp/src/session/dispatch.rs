@@ -99,7 +99,9 @@ impl Session {
                 return self.calls.start(self.call_env(), id, *call, caller, route);
             }
             Request::SubscriptionsListen(subscription) => return Dispatch::Listen(subscription),
-            Request::Initialize(params) => initialize(&self.client, &shared.options, params),
+            Request::Initialize(params) => {
+                initialize(&self.client, &shared.options, &shared.registry, params)
+            }
             Request::Ping => Ok(json!({})),
             Request::SetLogLevel(level) => {
                 self.client.set_log_level(level);

@@ -1,6 +1,7 @@
 //! `initialize`: the session revisions' handshake, which settles the protocol version and
 //! records what the client declared.
 
+use milpa::ToolRegistry;
 use serde_json::{Map, Value, json};
 
 use super::request::InitializeParams;
@@ -13,6 +14,7 @@ use crate::protocol::{self, ServerOptions};
 pub(super) fn initialize(
     client: &ClientLink,
     options: &ServerOptions,
+    registry: &ToolRegistry,
     params: InitializeParams,
 ) -> Result<Value, ErrorObject> {
     let version = protocol::negotiate(&params.protocol_version);
@@ -52,8 +54,60 @@ pub(super) fn initialize(
         }),
     );
     result.insert("serverInfo".into(), Value::Object(info));
-    if let Some(instructions) = &options.instructions {
-        result.insert("instructions".into(), Value::String(instructions.clone()));
+    if let Some(instructions) = instructions(options, registry) {
+        result.insert("instructions".into(), Value::String(instructions));
     }
     Ok(Value::Object(result))
+}
+
+/// The server's `instructions`: its own, then each tool group's (a gateway's upstreams,
+/// see [`ToolRegistry::set_group_instructions`]) under a `## <group>` heading; none when
+/// nobody said anything.
+pub(super) fn instructions(options: &ServerOptions, registry: &ToolRegistry) -> Option<String> {
+    let groups = registry.group_instructions();
+    if groups.is_empty() {
+        return options.instructions.clone();
+    }
+    let mut text = options.instructions.clone().unwrap_or_default();
+    for (group, instructions) in groups {
+        if !text.is_empty() {
+            text.push_str("\n\n");
+        }
+        text.push_str("## ");
+        text.push_str(&group);
+        text.push('\n');
+        text.push_str(instructions.trim_end());
+    }
+    Some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_groups_instructions_follow_the_servers_own_under_its_name() {
+        let registry = ToolRegistry::new();
+        let mut options = ServerOptions::default();
+        assert_eq!(instructions(&options, &registry), None);
+        options.instructions = Some("Use the notes tools.".into());
+        assert_eq!(
+            instructions(&options, &registry).as_deref(),
+            Some("Use the notes tools.")
+        );
+        registry.set_group_instructions("fs", Some("Paths are absolute.\n"));
+        registry.set_group_instructions("git", Some("One commit a change."));
+        assert_eq!(
+            instructions(&options, &registry).as_deref(),
+            Some(
+                "Use the notes tools.\n\n## fs\nPaths are absolute.\n\n## git\nOne commit a change."
+            )
+        );
+        options.instructions = None;
+        registry.set_group_instructions("fs", None);
+        assert_eq!(
+            instructions(&options, &registry).as_deref(),
+            Some("## git\nOne commit a change.")
+        );
+    }
 }

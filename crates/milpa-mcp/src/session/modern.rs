@@ -74,8 +74,8 @@ impl Shared {
                 "completions": {},
             }),
         );
-        if let Some(instructions) = &self.options.instructions {
-            result.insert("instructions".into(), Value::String(instructions.clone()));
+        if let Some(instructions) = super::initialize::instructions(&self.options, &self.registry) {
+            result.insert("instructions".into(), Value::String(instructions));
         }
         self.cacheable(result, true)
     }
