@@ -136,7 +136,7 @@ impl Peer {
             return;
         }
         self.client
-            .send(&self.route, jsonrpc::notification(method, params));
+            .notify(&self.route, jsonrpc::notification(method, params));
     }
 }
 
@@ -178,7 +178,7 @@ impl CallPeer for Peer {
         if let Some(message) = message {
             params.insert("message".into(), Value::String(message.to_owned()));
         }
-        self.client.send(
+        self.client.notify(
             &self.route,
             jsonrpc::notification("notifications/progress", &params),
         );
@@ -200,7 +200,7 @@ impl CallPeer for Peer {
             params.insert("logger".into(), Value::String(logger.to_owned()));
         }
         params.insert("data".into(), data);
-        self.client.send(
+        self.client.notify(
             &self.route,
             jsonrpc::notification("notifications/message", &params),
         );

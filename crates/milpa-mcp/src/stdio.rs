@@ -28,7 +28,7 @@ use futures_util::{FutureExt, StreamExt};
 use milpa::ToolRegistry;
 use parking_lot::Mutex;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, oneshot};
 use tokio_util::bytes::BytesMut;
 use tokio_util::codec::{Decoder, FramedRead, LinesCodec, LinesCodecError};
 
@@ -89,6 +89,7 @@ const READ_CAPACITY: usize = 64 * 1024;
 
 mod spin;
 
+use crate::session::{OutTx, out_channel};
 pub use spin::STDIO_SPIN_ENV;
 use spin::Spin;
 
@@ -121,7 +122,7 @@ where
     let shared = Shared::new(registry, options);
     let session = Session::new(shared.clone(), None);
     let modern = Session::modern(shared);
-    let (tx, mut rx) = mpsc::unbounded_channel::<Out>();
+    let (tx, mut rx) = out_channel();
     session.forward_server_messages(Route::Channel(tx.clone()));
     let conn = Conn {
         session: session.clone(),
@@ -401,7 +402,7 @@ struct Conn {
     /// Serves 2026-07-28 requests (those with a `_meta` protocol version): each declares
     /// itself, so they share no state with the `initialize`d session.
     modern: Arc<Session>,
-    tx: mpsc::UnboundedSender<Out>,
+    tx: OutTx,
     /// Where a request's messages go: `tx`, the writer's channel.
     route: Route,
     permits: Arc<Semaphore>,

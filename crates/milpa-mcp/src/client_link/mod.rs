@@ -14,7 +14,7 @@ mod outgoing;
 mod request_error;
 mod request_meta;
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -45,16 +45,141 @@ pub(crate) enum Out {
     Release,
 }
 
+/// The most bytes of notifications one stream may hold unsent: past it, notifications
+/// (progress, log messages, list changes) are dropped until the client reads again.
+///
+/// A client that stops reading must not make the server hold everything a chatty tool
+/// says: 200 000 progress notifications to an HTTP client that did not read took the
+/// server from 14 to 441 MB for one call. Responses and requests are never dropped (a
+/// call's answer is bounded by the result cap, and a request waits for its answer).
+pub(crate) const MAX_QUEUED_NOTIFICATION_BYTES: usize = 8 << 20;
+
+/// A channel of outgoing messages: what the transport drains (stdio's writer, one HTTP
+/// stream). Unbounded for responses and requests, bounded for notifications (see
+/// [`MAX_QUEUED_NOTIFICATION_BYTES`]).
+#[cfg_attr(not(any(feature = "stdio", feature = "http")), allow(dead_code))]
+pub(crate) fn out_channel() -> (OutTx, OutRx) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let queued = Arc::new(AtomicUsize::new(0));
+    (
+        OutTx {
+            tx,
+            queued: Arc::clone(&queued),
+        },
+        OutRx { rx, queued },
+    )
+}
+
+/// The sending end of an [`out_channel`]; cheap to clone.
+#[derive(Clone, Debug)]
+pub(crate) struct OutTx {
+    tx: mpsc::UnboundedSender<Out>,
+    /// Bytes of messages sent and not yet received.
+    queued: Arc<AtomicUsize>,
+}
+
+#[cfg_attr(not(any(feature = "stdio", feature = "http")), allow(dead_code))]
+impl OutTx {
+    /// Sends `out` whatever the stream holds (a response, a request, the stream's end).
+    pub fn send(&self, out: Out) -> Result<(), mpsc::error::SendError<Out>> {
+        let bytes = out.bytes();
+        self.queued.fetch_add(bytes, Ordering::Relaxed);
+        self.tx.send(out).inspect_err(|_| {
+            self.queued.fetch_sub(bytes, Ordering::Relaxed);
+        })
+    }
+
+    /// Sends a notification unless the stream already holds more than
+    /// [`MAX_QUEUED_NOTIFICATION_BYTES`] unread; false when it was dropped or the stream
+    /// is gone.
+    pub fn notify(&self, message: String) -> bool {
+        if self.queued.load(Ordering::Relaxed) > MAX_QUEUED_NOTIFICATION_BYTES {
+            tracing::debug!(
+                target: "milpa::mcp",
+                "a notification was dropped: the client is not reading its stream"
+            );
+            return false;
+        }
+        self.send(Out::Msg(message)).is_ok()
+    }
+
+    /// Whether the receiving end is gone.
+    pub fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+
+    /// Completes once the receiving end is gone.
+    pub async fn closed(&self) {
+        self.tx.closed().await;
+    }
+
+    /// [`send`](Self::send) of one message; false when the stream is gone.
+    fn send_message(&self, message: String) -> bool {
+        self.send(Out::Msg(message)).is_ok()
+    }
+}
+
+/// The receiving end of an [`out_channel`].
+#[derive(Debug)]
+pub(crate) struct OutRx {
+    rx: mpsc::UnboundedReceiver<Out>,
+    queued: Arc<AtomicUsize>,
+}
+
+#[cfg_attr(not(any(feature = "stdio", feature = "http")), allow(dead_code))]
+impl OutRx {
+    /// The next message; `None` once every sender is gone.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub async fn recv(&mut self) -> Option<Out> {
+        let out = self.rx.recv().await;
+        self.taken(out)
+    }
+
+    /// Up to `limit` messages into `buffer`, waiting for the first; 0 once every sender is
+    /// gone.
+    #[cfg_attr(not(feature = "stdio"), allow(dead_code))]
+    pub async fn recv_many(&mut self, buffer: &mut Vec<Out>, limit: usize) -> usize {
+        let from = buffer.len();
+        let received = self.rx.recv_many(buffer, limit).await;
+        let bytes: usize = buffer[from..].iter().map(Out::bytes).sum();
+        self.queued.fetch_sub(bytes, Ordering::Relaxed);
+        received
+    }
+
+    /// The next message if one is waiting.
+    pub fn try_recv(&mut self) -> Result<Out, mpsc::error::TryRecvError> {
+        let out = self.rx.try_recv()?;
+        Ok(self.taken(Some(out)).expect("just received"))
+    }
+
+    fn taken(&self, out: Option<Out>) -> Option<Out> {
+        if let Some(out) = &out {
+            self.queued.fetch_sub(out.bytes(), Ordering::Relaxed);
+        }
+        out
+    }
+}
+
+impl Out {
+    /// What it counts against a stream's queue.
+    fn bytes(&self) -> usize {
+        match self {
+            Out::Msg(message) => message.len(),
+            _ => 0,
+        }
+    }
+}
+
 /// Where messages related to one request go.
 #[derive(Clone, Debug)]
 #[cfg_attr(not(any(feature = "stdio", feature = "http")), allow(dead_code))]
 pub(crate) enum Route {
     /// A channel the transport drains (stdio's writer, one HTTP response stream).
-    Channel(mpsc::UnboundedSender<Out>),
+    Channel(OutTx),
     /// One HTTP response stream a 2025-11-25 client can resume after the server closed
     /// it: the call may release it ([`Out::Release`]) and run on.
     #[cfg(feature = "http")]
-    Resumable(mpsc::UnboundedSender<Out>),
+    Resumable(OutTx),
     /// The session's standalone stream (HTTP `GET`), if one is open.
     Standalone,
 }
@@ -89,7 +214,7 @@ pub(crate) struct ClientLink {
     /// The lowest level sent (`LogLevel as u8`, whose order is the levels' order), or
     /// `LOG_OFF`.
     log_level: AtomicU8,
-    standalone: Mutex<Vec<mpsc::UnboundedSender<Out>>>,
+    standalone: Mutex<Vec<OutTx>>,
     closed: AtomicBool,
     /// Cancelled when the client is gone: ends the tasks that send it notifications.
     closing: CancellationToken,
@@ -208,7 +333,7 @@ impl ClientLink {
     }
 
     /// Adds a standalone stream (HTTP `GET`); later streams are preferred.
-    pub fn add_standalone(&self, stream: mpsc::UnboundedSender<Out>) {
+    pub fn add_standalone(&self, stream: OutTx) {
         let mut streams = self.standalone.lock();
         streams.retain(|s| !s.is_closed());
         streams.push(stream);
@@ -216,24 +341,98 @@ impl ClientLink {
 
     /// Sends a message along `route`; false when it cannot be delivered.
     pub fn send(&self, route: &Route, message: String) -> bool {
+        self.deliver(route, message, OutTx::send_message)
+    }
+
+    /// Sends a notification along `route`; false when it cannot be delivered, or was
+    /// dropped because the client is not reading (see [`MAX_QUEUED_NOTIFICATION_BYTES`]).
+    pub fn notify(&self, route: &Route, message: String) -> bool {
+        self.deliver(route, message, OutTx::notify)
+    }
+
+    fn deliver(&self, route: &Route, message: String, send: fn(&OutTx, String) -> bool) -> bool {
         match route {
-            Route::Channel(tx) => tx.send(Out::Msg(message)).is_ok(),
+            Route::Channel(tx) => send(tx, message),
             #[cfg(feature = "http")]
-            Route::Resumable(tx) => tx.send(Out::Msg(message)).is_ok(),
+            Route::Resumable(tx) => send(tx, message),
             Route::Standalone => {
                 let mut streams = self.standalone.lock();
-                let mut message = Out::Msg(message);
                 while let Some(stream) = streams.last() {
-                    match stream.send(message) {
-                        Ok(()) => return true,
-                        Err(mpsc::error::SendError(back)) => {
-                            message = back;
-                            streams.pop();
-                        }
+                    if stream.is_closed() {
+                        streams.pop();
+                        continue;
                     }
+                    return send(stream, message);
                 }
                 false
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A client that does not read gets notifications up to the cap, then none until it
+    /// reads; responses go through whatever the stream holds.
+    #[test]
+    fn notifications_stop_at_the_cap_and_resume_once_read() {
+        let (tx, mut rx) = out_channel();
+        let note = "n".repeat(1024);
+        let mut sent = 0;
+        while tx.notify(note.clone()) {
+            sent += 1;
+            assert!(
+                sent <= MAX_QUEUED_NOTIFICATION_BYTES / 1024 + 1,
+                "never capped"
+            );
+        }
+        assert_eq!(sent, MAX_QUEUED_NOTIFICATION_BYTES / 1024 + 1);
+        assert!(!tx.notify(note.clone()), "still full");
+        // A response is never dropped.
+        assert!(tx.send(Out::Msg("response".into())).is_ok());
+        // Reading frees room (the response counts too): once the stream holds no more
+        // than the cap, a notification fits again.
+        assert!(matches!(rx.try_recv(), Ok(Out::Msg(m)) if m == note));
+        assert!(
+            !tx.notify(note.clone()),
+            "the response keeps it over the cap"
+        );
+        assert!(matches!(rx.try_recv(), Ok(Out::Msg(m)) if m == note));
+        assert!(tx.notify(note.clone()));
+        let mut held = Vec::new();
+        while let Ok(Out::Msg(message)) = rx.try_recv() {
+            held.push(message);
+        }
+        assert_eq!(
+            held.len(),
+            sent,
+            "the rest, the response and the late one, in order"
+        );
+        assert_eq!(held[sent - 2], "response");
+        assert_eq!(rx.queued.load(Ordering::Relaxed), 0);
+    }
+
+    /// The standalone stream holds the same cap, and a gone stream is skipped.
+    #[tokio::test]
+    async fn the_standalone_stream_is_capped_too() {
+        let client = ClientLink::new(None, None);
+        let (gone, gone_rx) = out_channel();
+        drop(gone_rx);
+        let (tx, mut rx) = out_channel();
+        client.add_standalone(tx);
+        client.add_standalone(gone);
+        let note = "n".repeat(1 << 20);
+        let delivered = (0..20)
+            .filter(|_| client.notify(&Route::Standalone, note.clone()))
+            .count();
+        assert_eq!(delivered, 9, "8 MiB and the one that crossed it");
+        let mut read = 0;
+        while let Ok(Out::Msg(_)) = rx.try_recv() {
+            read += 1;
+        }
+        assert_eq!(read, 9);
+        assert!(client.notify(&Route::Standalone, note));
     }
 }

@@ -150,8 +150,8 @@ impl Drop for PendingGuard<'_> {
 mod tests {
     use std::time::Duration;
 
+    use crate::client_link::out_channel;
     use serde_json::{Value, json};
-    use tokio::sync::mpsc;
 
     use super::*;
     use crate::client_link::{ClientInfo, Out};
@@ -165,7 +165,7 @@ mod tests {
             capabilities,
             name: None,
         }));
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = out_channel();
         let route = Route::Channel(tx);
         let asking = link.request_client("elicitation/create", params, &route);
         let answering = async {

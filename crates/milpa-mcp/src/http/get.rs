@@ -9,13 +9,13 @@ use axum::Extension;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
-use tokio::sync::mpsc;
 
 use super::rejection::HttpRejection;
 use super::sessions::Lookup;
 use super::stream::notification_sse;
 use super::{HttpState, accepts, session_id};
 use crate::session::Caller;
+use crate::session::out_channel;
 
 const LAST_EVENT_ID: &str = "last-event-id";
 
@@ -46,7 +46,7 @@ pub(crate) async fn get(
     {
         return Ok(ticket.hold(resumed));
     }
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = out_channel();
     session.core.add_standalone(tx);
     let idle = state.streams.idle_timeout(principal.is_none());
     Ok(ticket.hold(notification_sse(rx, idle)))

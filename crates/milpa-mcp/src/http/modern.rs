@@ -27,7 +27,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::FutureExt;
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::HttpState;
 use super::rejection::HttpRejection;
@@ -46,6 +46,7 @@ use crate::session::{
     CallCancel, CallFuture, Caller, Dispatch, Out, ReadParams, Reply, Route, Session, Subscription,
     header_mismatch,
 };
+use crate::session::{OutRx, out_channel};
 
 const METHOD_HEADER: &str = "mcp-method";
 const NAME_HEADER: &str = "mcp-name";
@@ -274,7 +275,7 @@ pub(super) async fn post(
         return Ok(refuse(&id, error));
     }
     let session = Session::modern(state.shared.clone());
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = out_channel();
     let dispatch = session.dispatch_stateless(
         id.clone(),
         &method,
@@ -323,7 +324,7 @@ fn listen(
         }
         .into_response();
     };
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = out_channel();
     let acknowledgement = subscription.acknowledgement();
     let listening = subscription.watch(&state.shared.registry);
     let _ = tx.send(Out::Msg(acknowledgement));
@@ -339,7 +340,7 @@ async fn run_call(
     state: &HttpState,
     call: CallFuture,
     cancel: CallCancel,
-    mut rx: mpsc::UnboundedReceiver<Out>,
+    mut rx: OutRx,
     ticket: Option<StreamTicket>,
 ) -> Response {
     let sse_ok = ticket.is_some();
@@ -389,7 +390,7 @@ async fn run_call(
             },
         }
     };
-    let (out, stream) = mpsc::unbounded_channel();
+    let (out, stream) = out_channel();
     let _ = out.send(Out::Msg(first));
     tokio::spawn(async move {
         loop {
@@ -430,11 +431,7 @@ async fn run_call(
 
 /// The response of a call that has ended: JSON when no message of it is waiting (or the
 /// client takes no SSE), else an SSE stream of the waiting messages and then its response.
-fn ended(
-    answer: Option<Reply>,
-    rx: &mut mpsc::UnboundedReceiver<Out>,
-    ticket: Option<StreamTicket>,
-) -> Response {
+fn ended(answer: Option<Reply>, rx: &mut OutRx, ticket: Option<StreamTicket>) -> Response {
     let mut messages = Vec::new();
     while let Ok(out) = rx.try_recv() {
         if let Out::Msg(message) = out
@@ -449,7 +446,7 @@ fn ended(
             None => StatusCode::ACCEPTED.into_response(),
         };
     };
-    let (out, stream) = mpsc::unbounded_channel();
+    let (out, stream) = out_channel();
     for message in messages.into_iter().chain(answer.map(|a| a.to_json())) {
         let _ = out.send(Out::Msg(message));
     }

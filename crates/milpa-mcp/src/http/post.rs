@@ -12,7 +12,6 @@ use axum::response::{IntoResponse, Response};
 use futures_util::FutureExt;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use milpa::generate_request_id;
-use tokio::sync::mpsc;
 
 use super::body_budget::BodyLimit;
 use super::rejection::HttpRejection;
@@ -22,6 +21,7 @@ use super::{HttpState, SESSION_HEADER, session_id};
 use crate::jsonrpc::{self, ErrorObject, Incoming, METHOD_NOT_FOUND, Parsed, RequestId};
 use crate::listener::json_body;
 use crate::method::{Era, Method};
+use crate::session::out_channel;
 use crate::session::{
     CallCancel, CallFuture, Caller, Dispatch, Out, ReadParams, Reply, Route, Session, batch_json,
 };
@@ -249,7 +249,7 @@ fn streamed_call(
     params: Option<jsonrpc::Params>,
     caller: &Caller,
 ) -> Response {
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = out_channel();
     let resumable = session.core.protocol_version() == Some("2025-11-25");
     let route = if resumable {
         Route::Resumable(tx.clone())

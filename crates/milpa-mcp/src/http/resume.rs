@@ -24,9 +24,10 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
 use parking_lot::{Mutex, MutexGuard};
-use tokio::sync::{OwnedMutexGuard, mpsc};
+use tokio::sync::OwnedMutexGuard;
 
 use super::stream::CancelOnDrop;
+use crate::session::OutRx;
 use crate::session::{CallCancel, Out};
 
 /// Events kept per stream for a replay.
@@ -48,7 +49,7 @@ pub(crate) struct CallStream {
 }
 
 struct Sent {
-    rx: mpsc::UnboundedReceiver<Out>,
+    rx: OutRx,
     /// `(seq, framed event)`, oldest first.
     kept: VecDeque<(u64, Bytes)>,
     next_seq: u64,
@@ -83,7 +84,7 @@ impl CallStreams {
 
     /// The response of a call whose messages arrive on `rx`: a priming event, then the
     /// call's messages, each with an id a resume can name.
-    pub(crate) fn open(&self, rx: mpsc::UnboundedReceiver<Out>, cancel: CallCancel) -> Response {
+    pub(crate) fn open(&self, rx: OutRx, cancel: CallCancel) -> Response {
         let stream = Arc::new(CallStream {
             id: self.next_id.fetch_add(1, Ordering::Relaxed),
             cancel,
@@ -249,7 +250,7 @@ mod tests {
 
     #[test]
     fn a_stream_keeps_its_last_events_only() {
-        let (_tx, rx) = mpsc::unbounded_channel();
+        let (_tx, rx) = crate::client_link::out_channel();
         let mut sent = Sent {
             rx,
             kept: VecDeque::new(),

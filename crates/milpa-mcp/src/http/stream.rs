@@ -8,9 +8,10 @@ use std::time::Duration;
 use axum::http::{HeaderValue, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use tokio::sync::mpsc;
+
 use tokio_util::sync::DropGuard;
 
+use crate::session::OutRx;
 use crate::session::{CallCancel, Out};
 
 /// Cancels a call whose response stream went away before the response. It holds the
@@ -32,14 +33,14 @@ impl CancelOnDrop {
 }
 
 struct StreamState {
-    rx: mpsc::UnboundedReceiver<Out>,
+    rx: OutRx,
     _guard: Option<CancelOnDrop>,
     idle: Option<Duration>,
 }
 
 /// An SSE response carrying what arrives on `rx` until [`Out::Close`]; `guard` (if any)
 /// is dropped with the stream.
-pub(crate) fn sse(rx: mpsc::UnboundedReceiver<Out>, guard: Option<CancelOnDrop>) -> Response {
+pub(crate) fn sse(rx: OutRx, guard: Option<CancelOnDrop>) -> Response {
     stream_response(StreamState {
         rx,
         _guard: guard,
@@ -49,7 +50,7 @@ pub(crate) fn sse(rx: mpsc::UnboundedReceiver<Out>, guard: Option<CancelOnDrop>)
 
 /// [`sse`] for a stream that only waits for notifications: it also ends after `idle`
 /// without a message (the keep-alive comments do not count).
-pub(crate) fn notification_sse(rx: mpsc::UnboundedReceiver<Out>, idle: Duration) -> Response {
+pub(crate) fn notification_sse(rx: OutRx, idle: Duration) -> Response {
     stream_response(StreamState {
         rx,
         _guard: None,

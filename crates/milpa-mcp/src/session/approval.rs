@@ -162,10 +162,10 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
+    use crate::client_link::{OutRx, out_channel};
     use milpa::approval::Verdict;
     use milpa::{ToolContext, ToolDefinition, ToolRegistry};
     use serde_json::{Value, json};
-    use tokio::sync::mpsc;
     use tokio::time::Instant;
 
     use super::WAITING_PROGRESS_EVERY;
@@ -183,7 +183,7 @@ mod tests {
 
     /// The next message on the call's route; a minute of (paused, so virtual) time
     /// without one fails the test.
-    async fn next(rx: &mut mpsc::UnboundedReceiver<Out>) -> Value {
+    async fn next(rx: &mut OutRx) -> Value {
         match tokio::time::timeout(Duration::from_secs(60), rx.recv()).await {
             Ok(Some(Out::Msg(message))) => serde_json::from_str(&message).unwrap(),
             other => panic!("no message: {other:?}"),
@@ -217,7 +217,7 @@ mod tests {
                 "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"url": {}}}}}),
             &Route::Standalone,
         );
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = out_channel();
         let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
             "name": "deploy", "arguments": {"env": "prod"}, "_meta": {"progressToken": "wait-1"}}});
         let Some(Dispatch::Call(call, _cancel)) = handle(&session, call, &Route::Channel(tx))

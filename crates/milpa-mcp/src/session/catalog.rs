@@ -58,7 +58,7 @@ impl ResourceSubscriptions {
                 };
                 if uris.lock().contains(&*uri) && !client.is_closed() {
                     let params = json!({"uri": &*uri});
-                    client.send(
+                    client.notify(
                         &route,
                         jsonrpc::notification("notifications/resources/updated", &params),
                     );

@@ -134,7 +134,7 @@ impl ListWatch {
                 };
                 if client.is_initialized() && !client.is_closed() {
                     for method in changed.methods() {
-                        client.send(&route, jsonrpc::notification(method, &json!({})));
+                        client.notify(&route, jsonrpc::notification(method, &json!({})));
                     }
                 }
             }
@@ -157,7 +157,7 @@ mod tests {
             capabilities: json!({}),
             name: None,
         }));
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, mut rx) = crate::client_link::out_channel();
         let watch = ListWatch::default();
         watch.start(&registry, &client, Route::Channel(tx.clone()));
         watch.start(&registry, &client, Route::Channel(tx));

@@ -8,11 +8,11 @@
 
 use milpa::ToolRegistry;
 use serde_json::{Map, Value, json};
-use tokio::sync::mpsc;
 
 use super::Out;
 use super::list_watch::{ListChanges, Lists};
 use crate::jsonrpc::{self, ErrorObject, INVALID_PARAMS, RequestId};
+use crate::session::OutTx;
 
 /// `_meta` key tagging a subscription's notifications with its id.
 const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
@@ -99,7 +99,7 @@ pub(crate) struct Listening {
 impl Listening {
     /// Sends the `list_changed` notification of each asked-for list that changed since
     /// the watch began into `tx`, until `tx`'s receiver is gone or `stop` resolves.
-    pub async fn forward(mut self, tx: mpsc::UnboundedSender<Out>, stop: impl Future<Output = ()>) {
+    pub async fn forward(mut self, tx: OutTx, stop: impl Future<Output = ()>) {
         let lists = self.subscription.lists;
         let tag = self.subscription.tag;
         let mut stop = std::pin::pin!(stop);
@@ -186,7 +186,7 @@ mod tests {
                 vec![ToolDefinition::builder("late").sync(|_, _| Value::Null)],
             )
             .unwrap();
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = crate::client_link::out_channel();
         let forwarding = tokio::spawn(listening.forward(tx, std::future::pending()));
         let Some(Out::Msg(note)) = rx.recv().await else {
             panic!("no notification");

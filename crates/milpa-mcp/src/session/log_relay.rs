@@ -43,7 +43,7 @@ impl LogRelay {
                             && !client.is_closed()
                             && client.log_enabled(entry.level)
                         {
-                            client.send(
+                            client.notify(
                                 &route,
                                 jsonrpc::notification("notifications/message", &params(&entry)),
                             );
@@ -80,7 +80,7 @@ mod tests {
     use milpa::LogLevel;
     use std::time::Duration;
 
-    async fn next(rx: &mut tokio::sync::mpsc::UnboundedReceiver<Out>) -> Option<Value> {
+    async fn next(rx: &mut crate::client_link::OutRx) -> Option<Value> {
         match tokio::time::timeout(Duration::from_millis(200), rx.recv()).await {
             Ok(Some(Out::Msg(message))) => Some(serde_json::from_str(&message).unwrap()),
             _ => None,
@@ -97,7 +97,7 @@ mod tests {
             capabilities: json!({}),
             name: None,
         }));
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, mut rx) = crate::client_link::out_channel();
         let relay = LogRelay::default();
         relay.start(&registry, &client, Route::Channel(tx.clone()));
         relay.start(&registry, &client, Route::Channel(tx));

@@ -44,9 +44,10 @@ use std::sync::Arc;
 
 use milpa::ToolRegistry;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 
-pub(crate) use crate::client_link::{ClientLink, Out, RequestMeta, Route};
+pub(crate) use crate::client_link::{
+    ClientLink, Out, OutRx, OutTx, RequestMeta, Route, out_channel,
+};
 pub(crate) use call::CallCancel;
 pub(crate) use listen::Subscription;
 pub(crate) use modern::{header_mismatch, is_modern_version};
@@ -318,7 +319,7 @@ impl Session {
 
     /// Adds a standalone stream (HTTP `GET`); later streams are preferred. The first one
     /// also starts telling the client when a list changes, and the server-wide log.
-    pub fn add_standalone(&self, stream: mpsc::UnboundedSender<Out>) {
+    pub fn add_standalone(&self, stream: OutTx) {
         self.client.add_standalone(stream);
         self.forward_server_messages(Route::Standalone);
     }
