@@ -1,0 +1,116 @@
+//! Builds the test guests from C (`tests/guests/*.c`) with clang and wasi-libc, makes them
+//! components, and loads them. Without clang a test prints a skip line and returns, unless
+//! `CI=true`, where it fails: CI installs clang (scripts/install-test-deps.sh).
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+
+use milpa::{ToolContext, ToolOutput, ToolResult};
+use milpa_wasm::{Sandbox, WasmRuntime, WasmTool};
+use serde_json::Value;
+
+/// The folder of the guests' C sources.
+pub fn guests_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/guests")
+}
+
+/// Whether clang can build a guest; false means skip (outside CI).
+fn have_clang() -> bool {
+    let found = Command::new("clang")
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !found {
+        if std::env::var("CI").is_ok_and(|ci| ci == "true") {
+            panic!("clang is required for the milpa-wasm tests under CI (scripts/install-test-deps.sh installs it)");
+        }
+        eprintln!("skipped: clang not found (apt-get install clang lld libclang-rt-dev-wasm32 wasi-libc)");
+    }
+    found
+}
+
+/// The clang line that builds a tool: a wasi-libc reactor (no `main`, exports `call`),
+/// debug info stripped. Debian's clang 14 knows the target as `wasm32-wasi`.
+pub fn clang_command(source: &Path, output: &Path) -> Command {
+    let mut command = Command::new("clang");
+    command
+        .arg("--target=wasm32-wasi")
+        .arg("-mexec-model=reactor")
+        .arg("-O2")
+        .arg("-Wall")
+        .arg("-Werror")
+        .arg("-Wl,--strip-debug")
+        .arg("-o")
+        .arg(output)
+        .arg(source);
+    command
+}
+
+/// The component of `tests/guests/{name}.c`, built once per test binary; `None` when the
+/// test should skip.
+pub fn guest(name: &str) -> Option<Vec<u8>> {
+    static BUILT: OnceLock<Mutex<HashMap<String, Vec<u8>>>> = OnceLock::new();
+    if !have_clang() {
+        return None;
+    }
+    let built = BUILT.get_or_init(Default::default);
+    let mut built = built.lock().unwrap();
+    if let Some(bytes) = built.get(name) {
+        return Some(bytes.clone());
+    }
+    let out_dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("milpa-wasm-guests");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let module = out_dir.join(format!("{name}-{}.wasm", std::process::id()));
+    let source = guests_dir().join(format!("{name}.c"));
+    let out = clang_command(&source, &module).output().unwrap();
+    assert!(
+        out.status.success(),
+        "clang failed for {}:\n{}",
+        source.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bytes = std::fs::read(&module).unwrap();
+    let _ = std::fs::remove_file(&module);
+    let component = milpa_wasm::componentize::componentize(&bytes)
+        .unwrap_or_else(|error| panic!("componentize {name}: {error}"));
+    built.insert(name.to_owned(), component.clone());
+    Some(component)
+}
+
+/// The guest `name` loaded with `sandbox` on the shared runtime; `None` to skip.
+pub async fn load(name: &str, sandbox: Sandbox) -> Option<WasmTool> {
+    let bytes = guest(name)?;
+    let runtime = WasmRuntime::shared().unwrap();
+    Some(
+        WasmTool::from_bytes(&runtime, format!("{name}.wasm"), bytes, sandbox)
+            .await
+            .unwrap_or_else(|error| panic!("load {name}: {error}")),
+    )
+}
+
+/// A context on `cli` for `alice`, with a known request id.
+pub fn ctx() -> ToolContext {
+    ToolContext::builder("cli")
+        .principal("alice")
+        .request_id("req-1")
+        .build()
+}
+
+/// One call outside the registry, as the result a caller would see.
+pub async fn call(tool: &WasmTool, args: Value) -> ToolResult {
+    match tool.call(&args, &ctx()).await {
+        Ok(ToolOutput::Data(data)) => ToolResult::success(data),
+        Ok(ToolOutput::Result(result)) => *result,
+        Ok(other) => panic!("unexpected output {other:?}"),
+        Err(error) => panic!("the host failed to set the call up: {error}"),
+    }
+}
+
+/// The code of a result, as its wire string.
+pub fn code(result: &ToolResult) -> &str {
+    result.code().map(|code| code.as_str()).unwrap_or("")
+}
