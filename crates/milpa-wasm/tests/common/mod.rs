@@ -50,15 +50,25 @@ pub fn clang_command(source: &Path, output: &Path) -> Command {
     command
 }
 
-/// The component of `tests/guests/{name}.c`, built once per test binary; `None` when the
-/// test should skip.
+/// The component of `tests/guests/{name}.c` (world `milpa:tool/tool`), built once per test
+/// binary; `None` when the test should skip.
 pub fn guest(name: &str) -> Option<Vec<u8>> {
+    build(name, None)
+}
+
+/// The component of `tests/guests/{name}.c` for `world` of `tests/guests/wit` (the tool
+/// world plus the imports an escape needs).
+pub fn guest_with_world(name: &str, world: &str) -> Option<Vec<u8>> {
+    build(name, Some(world))
+}
+
+fn build(name: &str, world: Option<&str>) -> Option<Vec<u8>> {
     static BUILT: OnceLock<Mutex<HashMap<String, Vec<u8>>>> = OnceLock::new();
     if !have_clang() {
         return None;
     }
     let built = BUILT.get_or_init(Default::default);
-    let mut built = built.lock().unwrap();
+    let mut built = built.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Some(bytes) = built.get(name) {
         return Some(bytes.clone());
     }
@@ -75,15 +85,30 @@ pub fn guest(name: &str) -> Option<Vec<u8>> {
     );
     let bytes = std::fs::read(&module).unwrap();
     let _ = std::fs::remove_file(&module);
-    let component = milpa_wasm::componentize::componentize(&bytes)
-        .unwrap_or_else(|error| panic!("componentize {name}: {error}"));
+    let component = match world {
+        None => milpa_wasm::componentize::componentize(&bytes),
+        Some(world) => milpa_wasm::componentize::componentize_world(
+            &bytes,
+            &guests_dir().join("wit"),
+            world,
+        ),
+    }
+    .unwrap_or_else(|error| panic!("componentize {name}: {error}"));
     built.insert(name.to_owned(), component.clone());
     Some(component)
 }
 
 /// The guest `name` loaded with `sandbox` on the shared runtime; `None` to skip.
 pub async fn load(name: &str, sandbox: Sandbox) -> Option<WasmTool> {
-    let bytes = guest(name)?;
+    load_bytes(name, guest(name)?, sandbox).await
+}
+
+/// A guest built for `world` (see [`guest_with_world`]) loaded with `sandbox`.
+pub async fn load_with_world(name: &str, world: &str, sandbox: Sandbox) -> Option<WasmTool> {
+    load_bytes(name, guest_with_world(name, world)?, sandbox).await
+}
+
+async fn load_bytes(name: &str, bytes: Vec<u8>, sandbox: Sandbox) -> Option<WasmTool> {
     let runtime = WasmRuntime::shared().unwrap();
     Some(
         WasmTool::from_bytes(&runtime, format!("{name}.wasm"), bytes, sandbox)

@@ -85,7 +85,7 @@ uint8_t *milpa_export_call(char *args, size_t args_len, char *principal, size_t 
 
 /* The string value of "key" in compact JSON (as the host sends it), copied into buf;
  * escapes are not decoded. Returns 0 when the key is absent. */
-static int milpa_arg_string(const char *args, const char *key, char *buf, size_t size) {
+__attribute__((unused)) static int milpa_arg_string(const char *args, const char *key, char *buf, size_t size) {
   char pattern[64];
   snprintf(pattern, sizeof pattern, "\"%s\":\"", key);
   const char *start = strstr(args, pattern);
@@ -101,7 +101,7 @@ static int milpa_arg_string(const char *args, const char *key, char *buf, size_t
 }
 
 /* The integer value of "key" in compact JSON, or fallback. */
-static long milpa_arg_long(const char *args, const char *key, long fallback) {
+__attribute__((unused)) static long milpa_arg_long(const char *args, const char *key, long fallback) {
   char pattern[64];
   snprintf(pattern, sizeof pattern, "\"%s\":", key);
   const char *start = strstr(args, pattern);
@@ -110,7 +110,7 @@ static long milpa_arg_long(const char *args, const char *key, long fallback) {
 }
 
 /* A malloc'd printf. */
-__attribute__((format(printf, 1, 2)))
+__attribute__((format(printf, 1, 2), unused))
 static char *milpa_format(const char *format, ...) {
   va_list args;
   va_start(args, format);
