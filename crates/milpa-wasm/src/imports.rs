@@ -37,7 +37,9 @@ const HTTP: &str = "wasi:http/";
 #[non_exhaustive]
 pub enum ImportRefused {
     /// The component imports something only a grant would allow, and the grant is absent.
-    #[error("the component imports `{import}`, which needs `{grant}` in its sandbox (none granted)")]
+    #[error(
+        "the component imports `{import}`, which needs `{grant}` in its sandbox (none granted)"
+    )]
     NeedsGrant {
         /// The import, e.g. `wasi:http/outgoing-handler@0.2.0`.
         import: String,
@@ -45,7 +47,9 @@ pub enum ImportRefused {
         grant: &'static str,
     },
     /// The component imports something the host never provides.
-    #[error("the component imports `{import}`, which the sandbox does not provide (only WASI 0.2 cli, clocks, filesystem, io, random, sockets and, with allow_hosts, http)")]
+    #[error(
+        "the component imports `{import}`, which the sandbox does not provide (only WASI 0.2 cli, clocks, filesystem, io, random, sockets and, with allow_hosts, http)"
+    )]
     Unsupported {
         /// The import as named by the component.
         import: String,
@@ -58,7 +62,10 @@ pub fn check<'a>(
     sandbox: &Sandbox,
 ) -> Result<(), ImportRefused> {
     for import in imports {
-        if ALWAYS_LINKED.iter().any(|prefix| import.starts_with(prefix)) {
+        if ALWAYS_LINKED
+            .iter()
+            .any(|prefix| import.starts_with(prefix))
+        {
             continue;
         }
         if import.starts_with(HTTP) {
@@ -105,8 +112,15 @@ mod tests {
                 grant: "allow_hosts"
             }
         );
-        assert!(refused.to_string().contains("wasi:http/outgoing-handler@0.2.0"));
-        assert_eq!(check(imports, &Sandbox::new().allow_host("localhost")), Ok(()));
+        assert!(
+            refused
+                .to_string()
+                .contains("wasi:http/outgoing-handler@0.2.0")
+        );
+        assert_eq!(
+            check(imports, &Sandbox::new().allow_host("localhost")),
+            Ok(())
+        );
     }
 
     #[test]

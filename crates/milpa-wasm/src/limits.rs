@@ -79,7 +79,9 @@ impl ResourceLimiter for Limits {
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        let total = self.memory_used.saturating_add(desired.saturating_sub(current));
+        let total = self
+            .memory_used
+            .saturating_add(desired.saturating_sub(current));
         if total > self.memory_cap {
             return Err(wasmtime::Error::new(LimitHit::Memory {
                 mib: self.memory_mib,
@@ -95,7 +97,9 @@ impl ResourceLimiter for Limits {
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        let total = self.table_used.saturating_add(desired.saturating_sub(current));
+        let total = self
+            .table_used
+            .saturating_add(desired.saturating_sub(current));
         if total > MAX_TABLE_ELEMENTS {
             return Err(wasmtime::Error::new(LimitHit::Table));
         }
@@ -113,7 +117,9 @@ mod tests {
         let mut limits = Limits::new(1, 1024 * 1024);
         assert!(limits.memory_growing(0, 512 * 1024, None).unwrap());
         assert!(limits.memory_growing(0, 512 * 1024, None).unwrap());
-        let error = limits.memory_growing(512 * 1024, 576 * 1024, None).unwrap_err();
+        let error = limits
+            .memory_growing(512 * 1024, 576 * 1024, None)
+            .unwrap_err();
         assert_eq!(
             error.downcast_ref::<LimitHit>(),
             Some(&LimitHit::Memory { mib: 1 })

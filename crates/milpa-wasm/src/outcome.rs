@@ -184,7 +184,10 @@ mod tests {
             b"warning: low space\n",
         ));
         assert_eq!(failed.code().map(ErrorCode::as_str), Some(TOOL_FAILED));
-        assert_eq!(failed.meta.get("stderr"), Some(&json!("warning: low space")));
+        assert_eq!(
+            failed.meta.get("stderr"),
+            Some(&json!("warning: low space"))
+        );
     }
 
     #[test]
@@ -202,9 +205,9 @@ mod tests {
         let error = wasmtime::Error::new(Trap::UnreachableCodeReached)
             .context("error while executing at wasm backtrace:\n    0: 0x1 - f");
         let out = result(trapped(&error, b""));
+        assert_eq!(out.code().map(ErrorCode::as_str), Some(SANDBOX_TRAP));
         let message = out.error.unwrap();
         assert!(!message.contains('\n'), "{message}");
-        assert_eq!(out.code().map(ErrorCode::as_str), Some(SANDBOX_TRAP));
         let stack = result(trapped(&wasmtime::Error::new(Trap::StackOverflow), b""));
         assert_eq!(stack.meta.get("sandbox_limit"), Some(&json!("stack")));
     }

@@ -20,8 +20,7 @@ async fn a_result_that_is_not_json_is_invalid_result() {
 
 #[tokio::test]
 async fn a_result_over_the_cap_is_refused() {
-    let Some(tool) = common::load("probe", Sandbox::new().with_max_result_bytes(1000)).await
-    else {
+    let Some(tool) = common::load("probe", Sandbox::new().with_max_result_bytes(1000)).await else {
         return;
     };
     let fits = common::call(&tool, json!({"do": "big", "bytes": 998})).await;

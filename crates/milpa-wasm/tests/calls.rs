@@ -38,5 +38,8 @@ async fn the_environment_is_only_what_the_sandbox_sets() {
     };
     let result = common::call(&tool, json!({"do": "echo"})).await;
     assert_eq!(result.data["greeting"], "hola");
-    assert_eq!(result.data["home"], "", "nothing is inherited from the host");
+    assert_eq!(
+        result.data["home"], "",
+        "nothing is inherited from the host"
+    );
 }

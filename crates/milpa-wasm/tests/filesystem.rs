@@ -92,7 +92,11 @@ async fn writes_land_only_in_the_write_grant() {
         )),
     ] {
         let result = common::call(&tool, json!({"do": "write", "path": target})).await;
-        assert_eq!(common::code(&result), "TOOL_FAILED", "{target:?}: {result:?}");
+        assert_eq!(
+            common::code(&result),
+            "TOOL_FAILED",
+            "{target:?}: {result:?}"
+        );
         assert!(result.error.unwrap().contains("escape.txt"));
     }
     assert!(!elsewhere.path().join("escape.txt").exists());

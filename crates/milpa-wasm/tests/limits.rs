@@ -16,7 +16,14 @@ async fn still_answers(tool: &WasmTool) {
 
 #[tokio::test]
 async fn memory_past_the_cap_is_a_sandbox_limit() {
-    let Some(tool) = common::load("probe", Sandbox::new().with_memory_mib(16).with_timeout(Duration::from_secs(5))).await else {
+    let Some(tool) = common::load(
+        "probe",
+        Sandbox::new()
+            .with_memory_mib(16)
+            .with_timeout(Duration::from_secs(5)),
+    )
+    .await
+    else {
         return;
     };
     let result = common::call(&tool, json!({"do": "memory"})).await;
@@ -84,7 +91,10 @@ async fn printing_100_mb_is_an_output_limit() {
     assert_eq!(common::code(&result), "SANDBOX_LIMIT", "{result:?}");
     assert_eq!(result.meta.get("sandbox_limit"), Some(&json!("output")));
     let message = result.error.unwrap();
-    assert!(message.contains("more than 1048576 bytes to stdout"), "{message}");
+    assert!(
+        message.contains("more than 1048576 bytes to stdout"),
+        "{message}"
+    );
     still_answers(&tool).await;
 }
 
@@ -107,6 +117,9 @@ async fn other_traps_are_sandbox_traps_without_a_backtrace() {
     let message = result.error.unwrap();
     assert!(message.starts_with("The component trapped: "), "{message}");
     assert!(message.contains("unreachable"), "{message}");
-    assert!(!message.contains('\n') && !message.contains("backtrace"), "{message}");
+    assert!(
+        !message.contains('\n') && !message.contains("backtrace"),
+        "{message}"
+    );
     still_answers(&tool).await;
 }

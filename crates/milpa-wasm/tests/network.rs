@@ -91,13 +91,21 @@ async fn a_host_not_allowed_is_refused_before_any_connection() {
     };
     for authority in [format!("127.0.0.1:{port}"), format!("localhost:{port}")] {
         let result = common::call(&tool, json!({"authority": authority, "path": "/"})).await;
-        assert_eq!(common::code(&result), "TOOL_FAILED", "{authority}: {result:?}");
+        assert_eq!(
+            common::code(&result),
+            "TOOL_FAILED",
+            "{authority}: {result:?}"
+        );
         assert_eq!(
             result.error.as_deref(),
             Some("http: error-code 15 (HTTP-request-denied)")
         );
     }
-    assert_eq!(served.load(Ordering::SeqCst), 0, "no request reached the server");
+    assert_eq!(
+        served.load(Ordering::SeqCst),
+        0,
+        "no request reached the server"
+    );
     // And the tool still answers.
     let result = common::call(&tool, json!({"authority": "", "path": "/"})).await;
     assert!(!result.success);

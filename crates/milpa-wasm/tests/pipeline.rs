@@ -68,7 +68,10 @@ async fn scopes_are_checked_before_the_component_runs_and_every_call_is_audited(
     assert_eq!(records[1].outcome, AuditOutcome::Executed);
     assert!(records[1].success);
     assert_eq!(records[1].request_id, "req-pipeline");
-    assert_eq!(records[2].code.as_ref().map(|c| c.as_str()), Some("TIMEOUT"));
+    assert_eq!(
+        records[2].code.as_ref().map(|c| c.as_str()),
+        Some("TIMEOUT")
+    );
     assert!(!records[2].success);
     assert!(records.iter().all(|record| record.tool == "probe"));
 }

@@ -26,9 +26,13 @@ fn have_clang() -> bool {
         .is_ok_and(|out| out.status.success());
     if !found {
         if std::env::var("CI").is_ok_and(|ci| ci == "true") {
-            panic!("clang is required for the milpa-wasm tests under CI (scripts/install-test-deps.sh installs it)");
+            panic!(
+                "clang is required for the milpa-wasm tests under CI (scripts/install-test-deps.sh installs it)"
+            );
         }
-        eprintln!("skipped: clang not found (apt-get install clang lld libclang-rt-dev-wasm32 wasi-libc)");
+        eprintln!(
+            "skipped: clang not found (apt-get install clang lld libclang-rt-dev-wasm32 wasi-libc)"
+        );
     }
     found
 }
@@ -68,7 +72,9 @@ fn build(name: &str, world: Option<&str>) -> Option<Vec<u8>> {
         return None;
     }
     let built = BUILT.get_or_init(Default::default);
-    let mut built = built.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut built = built
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Some(bytes) = built.get(name) {
         return Some(bytes.clone());
     }
@@ -87,11 +93,9 @@ fn build(name: &str, world: Option<&str>) -> Option<Vec<u8>> {
     let _ = std::fs::remove_file(&module);
     let component = match world {
         None => milpa_wasm::componentize::componentize(&bytes),
-        Some(world) => milpa_wasm::componentize::componentize_world(
-            &bytes,
-            &guests_dir().join("wit"),
-            world,
-        ),
+        Some(world) => {
+            milpa_wasm::componentize::componentize_world(&bytes, &guests_dir().join("wit"), world)
+        }
     }
     .unwrap_or_else(|error| panic!("componentize {name}: {error}"));
     built.insert(name.to_owned(), component.clone());
