@@ -131,9 +131,9 @@ impl Sandbox {
         usize::try_from(u64::from(self.memory_mib) * 1024 * 1024).unwrap_or(usize::MAX)
     }
 
-    /// Whether outgoing HTTP to `authority` (`host` or `host:port`, as the request names
-    /// it) is granted. Host names compare without regard to case; an entry without a port
-    /// allows every port.
+    /// Whether outgoing HTTP to `host` on `port` (as the request will be sent) is granted.
+    /// Host names compare without regard to case; an entry without a port allows every
+    /// port.
     pub fn allows_host(&self, host: &str, port: Option<u16>) -> bool {
         self.allow_hosts.iter().any(|entry| {
             let (name, entry_port) = split_host_port(entry);
