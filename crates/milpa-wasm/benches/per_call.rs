@@ -44,12 +44,18 @@ fn registry(runtime: &tokio::runtime::Runtime) -> (Arc<ToolRegistry>, bool) {
         .expect("registers");
     let mut has_wasm = false;
     if let Some(bytes) = common::guest("echo") {
+        let size = bytes.len();
+        let started = std::time::Instant::now();
         let tool = runtime.block_on(async {
             let wasm = WasmRuntime::shared().expect("engine");
             WasmTool::from_bytes(&wasm, "echo.wasm", bytes, Sandbox::new())
                 .await
                 .expect("loads")
         });
+        eprintln!(
+            "per_call: echo.wasm ({size} bytes) compiled and pre-instantiated in {} ms",
+            started.elapsed().as_millis()
+        );
         registry
             .register(tool.definition(ToolDefinition::builder("wasm")))
             .expect("registers");

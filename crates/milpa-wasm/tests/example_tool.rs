@@ -12,8 +12,8 @@ async fn slugify_builds_and_answers() {
     if common::guest("echo").is_none() {
         return;
     }
-    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../examples/wasm-tool/slugify.c");
+    let source =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/wasm-tool/slugify.c");
     let folder = tempfile::tempdir().unwrap();
     let module = folder.path().join("slugify.core.wasm");
     let out = common::clang_command(&source, &module).output().unwrap();
@@ -32,7 +32,11 @@ async fn slugify_builds_and_answers() {
     let result = common::call(&tool, json!({"text": "Hello, World!"})).await;
     assert_eq!(result.data, json!({"slug": "hello-world"}), "{result:?}");
     let result = common::call(&tool, json!({"text": "  \"Quoted\"\tand\\slashed 42 "})).await;
-    assert_eq!(result.data, json!({"slug": "quoted-and-slashed-42"}), "{result:?}");
+    assert_eq!(
+        result.data,
+        json!({"slug": "quoted-and-slashed-42"}),
+        "{result:?}"
+    );
     let result = common::call(&tool, json!({"text": "!!!"})).await;
     assert_eq!(common::code(&result), "VALIDATION_ERROR");
     let result = common::call(&tool, json!({})).await;

@@ -36,6 +36,16 @@ async fn memory_past_the_cap_is_a_sandbox_limit() {
 }
 
 #[tokio::test]
+async fn a_cap_below_the_initial_memory_stops_instantiation() {
+    let Some(tool) = common::load("probe", Sandbox::new().with_memory_mib(0)).await else {
+        return;
+    };
+    let result = common::call(&tool, json!({"do": "echo"})).await;
+    assert_eq!(common::code(&result), "SANDBOX_LIMIT", "{result:?}");
+    assert_eq!(result.meta.get("sandbox_limit"), Some(&json!("memory")));
+}
+
+#[tokio::test]
 async fn a_tight_loop_is_stopped_at_its_timeout() {
     let sandbox = Sandbox::new().with_timeout(Duration::from_millis(500));
     let Some(tool) = common::load("probe", sandbox).await else {
