@@ -25,8 +25,12 @@
 //!   and gets a fresh instance, dropped after.
 //! - [`outcome`]: how a call's end (an answer, a trap, a limit) becomes a result and code.
 //!
-//! With the `componentize` feature, [`componentize::componentize`] turns a core module
-//! built by clang and wasi-libc into such a component.
+//! With the `componentize` feature, `componentize::componentize` turns a core module
+//! built by clang and wasi-libc into such a component, and `componentize_world` does the
+//! same for a world that adds imports to the tool world (`wasi:http`).
+//!
+//! Loading and calling need a Tokio runtime (compilation goes to its blocking pool; WASI's
+//! host side runs on it).
 
 pub mod bindings;
 mod call;

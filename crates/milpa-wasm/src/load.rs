@@ -92,7 +92,9 @@ pub enum LoadError {
 }
 
 impl WasmTool {
-    /// Loads the component at `path` on the process-wide [`WasmRuntime::shared`].
+    /// Loads the component at `path` on the process-wide [`WasmRuntime::shared`]. Call it
+    /// within a Tokio runtime: the file is read and compiled on its blocking pool, so a
+    /// large component does not stall the tasks serving other calls.
     pub async fn load(path: impl AsRef<Path>, sandbox: Sandbox) -> Result<WasmTool, LoadError> {
         let runtime = WasmRuntime::shared()?;
         WasmTool::load_with(&runtime, path, sandbox).await
