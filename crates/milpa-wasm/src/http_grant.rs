@@ -60,3 +60,35 @@ impl WasiHttpHooks for HostGrant {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::{BodyExt, Empty};
+
+    fn request(uri: &str) -> http::Request<WasiBody> {
+        let body = Empty::<bytes::Bytes>::new()
+            .map_err(|never| match never {})
+            .boxed_unsync();
+        http::Request::get(uri).body(body).unwrap()
+    }
+
+    async fn refused(hooks: &mut HostGrant, uri: &str) -> bool {
+        let sent = hooks.send_request(request(uri), None, Box::new(async { Ok(()) }));
+        matches!(
+            Box::into_pin(sent).await,
+            Err(wasmtime_wasi_http::Error::HttpRequestDenied)
+        )
+    }
+
+    #[tokio::test]
+    async fn hosts_not_granted_are_refused_without_a_connection() {
+        let sandbox = Sandbox::new().allow_host("api.example.com:443");
+        let mut hooks = HostGrant::new(Arc::new(sandbox));
+        assert!(refused(&mut hooks, "https://other.example.com/").await);
+        // The scheme's default port is the port checked.
+        assert!(refused(&mut hooks, "http://api.example.com/").await);
+        assert!(refused(&mut hooks, "https://api.example.com:8443/").await);
+        assert!(refused(&mut hooks, "https://api.example.com.evil.test/").await);
+    }
+}
