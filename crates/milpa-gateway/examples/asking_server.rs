@@ -5,13 +5,14 @@
 //! Tools: `ask_model(prompt)` sends `sampling/createMessage`, `ask_user(message)` sends
 //! form-mode `elicitation/create`; each answers with what its client answered (as
 //! structured content), or fails with the client's error and its code.
-//! `toggle_extra(on)` adds (or removes) the tool `extra(text)`, which answers
+//! `say(text)` logs its text at info and a detail at debug (what the client gets depends on
+//! the level it asked for). `toggle_extra(on)` adds (or removes) the tool `extra(text)`, which answers
 //! `extra: <text>`; the server then tells its clients its tool list changed.
 
 use std::sync::{Arc, OnceLock, Weak};
 
 use milpa::policy::ChannelPolicy;
-use milpa::{ToolContext, ToolDefinition, ToolError, ToolRegistry};
+use milpa::{LogLevel, ToolContext, ToolDefinition, ToolError, ToolRegistry};
 use milpa_mcp::{HttpServer, ServerOptions};
 use serde_json::{Value, json};
 
@@ -99,6 +100,16 @@ fn tools() -> Vec<ToolDefinition> {
                     }))
                     .await
                     .map_err(|e| refused("elicitation", &e))
+            }),
+        ToolDefinition::builder("say")
+            .description("Logs its text at info (and a detail at debug), then answers `said`")
+            .input_schema(string_arg("text"))
+            .asynchronous(|args: Value, ctx: ToolContext| async move {
+                let text = args["text"].as_str().unwrap_or_default().to_owned();
+                let handle = ctx.call_handle();
+                handle.log(LogLevel::Debug, json!(format!("about to say {text}")));
+                handle.log(LogLevel::Info, json!(text));
+                json!("said")
             }),
     ]
 }

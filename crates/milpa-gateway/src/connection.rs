@@ -7,7 +7,8 @@
 //!   working on it;
 //! - `notifications/progress` for a token a request sent goes to that request's
 //!   [`CallHandle`], so our caller sees the upstream's progress;
-//! - `notifications/message` (the server's log) goes to our log with the upstream's name;
+//! - `notifications/message` (the server's log) goes to the clients with the upstream's
+//!   name as the logger, and to our log at debug (see [`crate::upstream_log`]);
 //! - `notifications/tools/list_changed` wakes the upstream's re-discovery
 //!   ([`Connection::on_list_changed`]);
 //! - requests from the upstream are answered: `ping` with `{}`, sampling and elicitation
@@ -22,7 +23,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use futures_util::StreamExt;
 use milpa::call_handle::CallHandle;
@@ -34,6 +35,7 @@ use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, FramedRead};
 
 use crate::relay::{self, CallTarget};
 use crate::unavailability::Unavailability;
+use crate::upstream_log::UpstreamLog;
 
 /// JSON-RPC "method not found".
 const METHOD_NOT_FOUND: i64 = milpa_mcp::jsonrpc::ErrorCode::METHOD_NOT_FOUND.value();
@@ -75,6 +77,10 @@ pub(crate) struct Shared {
     calls: Mutex<HashMap<u64, CallTarget>>,
     /// Told when the upstream says its tool list changed.
     list_changed: Mutex<Option<Arc<Notify>>>,
+    /// Where its log messages go.
+    log: Mutex<Option<Arc<UpstreamLog>>>,
+    /// Whether it declared the `logging` capability at `initialize`.
+    declares_logging: AtomicBool,
     /// Becomes true when the session ends (for tasks that wait on the upstream).
     ended: watch::Sender<bool>,
     /// Set once the session ended: why.
@@ -191,6 +197,23 @@ impl Connection {
     /// Has `notify` told each time the upstream sends `notifications/tools/list_changed`.
     pub(crate) fn on_list_changed(&self, notify: Arc<Notify>) {
         *self.shared.list_changed.lock() = Some(notify);
+    }
+
+    /// Has its log messages (`notifications/message`) taken in by `log`.
+    pub(crate) fn on_log(&self, log: Arc<UpstreamLog>) {
+        *self.shared.log.lock() = Some(log);
+    }
+
+    /// Records whether the upstream declared the `logging` capability.
+    pub(crate) fn set_declares_logging(&self, declares: bool) {
+        self.shared
+            .declares_logging
+            .store(declares, Ordering::Relaxed);
+    }
+
+    /// Whether the upstream declared the `logging` capability (it takes `logging/setLevel`).
+    pub(crate) fn declares_logging(&self) -> bool {
+        self.shared.declares_logging.load(Ordering::Relaxed)
     }
 
     /// Ends the session: waiting requests fail with `why`.
@@ -443,16 +466,19 @@ pub(crate) fn dispatch(
             shared.tools_may_have_changed();
         }
         (Some("notifications/message"), None) => {
-            // The server's own log goes to ours, like its standard error.
-            let params = &message["params"];
-            tracing::info!(
-                target: "milpa::upstream",
-                upstream,
-                level = params["level"].as_str().unwrap_or("info"),
-                logger = params["logger"].as_str().unwrap_or(""),
-                "{}",
-                params["data"]
-            );
+            // The server's log goes to the clients (and to ours at debug).
+            let log = shared.log.lock().clone();
+            // On a call's own stream (HTTP): about that call, for its client only.
+            let call = origin.and_then(|id| shared.calls.lock().get(&id).map(|c| c.handle.clone()));
+            match log {
+                Some(log) => log.relay(upstream, &message["params"], call.as_ref()),
+                None => tracing::debug!(
+                    target: "milpa::upstream",
+                    upstream,
+                    "{}",
+                    message["params"]
+                ),
+            }
         }
         (Some(method), None) => {
             tracing::debug!(target: "milpa::upstream", upstream, method, "notification ignored");

@@ -45,6 +45,10 @@
 //!   request is tied to a call only while that call is the upstream's only one in flight
 //!   (the protocol does not say which call asks); with several it is declined.
 //!
+//! - The upstream's log (`notifications/message`) reaches the clients with its name as the
+//!   logger, each at the level it set; a client's `logging/setLevel` is asked of the
+//!   upstreams that declared `logging` (the most verbose any client asked for). See
+//!   [`milpa::server_log`].
 //! - When the upstream says its tool list changed (`notifications/tools/list_changed`), or
 //!   after it restarted, its tools are discovered again and replace its previous ones in
 //!   the registry ([`Upstream::follow_tool_list`]), overrides and `hide` applied again; a
@@ -64,6 +68,7 @@ mod http;
 mod relay;
 mod unavailability;
 pub mod upstream;
+mod upstream_log;
 
 pub use config::{Confirm, ToolOverride, Transport, UpstreamConfig};
 pub use connection::CallError;

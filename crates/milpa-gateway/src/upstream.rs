@@ -28,7 +28,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use hyper::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
-use milpa::ToolRegistry;
+use milpa::{LogLevel, ToolRegistry};
 use milpa_process::child_env;
 use milpa_process::process_tree::{self, ProcessTree};
 use parking_lot::Mutex;
@@ -43,6 +43,7 @@ use crate::config::{Transport, UpstreamConfig};
 use crate::connection::{CallError, Connection};
 use crate::error::{ConfigProblem, GatewayError, HandshakeFailure};
 use crate::unavailability::Unavailability;
+use crate::upstream_log::{self, UpstreamLog};
 
 /// The first restart delay.
 const INITIAL_BACKOFF: Duration = Duration::from_millis(500);
@@ -101,6 +102,8 @@ pub(crate) struct Shared {
     registry: Mutex<Option<Weak<ToolRegistry>>>,
     /// Told when its tool list may have changed (it said so, or its stream reopened).
     list_changed: Arc<Notify>,
+    /// Where its log messages go (see [`crate::upstream_log`]).
+    log: Arc<UpstreamLog>,
     /// Becomes true once the first start ended, started or not.
     settled: watch::Sender<bool>,
     /// How many times the supervisor started it again after it had been up.
@@ -150,6 +153,7 @@ impl Shared {
     /// Sets its tools (as it listed them last) in `registry`, and has every later list
     /// set there too.
     pub(crate) fn serve_in(self: &Arc<Self>, registry: &Arc<ToolRegistry>) {
+        self.log.serve_in(registry.server_log());
         let tools = self.tools.lock();
         *self.registry.lock() = Some(Arc::downgrade(registry));
         crate::forward::replace(registry, self, &tools);
@@ -194,6 +198,7 @@ impl Upstream {
             tools: Mutex::new(Vec::new()),
             registry: Mutex::new(None),
             list_changed: Arc::new(Notify::new()),
+            log: Arc::default(),
             settled,
             restarts: AtomicU64::new(0),
         });
@@ -239,7 +244,16 @@ impl Upstream {
     /// the first.
     pub fn follow_tool_list(&self, registry: &Arc<ToolRegistry>) {
         self.shared.serve_in(registry);
-        let task = tokio::spawn(follow(Arc::clone(&self.shared), Arc::downgrade(registry)));
+        let shared = Arc::clone(&self.shared);
+        let levels = registry.server_log().asked_levels();
+        let weak = Arc::downgrade(registry);
+        let task = tokio::spawn(async move {
+            // Both end with the registry (or when the upstream is dropped).
+            tokio::join!(
+                follow(Arc::clone(&shared), weak),
+                follow_levels(shared, levels)
+            );
+        });
         if let Some(previous) = self.follower.lock().replace(task) {
             previous.abort();
         }
@@ -338,6 +352,13 @@ async fn supervise(shared: Arc<Shared>, first: oneshot::Sender<Result<(), Gatewa
         let why = match start_once(&shared).await {
             Ok((mut live, tools)) => {
                 shared.set_connection(Some(Arc::clone(&live.connection)));
+                if let Some(level) = shared.log.server().and_then(|log| log.asked_level()) {
+                    let connection = Arc::clone(&live.connection);
+                    let name = shared.config.name.clone();
+                    tokio::spawn(async move {
+                        upstream_log::ask_level(&connection, &name, level).await;
+                    });
+                }
                 shared.publish(tools);
                 shared.set_state(UpstreamState::Ready);
                 if started_before {
@@ -388,7 +409,7 @@ async fn supervise(shared: Arc<Shared>, first: oneshot::Sender<Result<(), Gatewa
 async fn start_once(shared: &Shared) -> Result<(Live, Vec<Value>), GatewayError> {
     let config = &shared.config;
     let start = async {
-        let live = launch(config, &shared.list_changed).await?;
+        let live = launch(config, &shared.list_changed, &shared.log).await?;
         let tools =
             list_tools(&live.connection)
                 .await
@@ -436,7 +457,11 @@ async fn noting_the_wait<T>(config: &UpstreamConfig, start: impl Future<Output =
 
 /// Starts the child (or opens the HTTP session) and runs the handshake; `list_changed` is
 /// told when the session says the tool list changed.
-async fn launch(config: &UpstreamConfig, list_changed: &Arc<Notify>) -> Result<Live, GatewayError> {
+async fn launch(
+    config: &UpstreamConfig,
+    list_changed: &Arc<Notify>,
+    log: &Arc<UpstreamLog>,
+) -> Result<Live, GatewayError> {
     let name: Arc<str> = Arc::from(config.name.as_str());
     let config_error = |problem: ConfigProblem| GatewayError::Config {
         upstream: config.name.clone(),
@@ -491,6 +516,7 @@ async fn launch(config: &UpstreamConfig, list_changed: &Arc<Notify>) -> Result<L
         }
     };
     connection.on_list_changed(Arc::clone(list_changed));
+    connection.on_log(Arc::clone(log));
     handshake(config, &connection).await?;
     Ok(Live { connection, child })
 }
@@ -605,6 +631,11 @@ async fn handshake(config: &UpstreamConfig, connection: &Connection) -> Result<(
                 None,
             )
             .await?;
+        connection.set_declares_logging(
+            answer
+                .pointer("/capabilities/logging")
+                .is_some_and(|logging| !logging.is_null()),
+        );
         if answer
             .get("protocolVersion")
             .and_then(Value::as_str)
@@ -698,6 +729,19 @@ async fn follow(shared: Arc<Shared>, registry: Weak<ToolRegistry>) {
             return;
         }
         rediscover(&shared).await;
+    }
+}
+
+/// Asks the upstream, while it is up, for each level the clients ask for (see
+/// [`crate::upstream_log`]); ends when the registry is gone.
+async fn follow_levels(shared: Arc<Shared>, mut levels: watch::Receiver<Option<LogLevel>>) {
+    while levels.changed().await.is_ok() {
+        let Some(level) = *levels.borrow_and_update() else {
+            continue;
+        };
+        if let Ok(connection) = shared.connection() {
+            upstream_log::ask_level(&connection, shared.name(), level).await;
+        }
     }
 }
 

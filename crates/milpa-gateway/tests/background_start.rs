@@ -138,6 +138,11 @@ async fn an_http_upstream_not_listening_yet_is_down_and_comes_up_when_it_listens
     until_ready(&upstream).await;
     assert_eq!(
         names(&registry),
-        ["as__toggle_extra", "as__ask_model", "as__ask_user"]
+        [
+            "as__toggle_extra",
+            "as__ask_model",
+            "as__ask_user",
+            "as__say"
+        ]
     );
 }

@@ -44,7 +44,12 @@ async fn tools_follow_the_upstreams_list(via: Via) {
     let before = listed(&mut client, 2).await;
     assert_eq!(
         before,
-        ["as__toggle_extra", "as__ask_model", "as__ask_user"]
+        [
+            "as__toggle_extra",
+            "as__ask_model",
+            "as__ask_user",
+            "as__say"
+        ]
     );
 
     client
@@ -59,6 +64,7 @@ async fn tools_follow_the_upstreams_list(via: Via) {
             "as__toggle_extra",
             "as__ask_model",
             "as__ask_user",
+            "as__say",
             "as__extra"
         ],
         "{via:?}"

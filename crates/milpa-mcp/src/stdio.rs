@@ -122,7 +122,7 @@ where
     let session = Session::new(shared.clone(), None);
     let modern = Session::modern(shared);
     let (tx, mut rx) = mpsc::unbounded_channel::<Out>();
-    session.forward_list_changes(Route::Channel(tx.clone()));
+    session.forward_server_messages(Route::Channel(tx.clone()));
     let conn = Conn {
         session: session.clone(),
         modern: modern.clone(),

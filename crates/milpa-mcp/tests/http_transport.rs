@@ -118,6 +118,55 @@ async fn tool_calls_stream_over_sse_or_answer_with_json() {
     assert_eq!(r.json()["result"]["content"][0]["text"], "j");
 }
 
+/// A call that ends at its first poll (`add`, a sync tool) is answered before its response
+/// leaves; one that must wait (`sleep`) runs in a task of its own. Both streams carry the
+/// call's messages, then its response once and last, and end.
+#[tokio::test]
+async fn a_call_answered_at_once_and_one_that_waits_end_their_streams_alike() {
+    let f = fixture_with(true, |b| b);
+    let (addr, _stop) = start_http(HttpServer::new(f.registry.clone())).await;
+    let session = http_initialize(addr, &[]).await;
+    let calls = [
+        (
+            5,
+            "add",
+            json!({"a": 2, "b": 3}),
+            json!({"result": 5}),
+            vec![],
+        ),
+        (
+            6,
+            "sleep",
+            json!({"ms": 5}),
+            json!({"slept_ms": 5}),
+            // Its info line; progress goes only to a call with a progress token.
+            vec![json!("notifications/message")],
+        ),
+    ];
+    for (id, name, arguments, structured, notes) in calls {
+        let r = http(
+            addr,
+            "POST",
+            &with_session(&session, &[]),
+            &call_body(id, name, arguments),
+        )
+        .await;
+        assert_eq!(r.status, 200, "{name}");
+        assert!(
+            r.header("content-type")
+                .is_some_and(|t| t.starts_with("text/event-stream")),
+            "{name}: {:?}",
+            r.header("content-type")
+        );
+        let messages = r.sse_messages();
+        let (last, before) = messages.split_last().expect("a response");
+        assert_eq!(last["id"], id, "{name}: {messages:#?}");
+        assert_eq!(last["result"]["structuredContent"], structured, "{name}");
+        let methods: Vec<Value> = before.iter().map(|m| m["method"].clone()).collect();
+        assert_eq!(methods, notes, "{name}: {messages:#?}");
+    }
+}
+
 #[tokio::test]
 async fn the_get_stream_carries_messages_of_json_answered_calls() {
     let f = fixture_with(true, |b| b);

@@ -67,6 +67,7 @@ mod registry;
 pub mod render;
 mod result;
 pub mod schema;
+pub mod server_log;
 mod store_error;
 mod tool_summary;
 mod tool_table;

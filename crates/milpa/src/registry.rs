@@ -7,6 +7,7 @@ use crate::catalog::{
     AccessRefusal, Catalog, CatalogError, CatalogGenerations, CatalogNotifier, CatalogSnapshot,
     Completion, CompletionRef, PromptProvider, PromptReply, ResourceContents, ResourceProvider,
 };
+use crate::server_log::ServerLog;
 use std::collections::HashMap;
 use std::future::Future;
 use std::ops::Deref;
@@ -150,6 +151,8 @@ pub struct ToolRegistry {
     tool_quotas: HashMap<String, Quota>,
     /// The resources and prompts, beside the tools.
     catalog: Catalog,
+    /// Log messages for every client, outside any call (see [`ServerLog`]).
+    server_log: ServerLog,
     wiring: Wiring,
 }
 
@@ -330,6 +333,12 @@ impl ToolRegistry {
     /// clients (`notifications/tools/list_changed`) and to list afresh.
     pub fn tool_list_changes(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
+    }
+
+    /// The server-wide log: messages for every client outside any call (a gateway relays
+    /// its upstreams' logs through it), and the log levels the clients asked for.
+    pub fn server_log(&self) -> &ServerLog {
+        &self.server_log
     }
 
     /// The tool list's generation now (what [`tool_list_changes`](Self::tool_list_changes)
@@ -964,6 +973,7 @@ impl ToolRegistryBuilder {
             swappable: ArcSwap::default(),
             swapping: Mutex::new(()),
             changes: watch::Sender::new(0),
+            server_log: ServerLog::new(),
             default_quota: self.default_quota,
             tool_quotas: self.tool_quotas,
             catalog: Catalog::default(),

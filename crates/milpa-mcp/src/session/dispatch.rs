@@ -103,6 +103,8 @@ impl Session {
             Request::Ping => Ok(json!({})),
             Request::SetLogLevel(level) => {
                 self.client.set_log_level(level);
+                // A gateway asks its upstreams for what its clients want.
+                shared.registry.server_log().ask_level(level);
                 Ok(json!({}))
             }
             Request::ToolsList(cursor) => {

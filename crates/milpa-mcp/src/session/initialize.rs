@@ -41,7 +41,7 @@ pub(super) fn initialize(
         "capabilities".into(),
         // The server tells its clients when one of the registry's lists changes (an
         // upstream's tools did, a provider's resources did): see
-        // `Session::forward_list_changes`. Resources and prompts are answered whether or
+        // `Session::forward_server_messages`. Resources and prompts are answered whether or
         // not the registry has any (a list may be empty, and fill later).
         json!({
             "tools": {"listChanged": true},

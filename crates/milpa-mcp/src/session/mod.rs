@@ -32,6 +32,7 @@ mod initialize;
 mod list_watch;
 mod listen;
 mod listing;
+mod log_relay;
 mod modern;
 mod mrtr;
 mod reply;
@@ -59,6 +60,7 @@ use crate::protocol::{MODERN_VERSION, ServerOptions};
 use call::{CallEnv, InFlight};
 use list_watch::ListWatch;
 use listing::{ListingCache, ToolListing};
+use log_relay::LogRelay;
 
 /// The server's shared, precomputed state.
 pub(crate) struct Shared {
@@ -171,6 +173,8 @@ pub(crate) struct Session {
     session_id: Option<Arc<str>>,
     /// The task telling the client about tool list changes, once started.
     lists: ListWatch,
+    /// The task sending the client the server-wide log, once started.
+    log_relay: LogRelay,
     /// The resources the client subscribed to.
     resource_subscriptions: catalog::ResourceSubscriptions,
 }
@@ -196,6 +200,7 @@ impl Session {
             calls: Arc::default(),
             session_id: session_id.map(Arc::from),
             lists: ListWatch::default(),
+            log_relay: LogRelay::default(),
             resource_subscriptions: Default::default(),
         })
     }
@@ -312,18 +317,21 @@ impl Session {
     }
 
     /// Adds a standalone stream (HTTP `GET`); later streams are preferred. The first one
-    /// also starts telling the client when a list changes.
+    /// also starts telling the client when a list changes, and the server-wide log.
     pub fn add_standalone(&self, stream: mpsc::UnboundedSender<Out>) {
         self.client.add_standalone(stream);
-        self.forward_list_changes(Route::Standalone);
+        self.forward_server_messages(Route::Standalone);
     }
 
-    /// Sends `notifications/tools/list_changed` (or `resources/…`, `prompts/…`) along
-    /// `route` each time the registry's list of that kind changes (once the session is
-    /// initialized), until the session ends. Started once per session; later calls do
-    /// nothing.
-    pub fn forward_list_changes(&self, route: Route) {
-        self.lists.start(&self.shared.registry, &self.client, route);
+    /// Sends along `route`, until the session ends, what the server tells every client
+    /// outside any call: `notifications/tools/list_changed` (or `resources/…`,
+    /// `prompts/…`) each time the registry's list of that kind changes, and the server-wide
+    /// log (`notifications/message`, see [`milpa::server_log`]) at the client's level; both
+    /// once the session is initialized. Started once per session; later calls do nothing.
+    pub fn forward_server_messages(&self, route: Route) {
+        let registry = &self.shared.registry;
+        self.lists.start(registry, &self.client, route.clone());
+        self.log_relay.start(registry, &self.client, route);
     }
 }
 

@@ -14,17 +14,20 @@ use std::time::SystemTime;
 
 use serde_json::Value;
 
-use crate::policy::{Authorization, CallPolicy, Confirmation, PolicyDecision, PolicyInput};
+use crate::policy::{
+    Authorization, CallPolicy, Confirmation, PolicyDecision, PolicyInput, Subject,
+};
 use crate::result::ToolResult;
 
 pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
     let policy = call.policy();
     let tool = call.tool();
-    let verdict = call
-        .wiring
-        .gate
-        .authorize_under(&policy, call.ctx, &tool.definition)
-        .await;
+    let gate = &call.wiring.gate;
+    let subject = Subject::tool(&tool.definition);
+    let verdict = match gate.authorize_without_rules(&policy, call.ctx, subject) {
+        Some(verdict) => verdict,
+        None => gate.authorize_subject(&policy, call.ctx, subject).await,
+    };
     tracing::debug!(
         target: "milpa::pipeline",
         tool = call.name,
