@@ -72,8 +72,20 @@ pub fn guest(name: &str) -> Option<Vec<u8>> {
     build(name, None)
 }
 
-/// The component of `tests/guests/{name}.c` for `world` of `tests/guests/wit` (the tool
-/// world plus the imports an escape needs).
+/// The WASI WIT the guests' worlds import: `wit/deps` of the wasmtime-wasi-http crate
+/// this workspace builds, where Cargo unpacked it (never copied into the repository).
+pub fn wasi_wit_deps() -> PathBuf {
+    static DEPS: OnceLock<PathBuf> = OnceLock::new();
+    DEPS.get_or_init(|| {
+        milpa_wasm::componentize::wasi_wit_deps(Path::new(env!("CARGO_MANIFEST_DIR")))
+            .unwrap_or_else(|error| panic!("{error}"))
+    })
+    .clone()
+}
+
+/// The component of `tests/guests/{name}.c` for `world` of `tests/guests/wit/world.wit`
+/// (the tool world plus the imports an escape needs), its WASI packages read from
+/// [`wasi_wit_deps`].
 pub fn guest_with_world(name: &str, world: &str) -> Option<Vec<u8>> {
     build(name, Some(world))
 }
@@ -105,9 +117,12 @@ fn build(name: &str, world: Option<&str>) -> Option<Vec<u8>> {
     let _ = std::fs::remove_file(&module);
     let component = match world {
         None => milpa_wasm::componentize::componentize(&bytes),
-        Some(world) => {
-            milpa_wasm::componentize::componentize_world(&bytes, &guests_dir().join("wit"), world)
-        }
+        Some(world) => milpa_wasm::componentize::componentize_world(
+            &bytes,
+            &guests_dir().join("wit/world.wit"),
+            &wasi_wit_deps(),
+            world,
+        ),
     }
     .unwrap_or_else(|error| panic!("componentize {name}: {error}"));
     built.insert(name.to_owned(), component.clone());
