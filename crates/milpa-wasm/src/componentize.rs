@@ -30,6 +30,25 @@ pub enum ComponentizeError {
     Encode(String),
 }
 
+/// The clang line that builds a tool from C: a wasi-libc reactor (no `main`, exports
+/// `call`), `-O2`, warnings as errors, debug info stripped. Debian's clang 14 knows the
+/// target as `wasm32-wasi`; it needs `lld`, `libclang-rt-dev-wasm32` and `wasi-libc`.
+/// Its output is the core module [`componentize`] takes.
+pub fn clang_command(source: &Path, output: &Path) -> std::process::Command {
+    let mut command = std::process::Command::new("clang");
+    command
+        .arg("--target=wasm32-wasi")
+        .arg("-mexec-model=reactor")
+        .arg("-O2")
+        .arg("-Wall")
+        .arg("-Werror")
+        .arg("-Wl,--strip-debug")
+        .arg("-o")
+        .arg(output)
+        .arg(source);
+    command
+}
+
 /// The component for `module` (a core module's bytes) of the world `milpa:tool/tool`.
 pub fn componentize(module: &[u8]) -> Result<Vec<u8>, ComponentizeError> {
     let mut resolve = Resolve::default();

@@ -49,21 +49,9 @@ fn have_clang() -> bool {
     found
 }
 
-/// The clang line that builds a tool: a wasi-libc reactor (no `main`, exports `call`),
-/// debug info stripped. Debian's clang 14 knows the target as `wasm32-wasi`.
+/// The clang line that builds a tool (see [`milpa_wasm::componentize::clang_command`]).
 pub fn clang_command(source: &Path, output: &Path) -> Command {
-    let mut command = Command::new("clang");
-    command
-        .arg("--target=wasm32-wasi")
-        .arg("-mexec-model=reactor")
-        .arg("-O2")
-        .arg("-Wall")
-        .arg("-Werror")
-        .arg("-Wl,--strip-debug")
-        .arg("-o")
-        .arg(output)
-        .arg(source);
-    command
+    milpa_wasm::componentize::clang_command(source, output)
 }
 
 /// The component of `tests/guests/{name}.c` (world `milpa:tool/tool`), built once per test
