@@ -408,3 +408,41 @@ fn inspect_shows_the_grants() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.json().get("sandbox").is_none());
 }
+
+#[test]
+fn serve_answers_over_mcp_and_keeps_serving_after_a_guest_is_stopped() {
+    let sb = Sandbox::new();
+    let (Some(()), Some(())) = (
+        install(&sb, "slugify", SLUGIFY, None),
+        install(&sb, "probe", PROBE, None),
+    ) else {
+        return;
+    };
+    sb.write(
+        "m.toml",
+        &format!(
+            "{}\n{}",
+            slugify_manifest(""),
+            probe_manifest("memory_mib = 16").replace(
+                "wasm = \"tools/probe.wasm\"",
+                "wasm = \"tools/probe.wasm\"\ntimeout_seconds = 1"
+            )
+        ),
+    );
+    let mut command = common::http::milpa_command(&sb);
+    command.args(["--manifest", "m.toml", "serve"]);
+    let mut server = common::stdio::StdioClient::start(command, &sb.path().join("serve.log"));
+    let names = server.wait_for_tool("slugify");
+    assert!(names.iter().any(|name| name == "probe"), "{names:?}");
+    let r = server.call("slugify", json!({"text": "Hello World"}));
+    assert_ne!(r["isError"], true, "{r}");
+    assert!(r.to_string().contains("hello-world"), "{r}");
+    // A guest in a tight loop is stopped at its timeout; the server keeps serving.
+    let started = std::time::Instant::now();
+    let r = server.call("probe", json!({"do": "loop"}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert_eq!(r["_meta"]["milpa"]["code"], "TIMEOUT", "{r}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    let r = server.call("slugify", json!({"text": "Still Here"}));
+    assert!(r.to_string().contains("still-here"), "{r}");
+}
