@@ -446,3 +446,33 @@ fn serve_answers_over_mcp_and_keeps_serving_after_a_guest_is_stopped() {
     let r = server.call("slugify", json!({"text": "Still Here"}));
     assert!(r.to_string().contains("still-here"), "{r}");
 }
+
+#[test]
+fn sandbox_variables_are_read_from_milpas_environment_and_nothing_else_is_seen() {
+    let sb = Sandbox::new();
+    let Some(()) = install(&sb, "probe", PROBE, None) else {
+        return;
+    };
+    let manifest = probe_manifest("env = { GREETING = \"${WASM_TEST_GREETING}\" }");
+    let call = |greeting: Option<&str>| {
+        let mut command = sb.with_manifest(&manifest);
+        command.env_remove("WASM_TEST_GREETING");
+        if let Some(greeting) = greeting {
+            command.env("WASM_TEST_GREETING", greeting);
+        }
+        common::run(command.args(["call", "probe", r#"{"do":"echo"}"#, "--json"]))
+    };
+    let r = call(Some("buenos dias"));
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.json()["data"]["greeting"], "buenos dias");
+    // milpa's own environment (HOME) does not reach the guest.
+    assert_eq!(r.json()["data"]["home"], "");
+    // An unset variable without a default is refused at start, naming the line.
+    let r = call(None);
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(
+        r.stderr.starts_with("milpa: m.toml:9: tool `probe`: sandbox.env.GREETING: the variable `WASM_TEST_GREETING` is not set"),
+        "{}",
+        r.stderr
+    );
+}
