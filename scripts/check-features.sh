@@ -40,3 +40,21 @@ for feature in "${FEATURES[@]}"; do
     exit 1
   fi
 done
+
+# milpa-cli without its default `wasm` feature (what the fuzz crate builds): no wasmtime,
+# and a manifest's wasm tool is refused naming the feature.
+echo "== milpa-cli: --no-default-features"
+if ! out=$(cargo check -p milpa-cli --lib --bins --no-default-features \
+  --message-format short --quiet 2>&1); then
+  echo "$out" >&2
+  exit 1
+fi
+if grep -q -E "(^|: )warning" <<<"$out"; then
+  echo "$out" >&2
+  echo "error: milpa-cli without default features builds with warnings" >&2
+  exit 1
+fi
+if cargo tree -p milpa-cli --no-default-features -e normal --prefix none --quiet | grep -q -E "^wasmtime v"; then
+  echo "error: milpa-cli without default features links wasmtime" >&2
+  exit 1
+fi

@@ -4,8 +4,9 @@
 # approvals page in a headless browser), npm and python3-venv (the official SDK clients
 # and third-party servers of the interop suite), OpenSSL's headers and pkg-config (the
 # passkeys' webauthn-rs builds on openssl-sys), promtool (Debian's `prometheus`: the
-# `/metrics` tests check the text with `promtool check metrics`), and cargo's rustfmt and
-# clippy.
+# `/metrics` tests check the text with `promtool check metrics`), clang with lld, the
+# WebAssembly runtime library and wasi-libc (milpa-wasm builds its test guests from C), and
+# cargo's rustfmt and clippy.
 #
 # Nothing is installed when everything is there. As root it runs apt-get; otherwise it
 # uses sudo when sudo works without a password, and else stops at once (exit 2) printing
@@ -30,6 +31,10 @@ command -v npm >/dev/null 2>&1 || packages+=(npm)
 command -v python3 >/dev/null 2>&1 || packages+=(python3)
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || packages+=(python3-venv)
 command -v promtool >/dev/null 2>&1 || packages+=(prometheus)
+command -v clang >/dev/null 2>&1 || packages+=(clang)
+command -v wasm-ld >/dev/null 2>&1 || packages+=(lld)
+dpkg -s libclang-rt-dev-wasm32 >/dev/null 2>&1 || packages+=(libclang-rt-dev-wasm32)
+dpkg -s wasi-libc >/dev/null 2>&1 || packages+=(wasi-libc)
 
 if [ "${#packages[@]}" -eq 0 ]; then
   exit 0

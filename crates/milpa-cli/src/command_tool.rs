@@ -58,17 +58,40 @@ pub(crate) struct CommandTool {
     max_output: usize,
 }
 
+/// What the pipeline enforces for a `[[tools]]` entry of either kind (command or
+/// `wasm`): scopes, flags, confirmation, timeouts (soft and hard: the tool's
+/// `timeout_seconds`), version, path rules of its params.
+pub(crate) fn tool_options(spec: &CommandToolSpec) -> ToolOptions {
+    let timeout = Duration::from_secs(spec.timeout_seconds());
+    let mut options = ToolOptions::default();
+    options.scopes = spec.scopes.clone();
+    options.mutating = spec.mutating;
+    options.requires_confirmation = spec.confirm == Confirm::Caller;
+    options.requires_human_approval = spec.confirm == Confirm::Human;
+    options.timeout = timeout;
+    options.hard_timeout = Some(timeout);
+    options.version = spec.version.clone();
+    options.paths = spec
+        .params
+        .iter()
+        .filter_map(|(name, param)| Some((name.clone(), param.path_rule()?)))
+        .collect();
+    options
+}
+
 impl CommandTool {
     /// The tool for a manifest entry; relative `cwd` and relative program paths with a `/`
     /// (`./scripts/x.sh`) are taken from `base_dir` (the manifest's folder).
     pub(crate) fn from_spec(spec: &CommandToolSpec, base_dir: Option<&Path>) -> CommandTool {
-        let argv = spec.command.get_ref();
+        // Checked by `Manifest::parse`: a tool without `wasm` has a command.
+        let argv: &[String] = spec.command.as_ref().map_or(&[], |c| c.get_ref());
         let resolve = |path: &Path| match base_dir {
             Some(base) if path.is_relative() => base.join(path),
             _ => path.to_path_buf(),
         };
-        let program = PathBuf::from(&argv[0]);
-        let program = if argv[0].contains('/') {
+        let first = argv.first().map_or("", String::as_str);
+        let program = PathBuf::from(first);
+        let program = if first.contains('/') {
             resolve(&program)
         } else {
             program
@@ -78,7 +101,7 @@ impl CommandTool {
             .iter()
             .filter_map(|(name, p)| p.default.clone().map(|d| (name.clone(), d)))
             .collect();
-        let args: Vec<ArgTemplate> = argv[1..].iter().map(|a| ArgTemplate::parse(a)).collect();
+        let args: Vec<ArgTemplate> = argv.iter().skip(1).map(|a| ArgTemplate::parse(a)).collect();
         let after_end_of_options = args
             .iter()
             .scan(false, |ended, arg| {
@@ -100,32 +123,18 @@ impl CommandTool {
             leading_dash_ok,
             defaults,
             env: spec.env.clone(),
-            cwd: spec.cwd.as_deref().map(resolve),
+            cwd: spec.cwd.as_ref().map(|cwd| resolve(cwd.get_ref())),
             max_output: usize::try_from(spec.max_output_bytes()).unwrap_or(usize::MAX),
         }
     }
 
     /// The definition to register: name, description, schema, scopes, flags, timeouts.
     pub(crate) fn definition(spec: &CommandToolSpec, base_dir: Option<&Path>) -> ToolDefinition {
-        let timeout = Duration::from_secs(spec.timeout_seconds());
-        let mut options = ToolOptions::default();
-        options.scopes = spec.scopes.clone();
-        options.mutating = spec.mutating;
-        options.requires_confirmation = spec.confirm == Confirm::Caller;
-        options.requires_human_approval = spec.confirm == Confirm::Human;
-        options.timeout = timeout;
-        options.hard_timeout = Some(timeout);
-        options.version = spec.version.clone();
-        options.paths = spec
-            .params
-            .iter()
-            .filter_map(|(name, param)| Some((name.clone(), param.path_rule()?)))
-            .collect();
         ToolDefinition::new(
             spec.name(),
             spec.description.clone(),
             spec.input_schema(),
-            options,
+            tool_options(spec),
             Arc::new(CommandTool::from_spec(spec, base_dir)),
         )
     }

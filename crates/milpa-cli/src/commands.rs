@@ -102,7 +102,7 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
             let registry = Arc::new(registry(&manifest, &stores, None, None, tools)?);
             let upstreams = settled_upstreams(&runtime, &registry, upstream_configs(&manifest, 0)?);
             let approvers = approvers(&manifest, &stores);
-            tools_command(&registry, &upstreams, &approvers, args)
+            tools_command(&registry, &manifest, &upstreams, &approvers, args)
         }
         Command::Call(args) => {
             let audit = with_store_trail(Arc::new(TracingAuditSink::line()), &stores);
@@ -393,6 +393,7 @@ const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(500
 
 fn tools_command(
     registry: &ToolRegistry,
+    manifest: &Manifest,
     upstreams: &[Upstream],
     approvers: &Approvers,
     args: ToolsArgs,
@@ -401,7 +402,7 @@ fn tools_command(
         Some(ToolsCommand::Inspect(mut inspect)) => {
             // `milpa tools --json inspect T` means the same as `milpa tools inspect T --json`.
             inspect.json |= args.json;
-            crate::commands::inspect(registry, upstreams, approvers, inspect)
+            crate::commands::inspect(registry, manifest, upstreams, approvers, inspect)
         }
         None if args.json => {
             print_json(&registry.tool_summaries())?;
@@ -509,6 +510,7 @@ fn approvers(manifest: &Manifest, stores: &Stores) -> Approvers {
 
 fn inspect(
     registry: &ToolRegistry,
+    manifest: &Manifest,
     upstreams: &[Upstream],
     approvers: &Approvers,
     args: crate::cli::InspectArgs,
@@ -527,6 +529,7 @@ fn inspect(
         let name = d.upstream()?;
         upstreams.iter().find(|u| u.name() == name)
     });
+    let sandbox = sandbox_grants(manifest, &args.tool);
     if args.json {
         let mut json = plan.to_json();
         if let (Some(upstream), Some(fields)) = (upstream, json.as_object_mut()) {
@@ -534,6 +537,9 @@ fn inspect(
                 "upstream".into(),
                 serde_json::json!({"name": upstream.name(), "state": upstream.state().to_string()}),
             );
+        }
+        if let (Some(sandbox), Some(fields)) = (&sandbox, json.as_object_mut()) {
+            fields.insert("sandbox".into(), sandbox.clone());
         }
         print_json(&json)?;
     } else {
@@ -550,6 +556,9 @@ fn inspect(
             };
             emit(&printable_lines(&plan_words::explain(&plan, &tool, &setup)));
         }
+        if let Some(sandbox) = &sandbox {
+            emit(&printable_lines(&sandbox_words(sandbox)));
+        }
         if let Some(upstream) = upstream {
             emit(&format!(
                 "\nupstream: {} ({})\n",
@@ -559,6 +568,29 @@ fn inspect(
         }
     }
     Ok(EXIT_OK)
+}
+
+/// The grants of the manifest's `wasm` tool `name` (`None`: not a wasm tool, or a build
+/// without the `wasm` feature, which registers none).
+fn sandbox_grants(manifest: &Manifest, name: &str) -> Option<Value> {
+    #[cfg(feature = "wasm")]
+    return crate::wasm_tool::grants(manifest, name);
+    #[cfg(not(feature = "wasm"))]
+    {
+        let _ = (manifest, name);
+        None
+    }
+}
+
+/// The grants in words (see [`sandbox_grants`]).
+fn sandbox_words(grants: &Value) -> String {
+    #[cfg(feature = "wasm")]
+    return crate::sandbox_words::explain(grants);
+    #[cfg(not(feature = "wasm"))]
+    {
+        let _ = grants;
+        String::new()
+    }
 }
 
 /// Parses ARGS_JSON: a JSON object (default `{}`).

@@ -66,6 +66,8 @@ mod prompt_template;
 mod prompt_text;
 mod readiness;
 mod resource_source;
+#[cfg(feature = "wasm")]
+mod sandbox_words;
 pub mod setup;
 pub mod store;
 mod telemetry;
@@ -74,6 +76,8 @@ mod terminal_output;
 mod trail_file;
 mod upstream_metrics;
 mod verify_progress;
+#[cfg(feature = "wasm")]
+mod wasm_tool;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -108,7 +112,7 @@ pub fn build_all_of(manifest: &Manifest) {
     );
     let _ = setup::authenticator(manifest);
     let _ = setup::server_options(manifest);
-    for spec in &manifest.tools {
+    for spec in manifest.tools.iter().filter(|spec| spec.command.is_some()) {
         let tool = command_tool::CommandTool::from_spec(spec, None);
         let _ = tool.argv(&serde_json::json!({}));
         let _ = spec.input_schema();

@@ -427,7 +427,8 @@ fn yes() -> bool {
     true
 }
 
-/// `[[tools]]`: a tool that runs a program.
+/// `[[tools]]`: a tool that runs a program (`command`) or a WebAssembly component in a
+/// sandbox (`wasm`, with `[tools.sandbox]`).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CommandToolSpec {
@@ -437,7 +438,15 @@ pub struct CommandToolSpec {
     #[serde(default)]
     pub description: String,
     /// The argv: a program, then arguments with `{param}` placeholders. Never a shell.
-    pub command: Spanned<Vec<String>>,
+    /// Exactly one of `command` and `wasm` is set.
+    pub command: Option<Spanned<Vec<String>>>,
+    /// A WebAssembly component of the `milpa:tool` world (a relative path is taken from
+    /// the manifest's folder), run in a sandbox that grants only what `[tools.sandbox]`
+    /// says: for a tool written by someone else, or by a model. Needs the cargo feature
+    /// `wasm` (on by default).
+    pub wasm: Option<Spanned<PathBuf>>,
+    /// `[tools.sandbox]`: what a `wasm` tool may reach; nothing when absent.
+    pub sandbox: Option<Spanned<SandboxSpec>>,
     /// Scopes of which the caller needs one.
     #[serde(default)]
     pub scopes: Vec<String>,
@@ -448,14 +457,18 @@ pub struct CommandToolSpec {
     /// other than the caller (`"human"`).
     #[serde(default)]
     pub confirm: Confirm,
-    /// Hard timeout in seconds (default 30): the whole process group is killed.
+    /// Hard timeout in seconds (default 30): the whole process group is killed, or the
+    /// component is stopped at its next epoch tick.
     pub timeout_seconds: Option<Spanned<u64>>,
-    /// Working directory (relative paths are relative to the manifest's folder).
-    pub cwd: Option<PathBuf>,
-    /// Names of environment variables passed through besides `PATH`, `HOME` and `LANG`.
+    /// Working directory (relative paths are relative to the manifest's folder); command
+    /// tools only.
+    pub cwd: Option<Spanned<PathBuf>>,
+    /// Names of environment variables passed through besides `PATH`, `HOME` and `LANG`;
+    /// command tools only (a `wasm` tool's variables are `[tools.sandbox] env`).
     #[serde(default)]
     pub env: Vec<String>,
-    /// Standard output beyond this is cut (`meta.truncated = true`); default 1 MiB.
+    /// Standard output beyond this is cut (`meta.truncated = true`); default 1 MiB. For a
+    /// `wasm` tool, the largest result it may return (a larger one fails the call).
     pub max_output_bytes: Option<Spanned<u64>>,
     /// The tool's version, shown in listings.
     pub version: Option<String>,
@@ -504,6 +517,29 @@ impl CommandToolSpec {
         schema.insert("additionalProperties".into(), json!(false));
         Value::Object(schema)
     }
+}
+
+/// `[tools.sandbox]`: the grants of a `wasm` tool. Nothing is granted by default: no
+/// folder, no host, no variable; memory is capped at 64 MiB and wall time at the tool's
+/// `timeout_seconds`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxSpec {
+    /// Linear memory cap in MiB (default 64).
+    pub memory_mib: Option<Spanned<u32>>,
+    /// Folders preopened read-only (relative to the manifest's folder).
+    #[serde(default)]
+    pub fs_read: Vec<PathBuf>,
+    /// Folders preopened read-write (relative to the manifest's folder).
+    #[serde(default)]
+    pub fs_write: Vec<PathBuf>,
+    /// Hosts (`name` or `name:port`) outgoing `wasi:http` may reach; no sockets either way.
+    #[serde(default)]
+    pub allow_hosts: Vec<String>,
+    /// Variables the component sees, `NAME = "value"`; a value may hold `${VAR}` (or
+    /// `${VAR:-default}`), read from milpa's environment when the tool is loaded.
+    #[serde(default)]
+    pub env: IndexMap<String, String>,
 }
 
 /// `[[upstreams]]`: an MCP server whose tools become ours (DESIGN §7).
@@ -1223,8 +1259,36 @@ impl CommandToolSpec {
         at: &dyn Fn(usize, String) -> ManifestError,
     ) -> Result<(), ManifestError> {
         let name_at = self.name.span().start;
-        let command_at = self.command.span().start;
-        let argv = self.command.get_ref();
+        let command = match (&self.command, &self.wasm) {
+            (Some(_), Some(wasm)) => {
+                return Err(at(
+                    wasm.span().start,
+                    format!("tool `{name}`: set `command` or `wasm`, not both"),
+                ));
+            }
+            (None, None) => {
+                return Err(at(
+                    name_at,
+                    format!(
+                        "tool `{name}`: set `command` (a program to run) or `wasm` (a WebAssembly component)"
+                    ),
+                ));
+            }
+            (None, Some(wasm)) => {
+                self.check_params(name, at)?;
+                self.check_limits(name, at)?;
+                return self.check_wasm(name, wasm, at);
+            }
+            (Some(command), None) => command,
+        };
+        if let Some(sandbox) = &self.sandbox {
+            return Err(at(
+                sandbox.span().start,
+                format!("tool `{name}`: [tools.sandbox] goes with `wasm`, not `command`"),
+            ));
+        }
+        let command_at = command.span().start;
+        let argv = command.get_ref();
         let Some(program) = argv.first().filter(|program| !program.is_empty()) else {
             return Err(at(
                 command_at,
@@ -1237,6 +1301,43 @@ impl CommandToolSpec {
                 format!("tool `{name}`: the program (command[0]) cannot be a placeholder"),
             ));
         }
+        self.check_params(name, at)?;
+        for arg in &argv[1..] {
+            for placeholder in ArgTemplate::parse(arg).params() {
+                if !self.params.contains_key(placeholder) {
+                    let declared = if self.params.is_empty() {
+                        "none declared".to_owned()
+                    } else {
+                        self.params.keys().cloned().collect::<Vec<_>>().join(", ")
+                    };
+                    return Err(at(
+                        command_at,
+                        format!(
+                            "tool `{name}`: placeholder {{{placeholder}}} names no param (params: {declared}); write {{{{ and }}}} for literal braces"
+                        ),
+                    ));
+                }
+            }
+        }
+        self.check_limits(name, at)?;
+        for var in &self.env {
+            if var.is_empty() || var.contains('=') || var.contains('\0') {
+                return Err(at(
+                    name_at,
+                    format!("tool `{name}`: env lists variable names, got {var:?}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The `[tools.params.*]` of either kind of tool.
+    fn check_params(
+        &self,
+        name: &str,
+        at: &dyn Fn(usize, String) -> ManifestError,
+    ) -> Result<(), ManifestError> {
+        let name_at = self.name.span().start;
         for (param, spec) in &self.params {
             if !crate::template::is_identifier(param) {
                 return Err(at(
@@ -1292,23 +1393,15 @@ impl CommandToolSpec {
                 ));
             }
         }
-        for arg in &argv[1..] {
-            for placeholder in ArgTemplate::parse(arg).params() {
-                if !self.params.contains_key(placeholder) {
-                    let declared = if self.params.is_empty() {
-                        "none declared".to_owned()
-                    } else {
-                        self.params.keys().cloned().collect::<Vec<_>>().join(", ")
-                    };
-                    return Err(at(
-                        command_at,
-                        format!(
-                            "tool `{name}`: placeholder {{{placeholder}}} names no param (params: {declared}); write {{{{ and }}}} for literal braces"
-                        ),
-                    ));
-                }
-            }
-        }
+        Ok(())
+    }
+
+    /// `timeout_seconds` and `max_output_bytes`, of either kind of tool.
+    fn check_limits(
+        &self,
+        name: &str,
+        at: &dyn Fn(usize, String) -> ManifestError,
+    ) -> Result<(), ManifestError> {
         if let Some(timeout) = &self.timeout_seconds
             && *timeout.get_ref() == 0
         {
@@ -1325,11 +1418,85 @@ impl CommandToolSpec {
                 format!("tool `{name}`: max_output_bytes must be at least 1"),
             ));
         }
-        for var in &self.env {
+        Ok(())
+    }
+
+    /// A `wasm` tool: a path, no command-only setting, a sound `[tools.sandbox]`.
+    fn check_wasm(
+        &self,
+        name: &str,
+        wasm: &Spanned<PathBuf>,
+        at: &dyn Fn(usize, String) -> ManifestError,
+    ) -> Result<(), ManifestError> {
+        if wasm.get_ref().as_os_str().is_empty() {
+            return Err(at(
+                wasm.span().start,
+                format!("tool `{name}`: wasm must name a component file"),
+            ));
+        }
+        if let Some(cwd) = &self.cwd {
+            return Err(at(
+                cwd.span().start,
+                format!(
+                    "tool `{name}`: `cwd` goes with `command`; a wasm tool sees only the folders of [tools.sandbox] fs_read and fs_write"
+                ),
+            ));
+        }
+        if !self.env.is_empty() {
+            return Err(at(
+                self.name.span().start,
+                format!(
+                    "tool `{name}`: `env` goes with `command`; give a wasm tool its variables in [tools.sandbox] env (NAME = \"value\")"
+                ),
+            ));
+        }
+        let Some(sandbox) = &self.sandbox else {
+            return Ok(());
+        };
+        let sandbox_at = sandbox.span().start;
+        let sandbox = sandbox.get_ref();
+        if let Some(memory) = &sandbox.memory_mib
+            && *memory.get_ref() == 0
+        {
+            return Err(at(
+                memory.span().start,
+                format!("tool `{name}`: sandbox.memory_mib must be at least 1"),
+            ));
+        }
+        if let Some(folder) = sandbox
+            .fs_read
+            .iter()
+            .chain(&sandbox.fs_write)
+            .find(|folder| folder.as_os_str().is_empty())
+        {
+            return Err(at(
+                sandbox_at,
+                format!("tool `{name}`: sandbox folders must be named, got {folder:?}"),
+            ));
+        }
+        if let Some(host) = sandbox
+            .allow_hosts
+            .iter()
+            .find(|host| host.trim().is_empty() || host.contains(['/', '*']))
+        {
+            return Err(at(
+                sandbox_at,
+                format!(
+                    "tool `{name}`: sandbox.allow_hosts lists host names (`api.example.com` or `host:port`), got {host:?}"
+                ),
+            ));
+        }
+        for (var, value) in &sandbox.env {
             if var.is_empty() || var.contains('=') || var.contains('\0') {
                 return Err(at(
-                    name_at,
-                    format!("tool `{name}`: env lists variable names, got {var:?}"),
+                    sandbox_at,
+                    format!("tool `{name}`: sandbox.env: {var:?} is not a variable name"),
+                ));
+            }
+            if let Err(message) = EnvTemplate::parse(value) {
+                return Err(at(
+                    sandbox_at,
+                    format!("tool `{name}`: sandbox.env.{var}: {message}"),
                 ));
             }
         }
@@ -1462,6 +1629,65 @@ mod tests {
                 "a": {"type": "string", "enum": ["x", "y"]}
             }, "required": ["b"], "additionalProperties": false})
         );
+    }
+
+    #[test]
+    fn wasm_tools_take_a_sandbox_and_no_command_settings() {
+        let m = Manifest::parse(
+            "m.toml",
+            "[[tools]]\nname = \"slug\"\nwasm = \"tools/slugify.wasm\"\nscopes = [\"text\"]\n\
+             [tools.params.text]\ntype = \"string\"\nrequired = true\n\
+             [tools.sandbox]\nmemory_mib = 32\nallow_hosts = [\"api.example.com:443\"]\nenv = { LEVEL = \"${LEVEL:-warn}\" }\n",
+        )
+        .unwrap();
+        let tool = &m.tools[0];
+        assert!(tool.command.is_none());
+        assert_eq!(
+            tool.wasm.as_ref().unwrap().get_ref(),
+            Path::new("tools/slugify.wasm")
+        );
+        let sandbox = tool.sandbox.as_ref().unwrap().get_ref();
+        assert_eq!(*sandbox.memory_mib.as_ref().unwrap().get_ref(), 32);
+        assert_eq!(sandbox.env["LEVEL"], "${LEVEL:-warn}");
+        assert_eq!(tool.input_schema()["required"], json!(["text"]));
+
+        let e = error("[[tools]]\nname = \"t\"\ncommand = [\"ls\"]\nwasm = \"t.wasm\"\n");
+        assert!(
+            e.starts_with("m.toml:4: tool `t`: set `command` or `wasm`, not both"),
+            "{e}"
+        );
+        let e = error("[[tools]]\nname = \"t\"\n");
+        assert!(e.starts_with("m.toml:2: tool `t`: set `command`"), "{e}");
+        let e =
+            error("[[tools]]\nname = \"t\"\ncommand = [\"ls\"]\n[tools.sandbox]\nmemory_mib = 8\n");
+        assert!(
+            e.starts_with("m.toml:4: tool `t`: [tools.sandbox] goes with `wasm`, not `command`"),
+            "{e}"
+        );
+        let e = error("[[tools]]\nname = \"t\"\nwasm = \"t.wasm\"\ncwd = \"/tmp\"\n");
+        assert!(
+            e.starts_with("m.toml:4: tool `t`: `cwd` goes with `command`"),
+            "{e}"
+        );
+        let e = error("[[tools]]\nname = \"t\"\nwasm = \"t.wasm\"\nenv = [\"HOME\"]\n");
+        assert!(e.contains("[tools.sandbox] env"), "{e}");
+        let e =
+            error("[[tools]]\nname = \"t\"\nwasm = \"t.wasm\"\n[tools.sandbox]\nmemory_mib = 0\n");
+        assert!(
+            e.starts_with("m.toml:5: tool `t`: sandbox.memory_mib must be at least 1"),
+            "{e}"
+        );
+        let e = error(
+            "[[tools]]\nname = \"t\"\nwasm = \"t.wasm\"\n[tools.sandbox]\nenv = { A = \"${OPEN\" }\n",
+        );
+        assert!(e.contains("sandbox.env.A"), "{e}");
+        let e = error(
+            "[[tools]]\nname = \"t\"\nwasm = \"t.wasm\"\n[tools.sandbox]\nallow_hosts = [\"https://x\"]\n",
+        );
+        assert!(e.contains("sandbox.allow_hosts lists host names"), "{e}");
+        let e =
+            error("[[tools]]\nname = \"t\"\nwasm = \"t.wasm\"\n[tools.sandbox]\nfs_raed = []\n");
+        assert!(e.starts_with("m.toml:5: unknown field `fs_raed`"), "{e}");
     }
 
     #[test]

@@ -57,8 +57,9 @@ impl std::error::Error for SetupError {}
 /// a manifest, the rule that the generated `local-approver` token calls no tool), rate
 /// limiter, confirmation lifetime, approval queue and audit sink (`None`: `tracing`), with
 /// state in `stores`; then the tools `tools` adds, the verification tools when
-/// `[verification]` is on, and the command tools. `[approvals] notify_command`, when set,
-/// runs for every approval that opens.
+/// `[verification]` is on, and the manifest's tools (a `wasm` tool's component is loaded
+/// and its imports checked against its grants here: refused with the `wasm =` line).
+/// `[approvals] notify_command`, when set, runs for every approval that opens.
 pub fn build_registry(
     manifest: &Manifest,
     stores: &Stores,
@@ -167,13 +168,42 @@ pub(crate) fn build_registry_with(
         })?;
     }
     for spec in &manifest.tools {
-        registry
-            .register(CommandTool::definition(spec, base_dir))
-            .map_err(|e| {
-                SetupError::Manifest(manifest.error_at(Some(spec.name.span().start), e.to_string()))
-            })?;
+        let definition = match &spec.wasm {
+            Some(wasm) => wasm_definition(manifest, spec, wasm).map_err(SetupError::Manifest)?,
+            None => CommandTool::definition(spec, base_dir),
+        };
+        registry.register(definition).map_err(|e| {
+            SetupError::Manifest(manifest.error_at(Some(spec.name.span().start), e.to_string()))
+        })?;
     }
     Ok(registry)
+}
+
+/// A `wasm = "…"` tool, its component loaded and checked against its grants.
+#[cfg(feature = "wasm")]
+fn wasm_definition(
+    manifest: &Manifest,
+    spec: &crate::manifest::CommandToolSpec,
+    wasm: &toml::Spanned<std::path::PathBuf>,
+) -> Result<milpa::ToolDefinition, ManifestError> {
+    crate::wasm_tool::definition(manifest, spec, wasm)
+}
+
+/// A `wasm = "…"` tool in a build without the `wasm` feature: refused, naming the feature.
+#[cfg(not(feature = "wasm"))]
+fn wasm_definition(
+    manifest: &Manifest,
+    spec: &crate::manifest::CommandToolSpec,
+    wasm: &toml::Spanned<std::path::PathBuf>,
+) -> Result<milpa::ToolDefinition, ManifestError> {
+    Err(manifest.error_at(
+        Some(wasm.span().start),
+        format!(
+            "tool `{}`: wasm tools need milpa built with the cargo feature `wasm` \
+             (this build has it off: cargo build -p milpa-cli --features wasm)",
+            spec.name()
+        ),
+    ))
 }
 
 /// The approval queue over `stores.verifications`, with the manifest's TTL; `notifier` hears

@@ -116,7 +116,10 @@ fn wrong_types_and_values_are_refused_with_their_line() {
     let e = manifest_error("[channels.mcp]\nrequire_auth = \"yes\"\n");
     assert!(e.starts_with("milpa: m.toml:2: invalid type"), "{e}");
     let e = manifest_error("[[tools]]\nname = \"t\"\n");
-    assert!(e.contains("missing field `command`"), "{e}");
+    assert!(
+        e.starts_with("milpa: m.toml:2: tool `t`: set `command` (a program to run) or `wasm`"),
+        "{e}"
+    );
     let e = manifest_error("this is not toml\n");
     assert!(e.starts_with("milpa: m.toml:1:"), "{e}");
 }
