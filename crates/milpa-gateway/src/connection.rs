@@ -39,6 +39,16 @@ use crate::upstream_log::UpstreamLog;
 
 /// JSON-RPC "method not found".
 const METHOD_NOT_FOUND: i64 = milpa_mcp::jsonrpc::ErrorCode::METHOD_NOT_FOUND.value();
+/// A paged list stops after this many pages (an upstream whose cursors never end).
+const MAX_PAGES: usize = 1000;
+
+/// What hears the upstream's notifications about its resources and prompts.
+pub(crate) trait CatalogListener: Send + Sync {
+    /// It said its resource, template or prompt list changed.
+    fn lists_changed(&self);
+    /// It said the resource at `uri` changed (`notifications/resources/updated`).
+    fn updated(&self, uri: &str);
+}
 
 /// Why a request to the upstream got no result.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -79,6 +89,8 @@ pub(crate) struct Shared {
     list_changed: Mutex<Option<Arc<Notify>>>,
     /// Where its log messages go.
     log: Mutex<Option<Arc<UpstreamLog>>>,
+    /// Where its news of its resources and prompts go.
+    catalog: Mutex<Option<Arc<dyn CatalogListener>>>,
     /// Whether it declared the `logging` capability at `initialize`.
     declares_logging: AtomicBool,
     /// Becomes true when the session ends (for tasks that wait on the upstream).
@@ -197,6 +209,35 @@ impl Connection {
     /// Has `notify` told each time the upstream sends `notifications/tools/list_changed`.
     pub(crate) fn on_list_changed(&self, notify: Arc<Notify>) {
         *self.shared.list_changed.lock() = Some(notify);
+    }
+
+    /// Has its notifications about its resources and prompts taken in by `listener`.
+    pub(crate) fn on_catalog(&self, listener: Arc<dyn CatalogListener>) {
+        *self.shared.catalog.lock() = Some(listener);
+    }
+
+    /// Every entry of a paged list (`tools/list`, `resources/list`, …): the entries under
+    /// `key` of each page, following `nextCursor` for at most [`MAX_PAGES`] pages.
+    pub(crate) async fn list_all(&self, method: &str, key: &str) -> Result<Vec<Value>, CallError> {
+        let mut entries = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let params = match &cursor {
+                Some(cursor) => json!({"cursor": cursor}),
+                None => json!({}),
+            };
+            let mut page = self.request(method, params, None).await?;
+            if let Some(Value::Array(listed)) = page.get_mut(key).map(Value::take) {
+                entries.extend(listed);
+            }
+            match page.get("nextCursor").and_then(Value::as_str) {
+                Some(next) if !next.is_empty() => cursor = Some(next.to_owned()),
+                _ => return Ok(entries),
+            }
+        }
+        Err(CallError::unavailable(format!(
+            "{method} still had more after {MAX_PAGES} pages"
+        )))
     }
 
     /// Has its log messages (`notifications/message`) taken in by `log`.
@@ -464,6 +505,21 @@ pub(crate) fn dispatch(
         (Some("notifications/tools/list_changed"), None) => {
             tracing::debug!(target: "milpa::upstream", upstream, "its tool list changed");
             shared.tools_may_have_changed();
+        }
+        (
+            Some("notifications/resources/list_changed" | "notifications/prompts/list_changed"),
+            None,
+        ) => {
+            tracing::debug!(target: "milpa::upstream", upstream, "its resource or prompt list changed");
+            if let Some(listener) = shared.catalog.lock().clone() {
+                listener.lists_changed();
+            }
+        }
+        (Some("notifications/resources/updated"), None) => {
+            let listener = shared.catalog.lock().clone();
+            if let (Some(listener), Some(uri)) = (listener, message["params"]["uri"].as_str()) {
+                listener.updated(uri);
+            }
         }
         (Some("notifications/message"), None) => {
             // The server's log goes to the clients (and to ours at debug).

@@ -46,6 +46,10 @@
 //!   request is tied to a call only while that call is the upstream's only one in flight
 //!   (the protocol does not say which call asks); with several it is declined.
 //!
+//! - Its resources, resource templates and prompts are served through the registry's
+//!   catalog: every read, prompt and completion runs the registry's gates and audit before
+//!   it is forwarded; their list changes and a subscribed resource's updates reach the
+//!   clients (see the module `upstream_catalog`).
 //! - The upstream's log (`notifications/message`) reaches the clients with its name as the
 //!   logger, each at the level it set; a client's `logging/setLevel` is asked of the
 //!   upstreams that declared `logging` (the most verbose any client asked for). See
@@ -68,6 +72,7 @@ mod http;
 mod relay;
 mod unavailability;
 pub mod upstream;
+mod upstream_catalog;
 mod upstream_log;
 
 pub use config::{Confirm, ToolOverride, Transport, UpstreamConfig};

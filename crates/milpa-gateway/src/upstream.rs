@@ -43,6 +43,7 @@ use crate::config::{Transport, UpstreamConfig};
 use crate::connection::{CallError, Connection};
 use crate::error::{ConfigProblem, GatewayError, HandshakeFailure};
 use crate::unavailability::Unavailability;
+use crate::upstream_catalog::{CatalogLists, Offers, UpstreamCatalog};
 use crate::upstream_log::{self, UpstreamLog};
 
 /// The first restart delay.
@@ -51,8 +52,6 @@ const INITIAL_BACKOFF: Duration = Duration::from_millis(500);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// An upstream that stayed up this long restarts after [`INITIAL_BACKOFF`] again.
 const STABLE_AFTER: Duration = Duration::from_secs(30);
-/// Discovery stops after this many pages (an upstream whose cursors never end).
-const MAX_PAGES: usize = 1000;
 /// While a start waits, the first line saying so comes after this long…
 const FIRST_WAIT_NOTE: Duration = Duration::from_secs(5);
 /// …then one this often for the first half minute…
@@ -104,6 +103,8 @@ pub(crate) struct Shared {
     list_changed: Arc<Notify>,
     /// Where its log messages go (see [`crate::upstream_log`]).
     log: Arc<UpstreamLog>,
+    /// Its resources and prompts (see [`crate::upstream_catalog`]).
+    catalog: Arc<UpstreamCatalog>,
     /// What it said at `initialize` of how to use its tools (cut to
     /// [`MAX_INSTRUCTIONS_BYTES`]), served with the registry's instructions.
     instructions: Mutex<Option<String>>,
@@ -167,6 +168,7 @@ impl Shared {
     /// set there too; the same for its instructions.
     pub(crate) fn serve_in(self: &Arc<Self>, registry: &Arc<ToolRegistry>) {
         self.log.serve_in(registry.server_log());
+        self.catalog.serve_in(registry);
         registry.set_group_instructions(self.name(), self.instructions.lock().as_deref());
         let tools = self.tools.lock();
         *self.registry.lock() = Some(Arc::downgrade(registry));
@@ -205,6 +207,7 @@ impl Upstream {
         config: UpstreamConfig,
     ) -> (Upstream, oneshot::Receiver<Result<(), GatewayError>>) {
         let (settled, _) = watch::channel(false);
+        let catalog = Arc::new(UpstreamCatalog::new(&config.name, config.prefix()));
         let shared = Arc::new(Shared {
             config,
             state: Mutex::new(UpstreamState::Starting),
@@ -213,6 +216,7 @@ impl Upstream {
             registry: Mutex::new(None),
             list_changed: Arc::new(Notify::new()),
             log: Arc::default(),
+            catalog,
             instructions: Mutex::new(None),
             settled,
             restarts: AtomicU64::new(0),
@@ -265,7 +269,8 @@ impl Upstream {
         let task = tokio::spawn(async move {
             // Both end with the registry (or when the upstream is dropped).
             tokio::join!(
-                follow(Arc::clone(&shared), weak),
+                follow(Arc::clone(&shared), weak.clone()),
+                follow_catalog(Arc::clone(&shared), weak),
                 follow_levels(shared, levels)
             );
         });
@@ -322,6 +327,8 @@ struct Live {
     child: Option<(Child, ProcessTree)>,
     /// What it said at `initialize` of how to use its tools, until the supervisor takes it.
     instructions: Option<String>,
+    /// What it declared it serves besides tools.
+    offers: Offers,
 }
 
 impl Live {
@@ -367,8 +374,11 @@ async fn supervise(shared: Arc<Shared>, first: oneshot::Sender<Result<(), Gatewa
     loop {
         shared.set_state(UpstreamState::Starting);
         let why = match start_once(&shared).await {
-            Ok((mut live, tools)) => {
+            Ok((mut live, tools, lists)) => {
                 shared.set_connection(Some(Arc::clone(&live.connection)));
+                shared
+                    .catalog
+                    .set_connection(Some(Arc::clone(&live.connection)), live.offers);
                 shared.set_instructions(live.instructions.take());
                 if let Some(level) = shared.log.server().and_then(|log| log.asked_level()) {
                     let connection = Arc::clone(&live.connection);
@@ -378,6 +388,7 @@ async fn supervise(shared: Arc<Shared>, first: oneshot::Sender<Result<(), Gatewa
                     });
                 }
                 shared.publish(tools);
+                shared.catalog.publish(lists);
                 shared.set_state(UpstreamState::Ready);
                 if started_before {
                     shared.restarts.fetch_add(1, Ordering::Relaxed);
@@ -393,6 +404,7 @@ async fn supervise(shared: Arc<Shared>, first: oneshot::Sender<Result<(), Gatewa
                 let up_since = Instant::now();
                 let ended = live.ended().await;
                 shared.set_connection(None);
+                shared.catalog.set_connection(None, live.offers);
                 if up_since.elapsed() >= STABLE_AFTER {
                     delay = INITIAL_BACKOFF;
                 }
@@ -422,12 +434,13 @@ async fn supervise(shared: Arc<Shared>, first: oneshot::Sender<Result<(), Gatewa
     }
 }
 
-/// One start: launch, handshake and discovery, within the start timeout, with a line in the
-/// log every few seconds while it waits.
-async fn start_once(shared: &Shared) -> Result<(Live, Vec<Value>), GatewayError> {
+/// One start: launch, handshake and discovery (its tools, then its resources and prompts),
+/// within the start timeout, with a line in the log every few seconds while it waits.
+async fn start_once(shared: &Shared) -> Result<(Live, Vec<Value>, CatalogLists), GatewayError> {
     let config = &shared.config;
     let start = async {
         let live = launch(config, &shared.list_changed, &shared.log).await?;
+        live.connection.on_catalog(shared.catalog.clone());
         let tools =
             list_tools(&live.connection)
                 .await
@@ -435,7 +448,8 @@ async fn start_once(shared: &Shared) -> Result<(Live, Vec<Value>), GatewayError>
                     upstream: config.name.clone(),
                     why: HandshakeFailure::ToolList(error),
                 })?;
-        Ok((live, tools))
+        let lists = shared.catalog.discover(&live.connection, live.offers).await;
+        Ok((live, tools, lists))
     };
     let timed = async {
         tokio::time::timeout(config.start_timeout, start)
@@ -535,11 +549,12 @@ async fn launch(
     };
     connection.on_list_changed(Arc::clone(list_changed));
     connection.on_log(Arc::clone(log));
-    let instructions = handshake(config, &connection).await?;
+    let (instructions, offers) = handshake(config, &connection).await?;
     Ok(Live {
         connection,
         child,
         instructions,
+        offers,
     })
 }
 
@@ -639,13 +654,13 @@ fn spawn_child(
     Ok((connection, child, tree))
 }
 
-/// `initialize`, then `notifications/initialized`.
-/// Initializes the session; returns the upstream's `instructions`, if it gave any (cut to
-/// [`MAX_INSTRUCTIONS_BYTES`]).
+/// Initializes the session (`initialize`, then `notifications/initialized`); returns the
+/// upstream's `instructions`, if it gave any (cut to [`MAX_INSTRUCTIONS_BYTES`]), and what
+/// it serves besides tools.
 async fn handshake(
     config: &UpstreamConfig,
     connection: &Connection,
-) -> Result<Option<String>, GatewayError> {
+) -> Result<(Option<String>, Offers), GatewayError> {
     let handshake = async {
         let answer = connection
             .request(
@@ -673,11 +688,15 @@ async fn handshake(
             ));
         }
         connection.notify("notifications/initialized", json!({}))?;
-        Ok(answer
+        let instructions = answer
             .get("instructions")
             .and_then(Value::as_str)
             .filter(|text| !text.trim().is_empty())
-            .map(|text| bounded_instructions(&config.name, text)))
+            .map(|text| bounded_instructions(&config.name, text));
+        Ok((
+            instructions,
+            Offers::from_capabilities(answer.get("capabilities")),
+        ))
     };
     handshake.await.map_err(|error| GatewayError::Handshake {
         upstream: config.name.clone(),
@@ -709,25 +728,7 @@ fn bounded_instructions(upstream: &str, text: &str) -> String {
 
 /// Every tool the upstream lists, following `nextCursor`.
 async fn list_tools(connection: &Connection) -> Result<Vec<Value>, CallError> {
-    let mut tools = Vec::new();
-    let mut cursor: Option<String> = None;
-    for _ in 0..MAX_PAGES {
-        let params = match &cursor {
-            Some(cursor) => json!({"cursor": cursor}),
-            None => json!({}),
-        };
-        let mut page = connection.request("tools/list", params, None).await?;
-        if let Some(Value::Array(listed)) = page.get_mut("tools").map(Value::take) {
-            tools.extend(listed);
-        }
-        match page.get("nextCursor").and_then(Value::as_str) {
-            Some(next) if !next.is_empty() => cursor = Some(next.to_owned()),
-            _ => return Ok(tools),
-        }
-    }
-    Err(CallError::unavailable(format!(
-        "tools/list still had more after {MAX_PAGES} pages"
-    )))
+    connection.list_all("tools/list", "tools").await
 }
 
 /// `tools/list` got no answer in time: the timer that ran out is the cause.
@@ -783,6 +784,35 @@ async fn follow(shared: Arc<Shared>, registry: Weak<ToolRegistry>) {
             return;
         }
         rediscover(&shared).await;
+    }
+}
+
+/// Re-discovers the upstream's resources and prompts each time it says they changed, for
+/// as long as the registry lives; one that times out keeps the previous lists.
+async fn follow_catalog(shared: Arc<Shared>, registry: Weak<ToolRegistry>) {
+    loop {
+        shared.catalog.changed.notified().await;
+        if registry.strong_count() == 0 {
+            return;
+        }
+        let Ok(connection) = shared.connection() else {
+            continue;
+        };
+        let discovered = tokio::time::timeout(
+            shared.config.start_timeout,
+            shared
+                .catalog
+                .discover(&connection, shared.catalog.offers()),
+        )
+        .await;
+        match discovered {
+            Ok(lists) => shared.catalog.publish(lists),
+            Err(_) => tracing::warn!(
+                target: "milpa::upstream",
+                upstream = %shared.name(),
+                "listing its resources and prompts again timed out; keeping the previous ones"
+            ),
+        }
     }
 }
 

@@ -795,6 +795,38 @@ impl ToolRegistry {
         self.catalog.add_prompts(Arc::new(provider))
     }
 
+    /// Adds a resource provider to a registry that may already serve: for providers that
+    /// arrive at run time (a gateway's upstream server, whose lists are known once it
+    /// started). The lists are read now and announced to every session
+    /// (`notifications/resources/list_changed`); a URI or template another provider offers
+    /// is refused, and nothing of this provider is added. A server declares the resources
+    /// capability at `initialize` only if some provider was there by then.
+    pub fn attach_resources(
+        &self,
+        provider: Arc<dyn ResourceProvider>,
+    ) -> Result<(), CatalogError> {
+        self.catalog.add_resources(provider)
+    }
+
+    /// Adds a prompt provider to a registry that may already serve (see
+    /// [`attach_resources`](Self::attach_resources)); a name another provider offers is
+    /// refused.
+    pub fn attach_prompts(&self, provider: Arc<dyn PromptProvider>) -> Result<(), CatalogError> {
+        self.catalog.add_prompts(provider)
+    }
+
+    /// A client subscribed to `uri`: tells the provider that serves it
+    /// ([`ResourceProvider::subscribed`]); false when no provider serves it.
+    pub fn subscribe_resource(&self, uri: &str) -> bool {
+        match self.catalog.snapshot().resolve_resource(uri) {
+            Some(resolved) => {
+                resolved.provider.subscribed(uri);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The resources, templates and prompts as they stand now.
     pub fn catalog_snapshot(&self) -> CatalogSnapshot {
         CatalogSnapshot::new(self.catalog.snapshot())

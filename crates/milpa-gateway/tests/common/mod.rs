@@ -17,11 +17,11 @@ use tokio::io::{
     AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf,
 };
 
-/// The example server, built by `cargo test` next to this test's binary.
-fn asking_server() -> PathBuf {
+/// An example server of this crate, built by `cargo test` next to this test's binary.
+pub fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let debug = exe.parent().unwrap().parent().unwrap();
-    let server = debug.join("examples").join("asking_server");
+    let server = debug.join("examples").join(name);
     assert!(
         server.exists(),
         "{} is built by cargo test",
@@ -37,12 +37,22 @@ pub enum Via {
     Http,
 }
 
-/// The upstream over `via` (and, for HTTP, its process, killed on drop).
+/// The `asking_server` upstream over `via` (and, for HTTP, its process, killed on drop).
 pub async fn start_upstream(via: Via) -> (Upstream, Option<tokio::process::Child>) {
-    let server = asking_server().display().to_string();
+    start_example("asking_server", "as", via).await
+}
+
+/// The example server `example` as the upstream `name` over `via` (and, for HTTP, its
+/// process, killed on drop).
+pub async fn start_example(
+    example: &str,
+    name: &str,
+    via: Via,
+) -> (Upstream, Option<tokio::process::Child>) {
+    let server = self::example(example).display().to_string();
     match via {
         Via::Stdio => {
-            let config = UpstreamConfig::stdio("as", vec![server]);
+            let config = UpstreamConfig::stdio(name, vec![server]);
             (Upstream::start(config).await.expect("it starts"), None)
         }
         Via::Http => {
@@ -59,7 +69,7 @@ pub async fn start_upstream(via: Via) -> (Upstream, Option<tokio::process::Child
                 .await
                 .unwrap()
                 .expect("it prints its URL");
-            let config = UpstreamConfig::http("as", url, None);
+            let config = UpstreamConfig::http(name, url, None);
             (
                 Upstream::start(config).await.expect("it starts"),
                 Some(child),
@@ -79,9 +89,17 @@ pub struct Client {
 }
 
 impl Client {
-    /// Serves the upstream's tools and initializes a session declaring `capabilities`.
+    /// Serves the `asking_server` upstream's tools and initializes a session declaring
+    /// `capabilities`.
     pub async fn connect(via: Via, capabilities: Value) -> Client {
-        let upstream = start_upstream(via).await;
+        Client::connect_to(start_upstream(via).await, capabilities).await
+    }
+
+    /// Serves `upstream`'s tools and initializes a session declaring `capabilities`.
+    pub async fn connect_to(
+        upstream: (Upstream, Option<tokio::process::Child>),
+        capabilities: Value,
+    ) -> Client {
         let audit = Arc::new(Recorded::default());
         let registry = ToolRegistry::builder().audit_sink(audit.clone()).build();
         assert!(milpa_gateway::register(&registry, &upstream.0).is_empty());

@@ -178,12 +178,13 @@ impl Session {
         (!self.shared.options.list_all).then(|| listing_context(caller))
     }
 
-    /// `resources/subscribe`: a URI the registry serves is remembered; another is
-    /// `-32002`. Whether the caller may read it is decided when it reads.
+    /// `resources/subscribe`: a URI the registry serves is remembered (and its provider
+    /// told, see [`ResourceProvider::subscribed`](milpa::catalog::ResourceProvider::subscribed));
+    /// another is `-32002`. Whether the caller may read it is decided when it reads.
     /// Updates go where the session's lasting messages go: on HTTP the standalone `GET`
     /// stream (a `POST`'s stream ends with its reply), on stdio the one output (`route`).
     pub(super) fn subscribe(&self, params: UriParams, route: &Route) -> Result<Value, ErrorObject> {
-        if !self.shared.registry.serves_resource(&params.uri) {
+        if !self.shared.registry.subscribe_resource(&params.uri) {
             return Err(ErrorObject::new(
                 ErrorCode::RESOURCE_NOT_FOUND,
                 format!("Resource not found: {}", params.uri),

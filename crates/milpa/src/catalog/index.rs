@@ -59,15 +59,12 @@ impl Default for Catalog {
 impl Catalog {
     /// Adds a resource provider; a URI or template another provider offers is refused
     /// (and nothing of this provider is added).
-    pub fn add_resources(
-        &mut self,
-        provider: Arc<dyn ResourceProvider>,
-    ) -> Result<(), CatalogError> {
+    pub fn add_resources(&self, provider: Arc<dyn ResourceProvider>) -> Result<(), CatalogError> {
         self.lists.rebuild(|resources, _| resources.push(provider))
     }
 
     /// Adds a prompt provider; a name another provider offers is refused.
-    pub fn add_prompts(&mut self, provider: Arc<dyn PromptProvider>) -> Result<(), CatalogError> {
+    pub fn add_prompts(&self, provider: Arc<dyn PromptProvider>) -> Result<(), CatalogError> {
         self.lists.rebuild(|_, prompts| prompts.push(provider))
     }
 
@@ -405,7 +402,7 @@ mod tests {
 
     #[test]
     fn a_refresh_that_changes_nothing_bumps_no_generation() {
-        let mut catalog = Catalog::default();
+        let catalog = Catalog::default();
         let (_, provider) = listing(&["a://1"]);
         catalog.add_resources(Arc::new(provider)).unwrap();
         let before = *catalog.changes().borrow();
@@ -415,7 +412,7 @@ mod tests {
 
     #[test]
     fn a_clash_after_a_change_keeps_the_old_lists() {
-        let mut catalog = Catalog::default();
+        let catalog = Catalog::default();
         let (first_uris, first) = listing(&["a://1"]);
         let (_, second) = listing(&["a://2"]);
         catalog.add_resources(Arc::new(first)).unwrap();
@@ -436,7 +433,7 @@ mod tests {
 
     #[test]
     fn a_request_keeps_the_index_it_resolved_against() {
-        let mut catalog = Catalog::default();
+        let catalog = Catalog::default();
         let (uris, provider) = listing(&["a://1"]);
         catalog.add_resources(Arc::new(provider)).unwrap();
         let held = catalog.snapshot();

@@ -274,4 +274,13 @@ pub trait ResourceProvider: Send + Sync + 'static {
         let _ = (template, argument, value);
         Deferred::ready(Vec::new())
     }
+
+    /// A client subscribed to `uri` (one this provider serves): a provider whose updates
+    /// come from elsewhere (a gateway's upstream server) asks to hear of them here, and
+    /// announces each with [`CatalogNotifier::updated`](crate::catalog::CatalogNotifier::updated).
+    /// Called for every subscription, so it must be cheap and must not wait. Nothing by
+    /// default: a provider that changes its own resources announces them directly.
+    fn subscribed(&self, uri: &str) {
+        let _ = uri;
+    }
 }

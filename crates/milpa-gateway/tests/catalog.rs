@@ -1,0 +1,312 @@
+//! An upstream's resources and prompts pass through the gateway (the `catalog_server`
+//! example, over stdio and over HTTP): listed, read, rendered and completed through the
+//! registry's gates and audit; its list changes and its resource updates reach our client;
+//! what another upstream serves first stays the first's.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Client, Via};
+use milpa::{ToolContext, ToolRegistry};
+use serde_json::{Value, json};
+
+/// Sends request `id` and waits for its answer; the notifications that came meanwhile are
+/// added to `heard` (their methods, with the URI of an update).
+async fn ask(
+    client: &mut Client,
+    id: u64,
+    method: &str,
+    params: Value,
+    heard: &mut Vec<String>,
+) -> Value {
+    client
+        .send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+        .await;
+    loop {
+        let message = client.recv().await;
+        if message["id"] == id {
+            return message;
+        }
+        heard.push(noted(&message));
+    }
+}
+
+fn noted(message: &Value) -> String {
+    match message["params"]["uri"].as_str() {
+        Some(uri) => format!("{} {uri}", message["method"].as_str().unwrap_or("?")),
+        None => message["method"].as_str().unwrap_or("?").to_owned(),
+    }
+}
+
+/// Waits (up to 5 s) until `heard` holds `what`, reading notifications.
+async fn hear(client: &mut Client, what: &str, heard: &mut Vec<String>) -> bool {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !heard.iter().any(|h| h == what) {
+        let Ok(message) = tokio::time::timeout_at(deadline, client.recv()).await else {
+            return false;
+        };
+        heard.push(noted(&message));
+    }
+    true
+}
+
+fn uris(listing: &Value, key: &str, field: &str) -> Vec<String> {
+    listing["result"][key]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listing}"))
+        .iter()
+        .map(|entry| entry[field].as_str().unwrap().to_owned())
+        .collect()
+}
+
+async fn resources_and_prompts_pass_through(via: Via) {
+    let upstream = common::start_example("catalog_server", "cat", via).await;
+    let mut client = Client::connect_to(upstream, json!({})).await;
+    let capabilities = &client.initialized["result"]["capabilities"];
+    assert!(capabilities["resources"].is_object(), "{capabilities}");
+    assert!(capabilities["prompts"].is_object(), "{capabilities}");
+    let mut heard = Vec::new();
+
+    let listed = ask(&mut client, 2, "resources/list", json!({}), &mut heard).await;
+    assert_eq!(
+        uris(&listed, "resources", "uri"),
+        ["memo://hello", "memo://pixel"]
+    );
+    let hello = &listed["result"]["resources"][0];
+    assert_eq!(
+        (&hello["title"], &hello["description"], &hello["mimeType"]),
+        (&json!("Hello"), &json!("A greeting"), &json!("text/plain")),
+        "{hello}"
+    );
+    let templates = ask(
+        &mut client,
+        3,
+        "resources/templates/list",
+        json!({}),
+        &mut heard,
+    )
+    .await;
+    assert_eq!(
+        uris(&templates, "resourceTemplates", "uriTemplate"),
+        ["memo://notes/{id}"]
+    );
+
+    let read = ask(
+        &mut client,
+        4,
+        "resources/read",
+        json!({"uri": "memo://hello"}),
+        &mut heard,
+    )
+    .await;
+    assert_eq!(
+        read["result"]["contents"][0]["text"], "hello from upstream",
+        "{read}"
+    );
+    let note = ask(
+        &mut client,
+        5,
+        "resources/read",
+        json!({"uri": "memo://notes/7"}),
+        &mut heard,
+    )
+    .await;
+    assert_eq!(note["result"]["contents"][0]["text"], "note 7", "{note}");
+    let pixel = ask(
+        &mut client,
+        6,
+        "resources/read",
+        json!({"uri": "memo://pixel"}),
+        &mut heard,
+    )
+    .await;
+    assert_eq!(
+        pixel["result"]["contents"][0]["blob"], "iVBORw==",
+        "{pixel}"
+    );
+    assert_eq!(
+        pixel["result"]["contents"][0]["mimeType"], "image/png",
+        "{pixel}"
+    );
+    let missing = ask(
+        &mut client,
+        7,
+        "resources/read",
+        json!({"uri": "memo://nope"}),
+        &mut heard,
+    )
+    .await;
+    assert_eq!(missing["error"]["code"], -32002, "{missing}");
+
+    let prompts = ask(&mut client, 8, "prompts/list", json!({}), &mut heard).await;
+    assert_eq!(uris(&prompts, "prompts", "name"), ["cat__greet"]);
+    assert_eq!(
+        prompts["result"]["prompts"][0]["title"], "Greeting",
+        "{prompts}"
+    );
+    assert_eq!(
+        prompts["result"]["prompts"][0]["arguments"][0]["required"], true,
+        "{prompts}"
+    );
+    let greeting = ask(
+        &mut client,
+        9,
+        "prompts/get",
+        json!({"name": "cat__greet", "arguments": {"name": "Ana"}}),
+        &mut heard,
+    )
+    .await;
+    assert_eq!(
+        greeting["result"]["messages"][0],
+        json!({"role": "user", "content": {"type": "text", "text": "Say hello to Ana"}}),
+        "{greeting}"
+    );
+    let names = ask(
+        &mut client,
+        10,
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "cat__greet"},
+               "argument": {"name": "name", "value": "An"}}),
+        &mut heard,
+    )
+    .await;
+    assert_eq!(
+        names["result"]["completion"]["values"],
+        json!(["Ana", "Andrés"]),
+        "{names}"
+    );
+    let ids = ask(
+        &mut client,
+        11,
+        "completion/complete",
+        json!({"ref": {"type": "ref/resource", "uri": "memo://notes/{id}"},
+               "argument": {"name": "id", "value": "1"}}),
+        &mut heard,
+    )
+    .await;
+    assert_eq!(
+        ids["result"]["completion"]["values"],
+        json!(["1", "10"]),
+        "{ids}"
+    );
+
+    // A subscription is asked of the upstream; its update reaches us. The upstream is
+    // asked in the background, so the update is announced until it is heard.
+    let subscribed = ask(
+        &mut client,
+        12,
+        "resources/subscribe",
+        json!({"uri": "memo://hello"}),
+        &mut heard,
+    )
+    .await;
+    assert_eq!(subscribed["result"], json!({}), "{subscribed}");
+    let mut updated = false;
+    for id in 13..23 {
+        let touched = ask(
+            &mut client,
+            id,
+            "tools/call",
+            json!({"name": "cat__touch_memo", "arguments": {"uri": "memo://hello"}}),
+            &mut heard,
+        )
+        .await;
+        assert_ne!(touched["result"]["isError"], true, "{touched}");
+        if hear(
+            &mut client,
+            "notifications/resources/updated memo://hello",
+            &mut heard,
+        )
+        .await
+        {
+            updated = true;
+            break;
+        }
+    }
+    assert!(updated, "no update reached the client: {heard:?}");
+
+    // A resource added upstream is listed here, and the client is told.
+    let added = ask(
+        &mut client,
+        30,
+        "tools/call",
+        json!({"name": "cat__add_memo", "arguments": {"id": "x1"}}),
+        &mut heard,
+    )
+    .await;
+    assert_ne!(added["result"]["isError"], true, "{added}");
+    assert!(
+        hear(
+            &mut client,
+            "notifications/resources/list_changed",
+            &mut heard
+        )
+        .await,
+        "{heard:?}"
+    );
+    let relisted = ask(&mut client, 31, "resources/list", json!({}), &mut heard).await;
+    assert_eq!(
+        uris(&relisted, "resources", "uri"),
+        ["memo://hello", "memo://pixel", "memo://x1"]
+    );
+
+    // Each read and prompt went through the registry's audit, refusals included.
+    let audited = client.audit.calls();
+    for expected in [
+        ("memo://hello", true),
+        ("memo://notes/7", true),
+        ("memo://nope", false),
+        ("cat__greet", true),
+    ] {
+        assert!(
+            audited
+                .iter()
+                .any(|(name, ok)| name == expected.0 && *ok == expected.1),
+            "{expected:?} not in {audited:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn resources_and_prompts_pass_through_a_stdio_upstream() {
+    resources_and_prompts_pass_through(Via::Stdio).await;
+}
+
+#[tokio::test]
+async fn resources_and_prompts_pass_through_an_http_upstream() {
+    resources_and_prompts_pass_through(Via::Http).await;
+}
+
+/// Two upstreams serving the same URIs: the first keeps them, the second's are left out;
+/// their prompts, prefixed, are both served.
+#[tokio::test]
+async fn what_the_first_upstream_serves_stays_its_own() {
+    let registry = Arc::new(ToolRegistry::new());
+    let first = common::start_example("catalog_server", "a", Via::Stdio).await;
+    first.0.follow_tool_list(&registry);
+    let second = common::start_example("catalog_server", "b", Via::Stdio).await;
+    second.0.follow_tool_list(&registry);
+
+    let snapshot = registry.catalog_snapshot();
+    let resources: Vec<&str> = snapshot.resources().map(|r| r.uri()).collect();
+    assert_eq!(resources, ["memo://hello", "memo://pixel"]);
+    assert_eq!(snapshot.templates().count(), 1);
+    let prompts: Vec<&str> = snapshot.prompts().map(|p| p.name()).collect();
+    assert_eq!(prompts, ["a__greet", "b__greet"]);
+
+    let ctx = ToolContext::cli();
+    let read = registry.read_resource("memo://hello", &ctx).await.unwrap();
+    assert_eq!(read[0].uri(), "memo://hello");
+    let arguments = BTreeMap::from([("name".to_owned(), "Bo".to_owned())]);
+    let reply = registry
+        .get_prompt("b__greet", &arguments, &ctx)
+        .await
+        .unwrap();
+    assert_eq!(
+        reply.messages[0],
+        milpa::catalog::PromptMessage::user("Say hello to Bo")
+    );
+}
