@@ -14,13 +14,17 @@
 //! calls: what a governed read costs against a governed call.
 //!
 //! `-- SERVER_CMD…` benchmarks another stdio server (its tool `--tool`, default `add`, is
-//! called with `{"a":1,"b":2}`): the npm `@modelcontextprotocol/server-everything`, say,
+//! called with `--arguments`, default `{"a":1,"b":2}`): the npm `@modelcontextprotocol/server-everything`, say,
 //! with `--tool get-sum -- node …/server-everything/dist/index.js stdio`. `--proxy MILPA` (the `milpa` binary) also starts
 //! `MILPA --store memory proxy --audit /dev/null --name up -- SERVER_CMD…` and times the same
 //! calls through it (tool `up__<tool>`), alternating rounds between the server called
 //! directly and the proxy, and prints the time each call spends in the proxy. `--proxy`
 //! may be given more than once (two builds of `milpa`, say): each proxy gets its own
 //! connection, measured in the same alternation, so a noisy machine hits them all alike.
+//!
+//! `--tool` given more than once starts one server of the command for each tool and times
+//! them in the same alternation, each row named after its tool: tools of one server side
+//! by side (a native tool, a sandboxed one and a command tool of one manifest, say).
 //!
 //! Each figure is the median of `--rounds` measurements of `--seconds` each (with the
 //! lowest and highest), because a shared or idle virtual machine varies a lot between runs.
@@ -44,8 +48,8 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 /// What each request of a connection asks.
 #[derive(Clone)]
 enum Ask {
-    /// `tools/call` of this tool with `{"a":1,"b":2}`.
-    Call(String),
+    /// `tools/call` of this tool with these arguments (JSON text).
+    Call { tool: String, arguments: String },
     /// `resources/read` of this URI (`--read`).
     Read(String),
 }
@@ -55,10 +59,12 @@ fn push_request(out: &mut String, id: u64, ask: &Ask) {
     out.push_str("{\"jsonrpc\":\"2.0\",\"id\":");
     let _ = write!(out, "{id}");
     match ask {
-        Ask::Call(tool) => {
+        Ask::Call { tool, arguments } => {
             out.push_str(",\"method\":\"tools/call\",\"params\":{\"name\":\"");
             out.push_str(tool);
-            out.push_str("\",\"arguments\":{\"a\":1,\"b\":2}}}\n");
+            out.push_str("\",\"arguments\":");
+            out.push_str(arguments);
+            out.push_str("}}\n");
         }
         Ask::Read(uri) => {
             out.push_str(",\"method\":\"resources/read\",\"params\":{\"uri\":\"");
@@ -279,7 +285,8 @@ async fn main() {
     let mut seconds = 2.0;
     let mut rounds = 5usize;
     let mut audit = "/dev/null".to_owned();
-    let mut tool = "add".to_owned();
+    let mut tools: Vec<String> = Vec::new();
+    let mut arguments = r#"{"a":1,"b":2}"#.to_owned();
     let mut proxies: Vec<String> = Vec::new();
     let mut read: Option<String> = None;
     let mut command: Vec<String> = Vec::new();
@@ -289,7 +296,14 @@ async fn main() {
             "--seconds" => seconds = args.next().and_then(|s| s.parse().ok()).unwrap_or(2.0),
             "--rounds" => rounds = args.next().and_then(|s| s.parse().ok()).unwrap_or(5).max(1),
             "--audit" => audit = args.next().unwrap_or(audit),
-            "--tool" => tool = args.next().expect("--tool needs a name"),
+            "--tool" => tools.push(args.next().expect("--tool needs a name")),
+            "--arguments" => {
+                arguments = args.next().expect("--arguments needs a JSON object");
+                let parsed: serde_json::Value =
+                    serde_json::from_str(&arguments).expect("--arguments is JSON");
+                // One line on the wire: written again without any newline it had.
+                arguments = parsed.to_string();
+            }
             "--proxy" => proxies.push(args.next().expect("--proxy needs the milpa binary")),
             "--read" => read = Some(args.next().expect("--read needs a URI")),
             "--" => {
@@ -309,8 +323,24 @@ async fn main() {
             audit.clone(),
         ];
     }
-    let mut labels = vec!["direct".to_owned()];
-    let mut conns = vec![start(&command[0], &command[1..], Ask::Call(tool.clone())).await];
+    if tools.is_empty() {
+        tools.push("add".to_owned());
+    }
+    let call = |tool: String| Ask::Call {
+        tool,
+        arguments: arguments.clone(),
+    };
+    let tool = tools[0].clone();
+    let mut labels = Vec::new();
+    let mut conns = Vec::new();
+    for tool in &tools {
+        labels.push(if tools.len() == 1 {
+            "direct".to_owned()
+        } else {
+            tool.clone()
+        });
+        conns.push(start(&command[0], &command[1..], call(tool.clone())).await);
+    }
     if let Some(uri) = &read {
         conns.push(start(&command[0], &command[1..], Ask::Read(uri.clone())).await);
         labels.push("read ".to_owned());
@@ -323,7 +353,7 @@ async fn main() {
         .map(|s| s.to_string())
         .collect();
         proxy_args.extend(command.iter().cloned());
-        conns.push(start(milpa, &proxy_args, Ask::Call(format!("up__{tool}"))).await);
+        conns.push(start(milpa, &proxy_args, call(format!("up__{tool}"))).await);
         labels.push(if proxies.len() == 1 {
             "proxy ".to_owned()
         } else {
@@ -357,11 +387,15 @@ async fn main() {
         .skip(1)
         .filter(|(_, l)| !l.starts_with("read"))
     {
-        // Time per call through the proxy minus time per call direct, from the medians.
+        // Time per call of this row minus time per call of the first, from the medians.
         let added = |m: &[f64]| (1.0 / m[n] - 1.0 / m[0]) * 1e6;
+        let what = if label.starts_with("proxy") {
+            format!("added by the {}", label.trim_end())
+        } else {
+            format!("{label} beyond {}", labels[0])
+        };
         println!(
-            "added by the {} per call: 1 in flight {:.1} µs, 32 in flight {:.1} µs",
-            label.trim_end(),
+            "{what} per call: 1 in flight {:.1} µs, 32 in flight {:.1} µs",
             added(&one_medians),
             added(&many_medians)
         );

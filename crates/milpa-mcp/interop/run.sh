@@ -3,7 +3,9 @@
 # for 2024-11-05..2025-11-25, and the 0.2.0 pre-release line at --spec-version 2026-07-28),
 # interop tests with the official Python and TypeScript SDKs as clients (stdio and HTTP), and
 # the same clients through `milpa proxy` in front of third-party servers from npm
-# (@modelcontextprotocol/server-everything and server-filesystem).
+# (@modelcontextprotocol/server-everything and server-filesystem), and the conformance suite
+# again through the gateway in front of the fixture (`milpa proxy` over stdio, an
+# `[[upstreams]] url` entry over HTTP).
 #
 #   crates/milpa-mcp/interop/run.sh [all|conformance|conformance-2026|python|node|gateway]   (default: all)
 #
@@ -152,7 +154,7 @@ stop_server() {
     SERVER_PID=""
   fi
 }
-trap stop_server EXIT
+trap 'stop_server; stop_gateway' EXIT
 
 # start_server AUDIT_FILE [extra args...]: starts the fixture on a free loopback port; sets URL.
 start_server() {
@@ -176,24 +178,83 @@ start_server() {
 FAILED=0
 PASSED=0
 
+# conformance_scenarios LABEL URL: every scenario of CONFORMANCE_SCENARIOS against URL, one
+# line each ("ok - conformance LABEL scenario"), counted.
+conformance_scenarios() {
+  local label=$1 url=$2 out
+  for scenario in "${CONFORMANCE_SCENARIOS[@]}"; do
+    out="$WORK/conformance-$label$scenario.txt"
+    if (cd "$WORK" && timeout 120 "$NODE" "$NODE_DIR/node_modules/.bin/conformance" server \
+      --url "$url" --scenario "$scenario" -o "$WORK/results" > "$out" 2>&1) \
+      && grep -Eq "^Passed: [0-9]+/[0-9]+, 0 failed, 0 warnings" "$out"; then
+      PASSED=$((PASSED + 1))
+      echo "ok - conformance $label$scenario ($(grep -E '^Passed:' "$out"))"
+    else
+      FAILED=$((FAILED + 1))
+      echo "not ok - conformance $label$scenario"
+      sed 's/^/    /' "$out"
+    fi
+  done
+}
+
 run_conformance() {
   install_node
   start_server "$WORK/conformance-audit.jsonl"
   log "conformance suite against $URL"
-  local out
-  for scenario in "${CONFORMANCE_SCENARIOS[@]}"; do
-    out="$WORK/conformance-$scenario.txt"
-    if (cd "$WORK" && timeout 120 "$NODE" "$NODE_DIR/node_modules/.bin/conformance" server \
-      --url "$URL" --scenario "$scenario" -o "$WORK/results" > "$out" 2>&1) \
-      && grep -Eq "^Passed: [0-9]+/[0-9]+, 0 failed, 0 warnings" "$out"; then
-      PASSED=$((PASSED + 1))
-      echo "ok - conformance $scenario ($(grep -E '^Passed:' "$out"))"
-    else
-      FAILED=$((FAILED + 1))
-      echo "not ok - conformance $scenario"
-      sed 's/^/    /' "$out"
-    fi
+  conformance_scenarios "" "$URL"
+  stop_server
+}
+
+GATEWAY_PID=""
+stop_gateway() {
+  if [[ -n "$GATEWAY_PID" ]]; then
+    kill "$GATEWAY_PID" 2> /dev/null || true
+    wait "$GATEWAY_PID" 2> /dev/null || true
+    GATEWAY_PID=""
+  fi
+}
+
+# start_milpa ERRLOG ARGS...: runs `milpa ARGS...` (a state folder of its own, an in-memory
+# store) until it says where it serves MCP; sets GATEWAY_URL.
+start_milpa() {
+  local errlog=$1
+  shift
+  : > "$errlog"
+  MILPA_HOME="$WORK/gateway-home" "$MILPA" --store memory "$@" 2> "$errlog" &
+  GATEWAY_PID=$!
+  GATEWAY_URL=""
+  for _ in $(seq 1 100); do
+    GATEWAY_URL=$(sed -n 's/.*serving MCP on \(http:[^ ]*\).*/\1/p' "$errlog" | head -n1)
+    [[ -n "$GATEWAY_URL" ]] && break
+    kill -0 "$GATEWAY_PID" 2> /dev/null || { cat "$errlog" >&2; log "milpa died"; exit 1; }
+    sleep 0.1
   done
+  [[ -n "$GATEWAY_URL" ]] || { cat "$errlog" >&2; log "milpa did not start"; exit 1; }
+}
+
+# The same scenarios through the gateway in front of the fixture: what passes directly must
+# pass through milpa. `milpa proxy` runs the fixture as its stdio child; `milpa serve` reaches
+# it over HTTP as an `[[upstreams]] url` entry. Anonymous callers (the suite sends no token).
+run_conformance_gateway() {
+  install_node
+  build_milpa
+  local dir="$WORK/conformance-gateway"
+  rm -rf "$dir" "$WORK/gateway-home"
+  mkdir -p "$dir"
+  printf '[channels.mcp]\nrequire_auth = false\n' > "$dir/proxy.toml"
+  start_milpa "$dir/proxy.log" --manifest "$dir/proxy.toml" proxy --http 127.0.0.1:0 \
+    --audit "$dir/proxy-audit.jsonl" -- "$BIN" --stdio
+  log "conformance suite through milpa proxy at $GATEWAY_URL"
+  conformance_scenarios "proxy " "$GATEWAY_URL"
+  stop_gateway
+  start_server "$dir/upstream-audit.jsonl"
+  printf '[channels.mcp]\nrequire_auth = false\n\n[[upstreams]]\nname = "own"\nurl = "%s"\n' \
+    "$URL" > "$dir/upstreams.toml"
+  start_milpa "$dir/upstreams.log" --manifest "$dir/upstreams.toml" serve --http 127.0.0.1:0 \
+    --audit "$dir/upstreams-audit.jsonl"
+  log "conformance suite through an [[upstreams]] url entry at $GATEWAY_URL"
+  conformance_scenarios "upstreams-url " "$GATEWAY_URL"
+  stop_gateway
   stop_server
 }
 
@@ -303,14 +364,20 @@ EOF
   GATEWAY_DIR=$dir
 }
 
+# build_milpa: the `milpa` command (debug); sets MILPA.
+build_milpa() {
+  log "building the milpa command"
+  (cd "$ROOT" && cargo build --quiet -p milpa-cli --bin milpa)
+  MILPA="$TARGET_DIR/debug/milpa"
+  [[ -x "$MILPA" ]] || { log "no binary at $MILPA"; exit 2; }
+}
+
 run_gateway() {
   install_node
   install_python
   install_servers
-  log "building the milpa command"
-  (cd "$ROOT" && cargo build --quiet -p milpa-cli --bin milpa)
-  local milpa="$TARGET_DIR/debug/milpa" out
-  [[ -x "$milpa" ]] || { log "no binary at $milpa"; exit 2; }
+  build_milpa
+  local milpa=$MILPA out
   local everything="$SERVERS_DIR/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
   # Our own fixture over HTTP, a third upstream of both clients' manifests.
   start_server "$WORK/gateway-own-audit.jsonl"
@@ -333,12 +400,12 @@ run_gateway() {
 mkdir -p "$WORK"
 build
 case "$WHAT" in
-  all) run_conformance; run_conformance_2026; run_python; run_node; run_gateway ;;
+  all) run_conformance; run_conformance_2026; run_python; run_node; run_gateway; run_conformance_gateway ;;
   conformance) run_conformance; run_conformance_2026 ;;
   conformance-2026) run_conformance_2026 ;;
   python) run_python ;;
   node) run_node ;;
-  gateway) run_gateway ;;
+  gateway) run_gateway; run_conformance_gateway ;;
   *) log "usage: $0 [all|conformance|conformance-2026|python|node|gateway]"; exit 2 ;;
 esac
 
