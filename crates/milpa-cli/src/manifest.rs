@@ -576,6 +576,33 @@ pub struct UpstreamSpec {
     /// `[upstreams.tools."GLOB"]`: overrides by glob over the upstream's own tool names.
     #[serde(default)]
     pub tools: IndexMap<String, UpstreamToolOverride>,
+    /// `[upstreams.resources."GLOB"]`: overrides by glob over its resource URIs and
+    /// template texts.
+    #[serde(default)]
+    pub resources: IndexMap<String, UpstreamCatalogOverride>,
+    /// `[upstreams.prompts."GLOB"]`: overrides by glob over its own prompt names.
+    #[serde(default)]
+    pub prompts: IndexMap<String, UpstreamCatalogOverride>,
+}
+
+/// `[upstreams.resources."GLOB"]` and `[upstreams.prompts."GLOB"]`: how the matching
+/// resources or prompts of an upstream are served here.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamCatalogOverride {
+    /// Scopes of which a reader needs one.
+    pub scopes: Option<Vec<String>>,
+    /// Leave them out: not listed, not read.
+    pub hide: Option<bool>,
+}
+
+impl UpstreamCatalogOverride {
+    fn to_gateway(&self) -> milpa_gateway::CatalogOverride {
+        let mut gateway = milpa_gateway::CatalogOverride::default();
+        gateway.scopes = self.scopes.clone();
+        gateway.hide = self.hide;
+        gateway
+    }
 }
 
 /// `[upstreams.tools."GLOB"]`: how the matching upstream tools behave here.
@@ -702,6 +729,14 @@ impl UpstreamSpec {
                 (glob.clone(), gateway)
             })
             .collect();
+        let catalog = |overrides: &IndexMap<String, UpstreamCatalogOverride>| {
+            overrides
+                .iter()
+                .map(|(glob, over)| (glob.clone(), over.to_gateway()))
+                .collect()
+        };
+        config.resource_overrides = catalog(&self.resources);
+        config.prompt_overrides = catalog(&self.prompts);
         Ok(config)
     }
 
@@ -1520,6 +1555,37 @@ mod tests {
 
     fn error(text: &str) -> String {
         Manifest::parse("m.toml", text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn an_upstreams_resources_and_prompts_take_overrides_by_glob() {
+        let manifest = Manifest::parse(
+            "m.toml",
+            "[[upstreams]]\nname = \"fs\"\ncommand = [\"server\"]\n\
+             [upstreams.resources.\"file:///etc/*\"]\nhide = true\n\
+             [upstreams.resources.\"file:///home/*\"]\nscopes = [\"fs:read\"]\n\
+             [upstreams.prompts.\"review\"]\nscopes = [\"code:review\"]\n",
+        )
+        .unwrap();
+        let config = manifest.upstreams[0].config(&|_| None).unwrap();
+        let (etc, home) = (&config.resource_overrides[0], &config.resource_overrides[1]);
+        assert_eq!(
+            (etc.0.as_str(), etc.1.hide, &etc.1.scopes),
+            ("file:///etc/*", Some(true), &None)
+        );
+        assert_eq!(
+            (home.0.as_str(), home.1.hide, &home.1.scopes),
+            ("file:///home/*", None, &Some(vec!["fs:read".to_owned()]))
+        );
+        assert_eq!(config.prompt_overrides[0].0, "review");
+        assert_eq!(
+            config.prompt_overrides[0].1.scopes.as_deref(),
+            Some(&["code:review".to_owned()][..])
+        );
+        let e = error(
+            "[[upstreams]]\nname = \"fs\"\ncommand = [\"server\"]\n[upstreams.prompts.\"x\"]\nconfirm = true\n",
+        );
+        assert!(e.contains("unknown field `confirm`"), "{e}");
     }
 
     #[test]

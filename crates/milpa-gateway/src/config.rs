@@ -33,6 +33,12 @@ pub struct UpstreamConfig {
     /// Overrides by glob over the upstream's own tool names, in order; every match
     /// applies, later ones win field by field.
     pub overrides: Vec<(String, ToolOverride)>,
+    /// Overrides by glob over its resource URIs and template texts, merged like
+    /// [`overrides`](Self::overrides).
+    pub resource_overrides: Vec<(String, CatalogOverride)>,
+    /// Overrides by glob over its own prompt names, merged like
+    /// [`overrides`](Self::overrides).
+    pub prompt_overrides: Vec<(String, CatalogOverride)>,
     /// How long a start may take (launch, handshake and discovery) before it counts as
     /// failed (default [`DEFAULT_START_TIMEOUT`]).
     pub start_timeout: Duration,
@@ -56,6 +62,8 @@ impl UpstreamConfig {
             },
             prefix: None,
             overrides: Vec::new(),
+            resource_overrides: Vec::new(),
+            prompt_overrides: Vec::new(),
             start_timeout: DEFAULT_START_TIMEOUT,
             shown: None,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
@@ -78,6 +86,8 @@ impl UpstreamConfig {
             },
             prefix: None,
             overrides: Vec::new(),
+            resource_overrides: Vec::new(),
+            prompt_overrides: Vec::new(),
             start_timeout: DEFAULT_START_TIMEOUT,
             shown: None,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
@@ -116,6 +126,22 @@ impl UpstreamConfig {
     }
 }
 
+/// Every override of `overrides` whose glob matches `name`, merged in order.
+pub(crate) fn catalog_override_for(
+    overrides: &[(String, CatalogOverride)],
+    name: &str,
+) -> CatalogOverride {
+    overrides
+        .iter()
+        .filter(|(glob, _)| glob_matches(glob, name))
+        .fold(CatalogOverride::default(), |merged, (_, over)| {
+            CatalogOverride {
+                hide: over.hide.or(merged.hide),
+                scopes: over.scopes.clone().or(merged.scopes),
+            }
+        })
+}
+
 impl std::fmt::Debug for UpstreamConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("UpstreamConfig")
@@ -123,6 +149,8 @@ impl std::fmt::Debug for UpstreamConfig {
             .field("shown", &self.label())
             .field("prefix", &self.prefix)
             .field("overrides", &self.overrides)
+            .field("resource_overrides", &self.resource_overrides)
+            .field("prompt_overrides", &self.prompt_overrides)
             .field("start_timeout", &self.start_timeout)
             .field("max_message_bytes", &self.max_message_bytes)
             .finish_non_exhaustive()
@@ -223,6 +251,17 @@ impl ToolOverride {
             hide: later.hide.or(self.hide),
         }
     }
+}
+
+/// Changes to how an upstream's resources (by URI or template) or prompts (by name) are
+/// served here; `None` keeps the default.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct CatalogOverride {
+    /// Leave them out: not listed, not read (default: listed).
+    pub hide: Option<bool>,
+    /// Scopes of which a reader needs one (default: none).
+    pub scopes: Option<Vec<String>>,
 }
 
 #[cfg(test)]

@@ -75,7 +75,7 @@ pub mod upstream;
 mod upstream_catalog;
 mod upstream_log;
 
-pub use config::{Confirm, ToolOverride, Transport, UpstreamConfig};
+pub use config::{CatalogOverride, Confirm, ToolOverride, Transport, UpstreamConfig};
 pub use connection::CallError;
 pub use error::{ConfigProblem, GatewayError, HandshakeFailure};
 pub use forward::{definitions, register};

@@ -207,7 +207,7 @@ impl Upstream {
         config: UpstreamConfig,
     ) -> (Upstream, oneshot::Receiver<Result<(), GatewayError>>) {
         let (settled, _) = watch::channel(false);
-        let catalog = Arc::new(UpstreamCatalog::new(&config.name, config.prefix()));
+        let catalog = Arc::new(UpstreamCatalog::new(&config));
         let shared = Arc::new(Shared {
             config,
             state: Mutex::new(UpstreamState::Starting),

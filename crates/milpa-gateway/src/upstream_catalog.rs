@@ -32,7 +32,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use crate::config::DEFAULT_CALL_TIMEOUT;
+use crate::config::{CatalogOverride, DEFAULT_CALL_TIMEOUT, UpstreamConfig, catalog_override_for};
 use crate::connection::{CallError, CatalogListener, Connection};
 
 /// JSON-RPC codes an upstream answers an unknown resource with: `-32002` up to 2025-11-25,
@@ -183,6 +183,10 @@ pub(crate) struct UpstreamCatalog {
     upstream: Arc<str>,
     /// Put in front of its prompt names.
     prefix: String,
+    /// By glob over its URIs and template texts: hidden, or scoped.
+    resource_overrides: Vec<(String, CatalogOverride)>,
+    /// By glob over its prompt names.
+    prompt_overrides: Vec<(String, CatalogOverride)>,
     offers: Mutex<Offers>,
     lists: Mutex<CatalogLists>,
     connection: Mutex<Option<Arc<Connection>>>,
@@ -196,10 +200,12 @@ pub(crate) struct UpstreamCatalog {
 }
 
 impl UpstreamCatalog {
-    pub(crate) fn new(upstream: &str, prefix: String) -> UpstreamCatalog {
+    pub(crate) fn new(config: &UpstreamConfig) -> UpstreamCatalog {
         UpstreamCatalog {
-            upstream: Arc::from(upstream),
-            prefix,
+            upstream: Arc::from(config.name.as_str()),
+            prefix: config.prefix(),
+            resource_overrides: config.resource_overrides.clone(),
+            prompt_overrides: config.prompt_overrides.clone(),
             offers: Mutex::default(),
             lists: Mutex::default(),
             connection: Mutex::new(None),
@@ -233,14 +239,22 @@ impl UpstreamCatalog {
         *self.offers.lock()
     }
 
-    /// Its lists as `connection` gives them now (what `offers` says it serves); a list it
-    /// fails to give is empty, with a warning.
+    /// Its lists as `connection` gives them now (what `offers` says it serves), overrides
+    /// applied (hidden ones left out, scopes set); a list it fails to give is empty, with a
+    /// warning.
     pub(crate) async fn discover(&self, connection: &Connection, offers: Offers) -> CatalogLists {
         let mut lists = CatalogLists::default();
         if offers.resources {
             for entry in self.listed(connection, "resources/list", "resources").await {
                 match resource_of(entry) {
-                    Ok(resource) => lists.resources.push(resource),
+                    Ok(resource) => {
+                        let over = catalog_override_for(&self.resource_overrides, resource.uri());
+                        if over.hide != Some(true) {
+                            lists
+                                .resources
+                                .push(resource.with_scopes(over.scopes.unwrap_or_default()));
+                        }
+                    }
                     Err(why) => self.skipped("resource", &why),
                 }
             }
@@ -249,7 +263,15 @@ impl UpstreamCatalog {
                 .await;
             for entry in templates {
                 match template_of(entry) {
-                    Ok(template) => lists.templates.push(template),
+                    Ok(template) => {
+                        let text = template.template().as_str().to_owned();
+                        let over = catalog_override_for(&self.resource_overrides, &text);
+                        if over.hide != Some(true) {
+                            lists
+                                .templates
+                                .push(template.with_scopes(over.scopes.unwrap_or_default()));
+                        }
+                    }
                     Err(why) => self.skipped("resource template", &why),
                 }
             }
@@ -258,10 +280,14 @@ impl UpstreamCatalog {
             for entry in self.listed(connection, "prompts/list", "prompts").await {
                 match prompt_of(entry, &self.prefix) {
                     Ok((prompt, remote)) => {
-                        lists
-                            .remote_prompts
-                            .insert(prompt.name().to_owned(), remote);
-                        lists.prompts.push(prompt);
+                        let over = catalog_override_for(&self.prompt_overrides, &remote);
+                        if over.hide != Some(true) {
+                            let prompt = prompt.with_scopes(over.scopes.unwrap_or_default());
+                            lists
+                                .remote_prompts
+                                .insert(prompt.name().to_owned(), remote);
+                            lists.prompts.push(prompt);
+                        }
                     }
                     Err(why) => self.skipped("prompt", &why),
                 }
@@ -904,7 +930,9 @@ mod tests {
         }
         let mut registry = ToolRegistry::new();
         registry.register_resources(Local).unwrap();
-        let catalog = Arc::new(UpstreamCatalog::new("up", String::new()));
+        let mut config = UpstreamConfig::stdio("up", vec!["server".into()]);
+        config.prefix = Some(String::new());
+        let catalog = Arc::new(UpstreamCatalog::new(&config));
         let registry = Arc::new(registry);
         catalog.serve_in(&registry);
         let lists = CatalogLists {

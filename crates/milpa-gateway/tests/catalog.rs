@@ -310,3 +310,75 @@ async fn what_the_first_upstream_serves_stays_its_own() {
         milpa::catalog::PromptMessage::user("Say hello to Bo")
     );
 }
+
+/// `hide` and `scopes` by glob: a hidden resource is neither listed nor read, a scoped
+/// template and prompt need the scope.
+#[tokio::test]
+async fn overrides_hide_and_scope_what_the_upstream_offers() {
+    use milpa_gateway::{CatalogOverride, Upstream, UpstreamConfig};
+
+    let server = common::example("catalog_server").display().to_string();
+    let mut config = UpstreamConfig::stdio("cat", vec![server]);
+    let mut hidden = CatalogOverride::default();
+    hidden.hide = Some(true);
+    let mut scoped = CatalogOverride::default();
+    scoped.scopes = Some(vec!["memo:read".into()]);
+    config.resource_overrides = vec![
+        ("memo://pix*".into(), hidden),
+        ("memo://notes/*".into(), scoped.clone()),
+    ];
+    config.prompt_overrides = vec![("greet".into(), scoped)];
+    let upstream = Upstream::start(config).await.expect("it starts");
+    let registry = Arc::new(ToolRegistry::new());
+    upstream.follow_tool_list(&registry);
+
+    let snapshot = registry.catalog_snapshot();
+    let resources: Vec<&str> = snapshot.resources().map(|r| r.uri()).collect();
+    assert_eq!(resources, ["memo://hello"]);
+    let without = ToolContext::mcp("r1", Some("ana".into()), Vec::<String>::new());
+    assert!(
+        registry
+            .read_resource("memo://pixel", &without)
+            .await
+            .is_err()
+    );
+    let refused = registry
+        .read_resource("memo://notes/7", &without)
+        .await
+        .unwrap_err();
+    assert!(
+        refused.message().contains("memo:read"),
+        "{}",
+        refused.message()
+    );
+    let arguments = BTreeMap::from([("name".to_owned(), "Ana".to_owned())]);
+    assert!(
+        registry
+            .get_prompt("cat__greet", &arguments, &without)
+            .await
+            .is_err()
+    );
+
+    let with = ToolContext::mcp("r2", Some("ana".into()), vec!["memo:read".to_owned()]);
+    let note = registry
+        .read_resource("memo://notes/7", &with)
+        .await
+        .unwrap();
+    assert_eq!(
+        note[0],
+        milpa::catalog::ResourceContents::text("memo://notes/7", "text/plain", "note 7")
+    );
+    assert!(
+        registry
+            .get_prompt("cat__greet", &arguments, &with)
+            .await
+            .is_ok()
+    );
+    // Unscoped resources stay open to the same caller.
+    assert!(
+        registry
+            .read_resource("memo://hello", &without)
+            .await
+            .is_ok()
+    );
+}
