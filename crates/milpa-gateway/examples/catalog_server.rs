@@ -9,7 +9,8 @@
 //!   Ana, Andrés and Bo).
 //! - Tools: `add_memo(id)` adds the resource `memo://<id>` (the server then says its
 //!   resource list changed); `touch_memo(uri)` announces an update of `uri` to its
-//!   subscribers.
+//!   subscribers; `open_page(url)` asks its client to open `url` (URL-mode elicitation,
+//!   2025-11-25) and answers with the client's answer.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -148,6 +149,25 @@ fn tools() -> Vec<ToolDefinition> {
                     .refresh_catalog()
                     .map_err(|e| ToolError::new(e.to_string()))?;
                 Ok::<_, ToolError>(json!(format!("memo://{id}")))
+            }),
+        ToolDefinition::builder("open_page")
+            .description("Asks the client to open a page")
+            .input_schema(json!({
+                "type": "object",
+                "properties": {"url": {"type": "string"}},
+                "required": ["url"]
+            }))
+            .asynchronous(|args: Value, ctx: ToolContext| async move {
+                let url = args["url"].as_str().unwrap_or_default().to_owned();
+                ctx.call_handle()
+                    .elicit(json!({
+                        "mode": "url",
+                        "elicitationId": "page-1",
+                        "url": url,
+                        "message": "Sign in on this page"
+                    }))
+                    .await
+                    .map_err(|e| ToolError::new(format!("elicitation failed: {}", e.message)))
             }),
         ToolDefinition::builder("touch_memo")
             .description("Announces an update of a resource to its subscribers")

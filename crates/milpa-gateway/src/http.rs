@@ -31,7 +31,7 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::PROTOCOL_VERSION;
+use crate::HTTP_PROTOCOL_VERSION;
 use crate::connection::{Connection, Shared, dispatch};
 use crate::unavailability::Unavailability;
 
@@ -215,7 +215,7 @@ async fn get_stream(endpoint: &Endpoint) -> Result<Response<Incoming>, ExchangeE
         .method(Method::GET)
         .uri(&endpoint.uri)
         .header(ACCEPT, "text/event-stream")
-        .header("mcp-protocol-version", PROTOCOL_VERSION);
+        .header("mcp-protocol-version", HTTP_PROTOCOL_VERSION);
     if let Some(session) = endpoint.session.lock().clone() {
         request = request.header(SESSION_HEADER, session);
     }
@@ -330,7 +330,7 @@ async fn post(
         .uri(&endpoint.uri)
         .header(CONTENT_TYPE, "application/json")
         .header(ACCEPT, "application/json, text/event-stream")
-        .header("mcp-protocol-version", PROTOCOL_VERSION);
+        .header("mcp-protocol-version", HTTP_PROTOCOL_VERSION);
     let session = endpoint.session.lock().clone();
     if let Some(session) = &session {
         request = request.header(SESSION_HEADER, session);
@@ -378,7 +378,7 @@ async fn renew(endpoint: &Endpoint, stale: Option<String>) -> Result<(), Exchang
     );
     let initialize = json!({"jsonrpc": "2.0", "id": "milpa-session", "method": "initialize",
     "params": {
-        "protocolVersion": PROTOCOL_VERSION,
+        "protocolVersion": HTTP_PROTOCOL_VERSION,
         "capabilities": crate::relay::declared_capabilities(),
         "clientInfo": {"name": "milpa-gateway", "version": env!("CARGO_PKG_VERSION")}
     }});

@@ -82,5 +82,11 @@ pub use forward::{definitions, register};
 pub use unavailability::Unavailability;
 pub use upstream::{Upstream, UpstreamState};
 
-/// The MCP protocol revision milpa asks upstreams for.
-pub const PROTOCOL_VERSION: &str = "2025-06-18";
+/// The MCP protocol revision milpa asks a stdio upstream for (it answers with the one it
+/// speaks): 2025-11-25, so that URL-mode elicitation can be relayed.
+pub const PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// The revision milpa asks a Streamable HTTP upstream for: 2025-06-18 until the gateway
+/// resumes an answer stream the server closes mid-call with `Last-Event-ID` (SEP-1699),
+/// which a server of 2025-11-25 may do.
+pub const HTTP_PROTOCOL_VERSION: &str = "2025-06-18";

@@ -28,11 +28,12 @@ const METHOD_NOT_FOUND: i64 = milpa_mcp::jsonrpc::ErrorCode::METHOD_NOT_FOUND.va
 const INTERNAL_ERROR: i64 = milpa_mcp::jsonrpc::ErrorCode::INTERNAL_ERROR.value();
 
 /// The capabilities the gateway declares to an upstream at `initialize`: it may ask for
-/// sampling, (form-mode) elicitation and the roots, which are relayed or declined per call.
+/// sampling, elicitation (form and URL modes) and the roots, which are relayed or declined
+/// per call.
 /// Roots without `listChanged`: the clients' roots differ from call to call, and there is
 /// no one list whose changes could be told.
 pub(crate) fn declared_capabilities() -> Value {
-    json!({"sampling": {}, "elicitation": {}, "roots": {}})
+    json!({"sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {}})
 }
 
 /// Why a request tied to no call is refused.

@@ -198,3 +198,50 @@ async fn roots_over_stdio() {
 async fn roots_over_http() {
     roots_are_relayed_to_the_caller_that_has_them(Via::Http).await;
 }
+
+/// A stdio upstream speaks 2025-11-25 with the gateway, so its URL-mode elicitation reaches
+/// a client that declared it (and its answer goes back); a client that declared only form
+/// mode is not asked, and the upstream's tool hears a decline.
+#[tokio::test]
+async fn url_elicitation_from_a_stdio_upstream_is_relayed() {
+    let upstream = common::start_example("catalog_server", "cat", Via::Stdio).await;
+    let mut client =
+        Client::connect_speaking(upstream, json!({"elicitation": {"url": {}}}), "2025-11-25").await;
+    client
+        .call(
+            2,
+            "cat__open_page",
+            json!({"url": "https://id.example.com/login"}),
+        )
+        .await;
+    let asked = client.recv().await;
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    assert_eq!(asked["params"]["mode"], "url", "{asked}");
+    assert_eq!(
+        asked["params"]["url"], "https://id.example.com/login",
+        "{asked}"
+    );
+    client
+        .send(json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept"}}))
+        .await;
+    let response = client.recv().await;
+    assert_eq!(structured(&response), &json!({"action": "accept"}));
+
+    let upstream = common::start_example("catalog_server", "cat", Via::Stdio).await;
+    let mut client =
+        Client::connect_speaking(upstream, json!({"elicitation": {"form": {}}}), "2025-11-25")
+            .await;
+    client
+        .call(
+            2,
+            "cat__open_page",
+            json!({"url": "https://id.example.com/login"}),
+        )
+        .await;
+    let response = client.recv().await;
+    assert_eq!(
+        response["id"], 2,
+        "no request reached the client: {response}"
+    );
+    assert_eq!(structured(&response), &json!({"action": "decline"}));
+}

@@ -100,6 +100,15 @@ impl Client {
         upstream: (Upstream, Option<tokio::process::Child>),
         capabilities: Value,
     ) -> Client {
+        Client::connect_speaking(upstream, capabilities, "2025-06-18").await
+    }
+
+    /// [`connect_to`](Self::connect_to), asking for the protocol revision `version`.
+    pub async fn connect_speaking(
+        upstream: (Upstream, Option<tokio::process::Child>),
+        capabilities: Value,
+        version: &str,
+    ) -> Client {
         let audit = Arc::new(Recorded::default());
         let registry = ToolRegistry::builder().audit_sink(audit.clone()).build();
         assert!(milpa_gateway::register(&registry, &upstream.0).is_empty());
@@ -124,7 +133,7 @@ impl Client {
         client
             .send(
                 json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                    "protocolVersion": "2025-06-18",
+                    "protocolVersion": version,
                     "capabilities": capabilities,
                     "clientInfo": {"name": "relay-test", "version": "1"}
                 }}),
