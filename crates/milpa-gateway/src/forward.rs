@@ -11,26 +11,32 @@ use milpa::{
 use milpa_mcp::content;
 use serde_json::{Value, json};
 
-use crate::config::{Confirm, DEFAULT_CALL_TIMEOUT};
-use crate::connection::CallError;
+use crate::config::{Confirm, DEFAULT_CALL_TIMEOUT, UpstreamConfig};
+use crate::connection::{CallError, Connection};
 use crate::error::GatewayError;
-use crate::upstream::{Shared, Upstream};
 
 /// JSON-RPC "invalid params": the upstream refused the arguments.
 const INVALID_PARAMS: i64 = milpa_mcp::jsonrpc::ErrorCode::INVALID_PARAMS.value();
 
-/// The definitions of `upstream`'s tools (hidden ones left out), in the order it listed
-/// them. Entries without a name are skipped with a warning.
-pub fn definitions(upstream: &Upstream) -> Vec<(String, ToolDefinition)> {
-    definitions_of(upstream.shared(), &upstream.tools())
+/// What a forwarded tool needs of its upstream: its configuration, and its session now.
+/// (The upstream's shared state implements it; the tools hold it, not the supervisor.)
+pub(crate) trait UpstreamLink: Send + Sync + 'static {
+    /// How it is configured (its name, prefix and overrides).
+    fn config(&self) -> &UpstreamConfig;
+    /// Its live session, or why there is none.
+    fn connection(&self) -> Result<Arc<Connection>, CallError>;
+    /// Its name.
+    fn name(&self) -> &str {
+        &self.config().name
+    }
 }
 
 /// The definitions of `tools`, as `upstream` listed them, overrides applied.
 pub(crate) fn definitions_of(
-    upstream: &Arc<Shared>,
+    upstream: &Arc<dyn UpstreamLink>,
     tools: &[Value],
 ) -> Vec<(String, ToolDefinition)> {
-    let config = &upstream.config;
+    let config = upstream.config();
     let prefix = config.prefix();
     let mut out = Vec::new();
     for tool in tools {
@@ -97,22 +103,11 @@ fn is_mutating(tool: &Value, overridden: Option<bool>) -> bool {
     overridden.unwrap_or(tool["annotations"]["readOnlyHint"] != Value::Bool(true))
 }
 
-/// Sets `upstream`'s tools (the ones it listed last) in `registry`, as the registry's group
-/// named after the upstream (see [`ToolRegistry::replace_tools_skipping`]). A tool that
-/// cannot be served is left out, with an error in the log naming the upstream and the tool,
-/// and handed back: one whose name another tool holds already (any tool, another
-/// upstream's included), one twice in its list, one whose name is invalid or too long
-/// once prefixed, one whose input schema does not compile. To keep them up to date, use
-/// [`Upstream::follow_tool_list`] instead.
-pub fn register(registry: &ToolRegistry, upstream: &Upstream) -> Vec<GatewayError> {
-    replace(registry, upstream.shared(), &upstream.tools())
-}
-
 /// Sets `upstream`'s tools in `registry` to the ones `tools` describes, leaving out (and
 /// logging) those that cannot be served.
 pub(crate) fn replace(
     registry: &ToolRegistry,
-    upstream: &Arc<Shared>,
+    upstream: &Arc<dyn UpstreamLink>,
     tools: &[Value],
 ) -> Vec<GatewayError> {
     let name = upstream.name();
@@ -160,7 +155,7 @@ pub(crate) fn replace(
 
 /// The body of an upstream tool: forwards the validated arguments.
 struct UpstreamTool {
-    upstream: Arc<Shared>,
+    upstream: Arc<dyn UpstreamLink>,
     remote: String,
 }
 

@@ -78,9 +78,8 @@ mod upstream_log;
 pub use config::{CatalogOverride, Confirm, ToolOverride, Transport, UpstreamConfig};
 pub use connection::CallError;
 pub use error::{ConfigProblem, GatewayError, HandshakeFailure};
-pub use forward::{definitions, register};
 pub use unavailability::Unavailability;
-pub use upstream::{Upstream, UpstreamState};
+pub use upstream::{Upstream, UpstreamState, definitions, register};
 
 /// The MCP protocol revision milpa asks a stdio upstream for (it answers with the one it
 /// speaks): 2025-11-25, so that URL-mode elicitation can be relayed.

@@ -13,7 +13,7 @@
 //! Dropping the [`Upstream`] stops the supervisor and kills the child's whole process tree.
 //!
 //! Its tools reach a registry through [`Upstream::follow_tool_list`] (or once through
-//! [`register`](crate::register)): set when it starts, discovered again (every page) each
+//! [`register`]): set when it starts, discovered again (every page) each
 //! time it sends `notifications/tools/list_changed` and after each restart, and replaced
 //! there (overrides and `hide` applied again) when they differ. A tool the registry cannot
 //! take (an invalid or over-long name, a name another tool holds, a schema that does not
@@ -28,7 +28,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use hyper::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
-use milpa::{LogLevel, ToolRegistry};
+use milpa::{LogLevel, ToolDefinition, ToolRegistry};
 use milpa_process::child_env;
 use milpa_process::process_tree::{self, ProcessTree};
 use parking_lot::Mutex;
@@ -41,9 +41,10 @@ use tokio::time::Instant;
 use crate::config::{Transport, UpstreamConfig};
 use crate::connection::{CallError, Connection};
 use crate::error::{ConfigProblem, GatewayError, HandshakeFailure};
+use crate::forward::{self, UpstreamLink};
 use crate::unavailability::Unavailability;
 use crate::upstream_catalog::{CatalogLists, Offers, UpstreamCatalog};
-use crate::upstream_log::{self, UpstreamLog};
+use crate::upstream_log::UpstreamLog;
 use crate::{HTTP_PROTOCOL_VERSION, PROTOCOL_VERSION};
 
 /// The first restart delay.
@@ -114,9 +115,24 @@ pub(crate) struct Shared {
     restarts: AtomicU64,
 }
 
+impl UpstreamLink for Shared {
+    fn config(&self) -> &UpstreamConfig {
+        &self.config
+    }
+
+    fn connection(&self) -> Result<Arc<Connection>, CallError> {
+        Shared::connection(self)
+    }
+}
+
 impl Shared {
     pub(crate) fn name(&self) -> &str {
         &self.config.name
+    }
+
+    /// Itself as its tools see it.
+    fn link(self: &Arc<Self>) -> Arc<dyn UpstreamLink> {
+        Arc::clone(self) as Arc<dyn UpstreamLink>
     }
 
     pub(crate) fn state(&self) -> UpstreamState {
@@ -149,7 +165,7 @@ impl Shared {
         }
         let registry = self.registry.lock().as_ref().and_then(Weak::upgrade);
         if let Some(registry) = registry {
-            crate::forward::replace(&registry, self, &tools);
+            forward::replace(&registry, &self.link(), &tools);
         }
         *last = tools;
     }
@@ -172,7 +188,7 @@ impl Shared {
         registry.set_group_instructions(self.name(), self.instructions.lock().as_deref());
         let tools = self.tools.lock();
         *self.registry.lock() = Some(Arc::downgrade(registry));
-        crate::forward::replace(registry, self, &tools);
+        forward::replace(registry, &self.link(), &tools);
     }
 }
 
@@ -305,10 +321,6 @@ impl Upstream {
     pub fn tools(&self) -> Vec<Value> {
         self.shared.tools.lock().clone()
     }
-
-    pub(crate) fn shared(&self) -> &Arc<Shared> {
-        &self.shared
-    }
 }
 
 impl Drop for Upstream {
@@ -319,6 +331,23 @@ impl Drop for Upstream {
             follower.abort();
         }
     }
+}
+
+/// The definitions of `upstream`'s tools (hidden ones left out), in the order it listed
+/// them. Entries without a name are skipped with a warning.
+pub fn definitions(upstream: &Upstream) -> Vec<(String, ToolDefinition)> {
+    forward::definitions_of(&upstream.shared.link(), &upstream.tools())
+}
+
+/// Sets `upstream`'s tools (the ones it listed last) in `registry`, as the registry's group
+/// named after the upstream (see [`ToolRegistry::replace_tools_skipping`]). A tool that
+/// cannot be served is left out, with an error in the log naming the upstream and the tool,
+/// and handed back: one whose name another tool holds already (any tool, another
+/// upstream's included), one twice in its list, one whose name is invalid or too long
+/// once prefixed, one whose input schema does not compile. To keep them up to date, use
+/// [`Upstream::follow_tool_list`] instead.
+pub fn register(registry: &ToolRegistry, upstream: &Upstream) -> Vec<GatewayError> {
+    forward::replace(registry, &upstream.shared.link(), &upstream.tools())
 }
 
 /// A launched upstream: its session, and for a stdio server the child and its tree.
@@ -384,7 +413,7 @@ async fn supervise(shared: Arc<Shared>, first: oneshot::Sender<Result<(), Gatewa
                     let connection = Arc::clone(&live.connection);
                     let name = shared.config.name.clone();
                     tokio::spawn(async move {
-                        upstream_log::ask_level(&connection, &name, level).await;
+                        ask_level(&connection, &name, level).await;
                     });
                 }
                 shared.publish(tools);
@@ -828,7 +857,7 @@ async fn follow_levels(shared: Arc<Shared>, mut levels: watch::Receiver<Option<L
             continue;
         };
         if let Ok(connection) = shared.connection() {
-            upstream_log::ask_level(&connection, shared.name(), level).await;
+            ask_level(&connection, shared.name(), level).await;
         }
     }
 }
@@ -860,6 +889,24 @@ async fn rediscover(shared: &Arc<Shared>) {
             upstream = %name,
             "could not list its tools again ({error}); keeping the previous ones"
         ),
+    }
+}
+
+/// Asks `connection`'s upstream for messages at `level` and above, when it declared
+/// `logging`; a refusal is noted in the log (the upstream then logs at its own level).
+async fn ask_level(connection: &Connection, upstream: &str, level: LogLevel) {
+    if !connection.declares_logging() {
+        return;
+    }
+    if let Err(error) = connection
+        .request("logging/setLevel", json!({"level": level}), None)
+        .await
+    {
+        tracing::warn!(
+            target: "milpa::upstream",
+            upstream,
+            "refused the log level the clients asked for ({error})"
+        );
     }
 }
 

@@ -18,9 +18,7 @@ use milpa::LogLevel;
 use milpa::call_handle::CallHandle;
 use milpa::server_log::{LogEntry, ServerLog};
 use parking_lot::Mutex;
-use serde_json::{Value, json};
-
-use crate::connection::Connection;
+use serde_json::Value;
 
 /// Where an upstream's log messages go, shared by its supervisor and its sessions.
 #[derive(Debug, Default)]
@@ -80,27 +78,10 @@ fn entry(upstream: &str, params: &Value) -> LogEntry {
     LogEntry::new(level, Some(logger), data)
 }
 
-/// Asks `connection`'s upstream for messages at `level` and above, when it declared
-/// `logging`; a refusal is noted in the log (the upstream then logs at its own level).
-pub(crate) async fn ask_level(connection: &Connection, upstream: &str, level: LogLevel) {
-    if !connection.declares_logging() {
-        return;
-    }
-    if let Err(error) = connection
-        .request("logging/setLevel", json!({"level": level}), None)
-        .await
-    {
-        tracing::warn!(
-            target: "milpa::upstream",
-            upstream,
-            "refused the log level the clients asked for ({error})"
-        );
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn messages_are_named_after_the_upstream_at_their_level() {
