@@ -10,7 +10,9 @@
 //! - Tools: `add_memo(id)` adds the resource `memo://<id>` (the server then says its
 //!   resource list changed); `touch_memo(uri)` announces an update of `uri` to its
 //!   subscribers; `open_page(url)` asks its client to open `url` (URL-mode elicitation,
-//!   2025-11-25) and answers with the client's answer.
+//!   2025-11-25) and answers with the client's answer; `close_stream()` closes its answer
+//!   stream mid-call (SEP-1699; over HTTP with a 2025-11-25 client), then answers whether
+//!   it could.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
@@ -168,6 +170,13 @@ fn tools() -> Vec<ToolDefinition> {
                     }))
                     .await
                     .map_err(|e| ToolError::new(format!("elicitation failed: {}", e.message)))
+            }),
+        ToolDefinition::builder("close_stream")
+            .description("Closes its answer stream, then answers")
+            .asynchronous(|_: Value, ctx: ToolContext| async move {
+                let closed = ctx.call_handle().close_response_stream();
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                json!({"closed": closed})
             }),
         ToolDefinition::builder("touch_memo")
             .description("Announces an update of a resource to its subscribers")

@@ -139,6 +139,11 @@ impl Shared {
         }
     }
 
+    /// Whether request `id` still waits for its answer.
+    pub(crate) fn awaits(&self, id: u64) -> bool {
+        self.pending.lock().contains_key(&id)
+    }
+
     /// Fails the waiting request `id` (its message could not be delivered).
     pub(crate) fn fail(&self, id: u64, why: Unavailability) {
         if let Some(answer) = self.pending.lock().remove(&id) {

@@ -21,7 +21,7 @@ use std::time::Duration;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper::body::Incoming;
-use hyper::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
+use hyper::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode, Uri};
 use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
@@ -31,7 +31,7 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::HTTP_PROTOCOL_VERSION;
+use crate::PROTOCOL_VERSION;
 use crate::connection::{Connection, Shared, dispatch};
 use crate::unavailability::Unavailability;
 
@@ -51,6 +51,9 @@ struct Endpoint {
     /// The largest answer or event it may send.
     max_message_bytes: usize,
     session: Mutex<Option<String>>,
+    /// The revision the server answered `initialize` with, named on every later request
+    /// (until then, the one we asked for).
+    protocol: Mutex<Option<HeaderValue>>,
     /// Held while a new session is opened, so concurrent messages open one, not many.
     renewing: tokio::sync::Mutex<()>,
     /// Whether the server's own stream is being listened to.
@@ -106,6 +109,7 @@ pub(crate) fn open(
             headers,
             max_message_bytes,
             session: Mutex::new(None),
+            protocol: Mutex::new(None),
             renewing: tokio::sync::Mutex::new(()),
             listening: AtomicBool::new(false),
             client,
@@ -172,7 +176,7 @@ async fn listen(
     let listening = async {
         let mut delay = LISTEN_RETRY;
         while shared.closed().is_none() {
-            match get_stream(&endpoint).await {
+            match get_stream(&endpoint, None).await {
                 Ok(response) if response.status() == StatusCode::METHOD_NOT_ALLOWED => {
                     tracing::debug!(target: "milpa::upstream", upstream = %upstream, "the server offers no stream of its own");
                     return;
@@ -209,13 +213,20 @@ async fn listen(
     }
 }
 
-/// Opens the server's own stream: a `GET` with the session id and the token.
-async fn get_stream(endpoint: &Endpoint) -> Result<Response<Incoming>, ExchangeError> {
+/// Opens the server's own stream, or (with `last_event_id`) takes up a stream it closed
+/// after that event: a `GET` with the session id and the token.
+async fn get_stream(
+    endpoint: &Endpoint,
+    last_event_id: Option<&str>,
+) -> Result<Response<Incoming>, ExchangeError> {
     let mut request = Request::builder()
         .method(Method::GET)
         .uri(&endpoint.uri)
         .header(ACCEPT, "text/event-stream")
-        .header("mcp-protocol-version", HTTP_PROTOCOL_VERSION);
+        .header("mcp-protocol-version", endpoint.protocol_version());
+    if let Some(id) = last_event_id {
+        request = request.header("last-event-id", id);
+    }
     if let Some(session) = endpoint.session.lock().clone() {
         request = request.header(SESSION_HEADER, session);
     }
@@ -313,10 +324,64 @@ async fn exchange(
         renew(endpoint, sent_session).await?;
         response = post(endpoint, line).await?.0;
     }
-    read_messages(endpoint, response, |message| {
+    let mut end = read_messages(endpoint, response, |message| {
+        endpoint.note_protocol(&message);
         dispatch(&endpoint.upstream, message, outgoing, shared, request_id);
     })
-    .await
+    .await?;
+    // SEP-1699: the server may close a call's stream while the call runs on; the answer
+    // then comes on a `GET` that names the last event seen. Bounded: a server that keeps
+    // closing without answering fails the call after `MAX_RESUMES`.
+    let Some(id) = request_id else {
+        return Ok(());
+    };
+    let mut resumes = 0;
+    while shared.awaits(id) && resumes < MAX_RESUMES {
+        let Some(last) = end.last_event_id.clone() else {
+            break;
+        };
+        resumes += 1;
+        tokio::time::sleep(end.retry.unwrap_or(RESUME_DELAY).min(MAX_RESUME_DELAY)).await;
+        let response = get_stream(endpoint, Some(&last)).await?;
+        let resumed = read_messages(endpoint, response, |message| {
+            dispatch(&endpoint.upstream, message, outgoing, shared, request_id);
+        })
+        .await?;
+        end = StreamEnd {
+            last_event_id: resumed.last_event_id.or(Some(last)),
+            retry: resumed.retry.or(end.retry),
+        };
+    }
+    Ok(())
+}
+
+/// A stream taken up again at most this many times for one request.
+const MAX_RESUMES: usize = 100;
+/// How long to wait before taking a stream up again when the server did not say (`retry`).
+const RESUME_DELAY: Duration = Duration::from_millis(500);
+/// The longest wait before taking a stream up again, whatever the server says.
+const MAX_RESUME_DELAY: Duration = Duration::from_secs(5);
+
+impl Endpoint {
+    /// The revision to name on a request: the one the server answered `initialize` with,
+    /// else the one we ask for.
+    fn protocol_version(&self) -> HeaderValue {
+        self.protocol
+            .lock()
+            .clone()
+            .unwrap_or(HeaderValue::from_static(PROTOCOL_VERSION))
+    }
+
+    /// Takes note of the revision when `message` answers `initialize`; says whether it did.
+    fn note_protocol(&self, message: &Value) -> bool {
+        let Some(version) = message["result"]["protocolVersion"].as_str() else {
+            return false;
+        };
+        if let Ok(version) = HeaderValue::from_str(version) {
+            *self.protocol.lock() = Some(version);
+        }
+        true
+    }
 }
 
 /// Posts `body` with the session id (when there is one) and the token; notes the session
@@ -330,7 +395,7 @@ async fn post(
         .uri(&endpoint.uri)
         .header(CONTENT_TYPE, "application/json")
         .header(ACCEPT, "application/json, text/event-stream")
-        .header("mcp-protocol-version", HTTP_PROTOCOL_VERSION);
+        .header("mcp-protocol-version", endpoint.protocol_version());
     let session = endpoint.session.lock().clone();
     if let Some(session) = &session {
         request = request.header(SESSION_HEADER, session);
@@ -378,14 +443,14 @@ async fn renew(endpoint: &Endpoint, stale: Option<String>) -> Result<(), Exchang
     );
     let initialize = json!({"jsonrpc": "2.0", "id": "milpa-session", "method": "initialize",
     "params": {
-        "protocolVersion": HTTP_PROTOCOL_VERSION,
+        "protocolVersion": PROTOCOL_VERSION,
         "capabilities": crate::relay::declared_capabilities(),
         "clientInfo": {"name": "milpa-gateway", "version": env!("CARGO_PKG_VERSION")}
     }});
     let (response, _) = post(endpoint, Bytes::from(initialize.to_string())).await?;
     let mut answered = false;
     read_messages(endpoint, response, |message| {
-        answered |= message["result"]["protocolVersion"].is_string();
+        answered |= endpoint.note_protocol(&message);
     })
     .await?;
     if !answered {
@@ -398,16 +463,24 @@ async fn renew(endpoint: &Endpoint, stale: Option<String>) -> Result<(), Exchang
     Ok(())
 }
 
+/// Where an event stream can be taken up again: the id of its last event, and how long the
+/// server asked a client to wait before it reconnects.
+#[derive(Debug, Default)]
+struct StreamEnd {
+    last_event_id: Option<String>,
+    retry: Option<Duration>,
+}
+
 /// Hands every message of an answer (one JSON message or batch, or an event stream) to
-/// `deliver`, as it arrives.
+/// `deliver`, as it arrives; says where an event stream ended.
 async fn read_messages(
     endpoint: &Endpoint,
     response: Response<Incoming>,
     mut deliver: impl FnMut(Value),
-) -> Result<(), ExchangeError> {
+) -> Result<StreamEnd, ExchangeError> {
     let status = response.status();
     if status == StatusCode::ACCEPTED {
-        return Ok(());
+        return Ok(StreamEnd::default());
     }
     if !status.is_success() {
         return Err(ExchangeError::Status {
@@ -441,13 +514,25 @@ async fn read_messages(
             let message = serde_json::from_slice(&bytes).map_err(ExchangeError::NotJson)?;
             deliver(message);
         }
-        return Ok(());
+        return Ok(StreamEnd::default());
     }
     let mut events = EventBuffer::new(max);
+    let mut end = StreamEnd::default();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(ExchangeError::StreamBroke)?;
         if let Some(data) = frame.data_ref() {
-            for data in events.push(data)? {
+            for event in events.push(data)? {
+                if let Some(id) = event.id {
+                    end.last_event_id = Some(id);
+                }
+                if let Some(retry) = event.retry {
+                    end.retry = Some(retry);
+                }
+                // A priming event (an id, empty data) carries no message.
+                let data = match event.data {
+                    Some(data) if !data.is_empty() => data,
+                    _ => continue,
+                };
                 match serde_json::from_slice(&data) {
                     Ok(message) => deliver(message),
                     Err(error) => tracing::warn!(
@@ -459,7 +544,16 @@ async fn read_messages(
             }
         }
     }
-    Ok(())
+    Ok(end)
+}
+
+/// One complete server-sent event: its id and `retry` (when it set them) and its data
+/// lines joined (when it had any).
+#[derive(Debug, Default, PartialEq)]
+struct Event {
+    id: Option<String>,
+    retry: Option<Duration>,
+    data: Option<Vec<u8>>,
 }
 
 /// Server-sent events as they arrive in pieces: the `data` of each complete event, cut
@@ -477,21 +571,37 @@ impl EventBuffer {
         }
     }
 
-    /// Adds `bytes`; returns the data of the events they completed, or an error when an
-    /// event grows past the limit.
-    fn push(&mut self, bytes: &[u8]) -> Result<Vec<Vec<u8>>, ExchangeError> {
+    /// Adds `bytes`; returns the events they completed (comments alone make none), or an
+    /// error when an event grows past the limit.
+    fn push(&mut self, bytes: &[u8]) -> Result<Vec<Event>, ExchangeError> {
         self.pending
             .extend(bytes.iter().copied().filter(|&b| b != b'\r'));
         let mut complete = Vec::new();
         while let Some(end) = self.pending.windows(2).position(|w| w == b"\n\n") {
-            let event: Vec<u8> = self.pending.drain(..end + 2).collect();
-            let data: Vec<&[u8]> = event
-                .split(|&b| b == b'\n')
-                .filter_map(|line| line.strip_prefix(b"data:"))
-                .map(|data| data.strip_prefix(b" ").unwrap_or(data))
-                .collect();
+            let lines: Vec<u8> = self.pending.drain(..end + 2).collect();
+            let mut event = Event::default();
+            let mut data: Vec<&[u8]> = Vec::new();
+            for line in lines.split(|&b| b == b'\n') {
+                let field = |name: &[u8]| {
+                    line.strip_prefix(name)
+                        .map(|value| value.strip_prefix(b" ").unwrap_or(value))
+                };
+                if let Some(value) = field(b"data:") {
+                    data.push(value);
+                } else if let Some(value) = field(b"id:") {
+                    event.id = std::str::from_utf8(value).ok().map(str::to_owned);
+                } else if let Some(value) = field(b"retry:") {
+                    event.retry = std::str::from_utf8(value)
+                        .ok()
+                        .and_then(|ms| ms.parse().ok())
+                        .map(Duration::from_millis);
+                }
+            }
             if !data.is_empty() {
-                complete.push(data.join(&b'\n'));
+                event.data = Some(data.join(&b'\n'));
+            }
+            if event != Event::default() {
+                complete.push(event);
             }
         }
         if self.pending.len() > self.max {
@@ -514,19 +624,35 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+        let events = buffer
+            .push(b":1}\r\n\r\n: keep-alive\n\nretry: 250\nid: s-2\ndata: 2\n\n")
+            .unwrap();
         assert_eq!(
-            buffer
-                .push(b":1}\r\n\r\n: keep-alive\n\ndata: 2\n\n")
-                .unwrap(),
-            [b"{\"a\":1}".to_vec(), b"2".to_vec()]
+            events,
+            [
+                Event {
+                    id: Some("1".into()),
+                    data: Some(b"{\"a\":1}".to_vec()),
+                    ..Event::default()
+                },
+                Event {
+                    id: Some("s-2".into()),
+                    retry: Some(Duration::from_millis(250)),
+                    data: Some(b"2".to_vec()),
+                }
+            ]
         );
+        // A priming event: an id and empty data.
+        let primed = buffer.push(b"id: s-0\ndata:\n\n").unwrap();
+        assert_eq!(primed[0].id.as_deref(), Some("s-0"));
+        assert_eq!(primed[0].data.as_deref(), Some(&b""[..]));
         // A character split across two pieces stays whole.
         let text = "data: \"año\"\n\n".as_bytes();
         let split = text.iter().position(|&b| b >= 0x80).unwrap() + 1;
         assert!(buffer.push(&text[..split]).unwrap().is_empty());
         assert_eq!(
-            buffer.push(&text[split..]).unwrap(),
-            ["\"año\"".as_bytes().to_vec()]
+            buffer.push(&text[split..]).unwrap()[0].data.as_deref(),
+            Some("\"año\"".as_bytes())
         );
     }
 
@@ -549,6 +675,7 @@ mod tests {
             headers: HeaderMap::new(),
             max_message_bytes: 1024,
             session: Mutex::new(None),
+            protocol: Mutex::new(None),
             renewing: tokio::sync::Mutex::new(()),
             listening: AtomicBool::new(false),
             client: client(false).unwrap(),

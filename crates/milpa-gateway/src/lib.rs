@@ -81,11 +81,8 @@ pub use error::{ConfigProblem, GatewayError, HandshakeFailure};
 pub use unavailability::Unavailability;
 pub use upstream::{Upstream, UpstreamState, definitions, register};
 
-/// The MCP protocol revision milpa asks a stdio upstream for (it answers with the one it
-/// speaks): 2025-11-25, so that URL-mode elicitation can be relayed.
+/// The MCP protocol revision milpa asks upstreams for (an upstream answers with the one it
+/// speaks, which later HTTP requests name): 2025-11-25, so that URL-mode elicitation can
+/// be relayed; an HTTP upstream's answer stream closed mid-call is taken up again with
+/// `Last-Event-ID` (SEP-1699).
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
-
-/// The revision milpa asks a Streamable HTTP upstream for: 2025-06-18 until the gateway
-/// resumes an answer stream the server closes mid-call with `Last-Event-ID` (SEP-1699),
-/// which a server of 2025-11-25 may do.
-pub const HTTP_PROTOCOL_VERSION: &str = "2025-06-18";

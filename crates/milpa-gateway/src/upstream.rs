@@ -38,6 +38,7 @@ use tokio::sync::{Notify, oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use crate::PROTOCOL_VERSION;
 use crate::config::{Transport, UpstreamConfig};
 use crate::connection::{CallError, Connection};
 use crate::error::{ConfigProblem, GatewayError, HandshakeFailure};
@@ -45,7 +46,6 @@ use crate::forward::{self, UpstreamLink};
 use crate::unavailability::Unavailability;
 use crate::upstream_catalog::{CatalogLists, Offers, UpstreamCatalog};
 use crate::upstream_log::UpstreamLog;
-use crate::{HTTP_PROTOCOL_VERSION, PROTOCOL_VERSION};
 
 /// The first restart delay.
 const INITIAL_BACKOFF: Duration = Duration::from_millis(500);
@@ -690,16 +690,12 @@ async fn handshake(
     config: &UpstreamConfig,
     connection: &Connection,
 ) -> Result<(Option<String>, Offers), GatewayError> {
-    let version = match config.transport {
-        Transport::Stdio { .. } => PROTOCOL_VERSION,
-        Transport::Http { .. } => HTTP_PROTOCOL_VERSION,
-    };
     let handshake = async {
         let answer = connection
             .request(
                 "initialize",
                 json!({
-                    "protocolVersion": version,
+                    "protocolVersion": PROTOCOL_VERSION,
                     "capabilities": crate::relay::declared_capabilities(),
                     "clientInfo": {"name": "milpa-gateway", "version": env!("CARGO_PKG_VERSION")}
                 }),
