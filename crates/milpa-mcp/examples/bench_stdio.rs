@@ -241,9 +241,41 @@ async fn start(program: &str, args: &[String], tool: Ask) -> Conn {
     conn.writer.flush().await.unwrap();
     // Some servers log (a notification) before they answer.
     while !conn.read().await.contains("\"id\":\"init\"") {}
+    if let Ask::Call { tool, .. } = &conn.tool {
+        let tool = tool.clone();
+        wait_for_tool(&mut conn, &tool).await;
+    }
     sequential(&mut conn, 0.3).await;
     pipelined(&mut conn, 0.3, 32).await;
     conn
+}
+
+/// Lists the server's tools until `tool` is there (a proxy serves at once and lists an
+/// upstream's tools once the upstream is up), for at most 30 s.
+async fn wait_for_tool(conn: &mut Conn, tool: &str) {
+    let started = Instant::now();
+    let listed = format!("\"name\":\"{tool}\"");
+    loop {
+        conn.writer
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":\"list\",\"method\":\"tools/list\"}\n")
+            .await
+            .unwrap();
+        conn.writer.flush().await.unwrap();
+        let found = loop {
+            let line = conn.read().await;
+            if line.contains("\"id\":\"list\"") {
+                break line.contains(&listed);
+            }
+        };
+        if found {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the server does not list {tool}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 async fn stop(conn: Conn) {
@@ -347,7 +379,8 @@ async fn main() {
     }
     for (n, milpa) in proxies.iter().enumerate() {
         let mut proxy_args: Vec<String> = [
-            "--store", "memory", "proxy", "--audit", &audit, "--name", "up", "--",
+            "--store", "memory", "proxy", "--audit", &audit, "--name", "up", "--prefix", "up__",
+            "--",
         ]
         .iter()
         .map(|s| s.to_string())
