@@ -11,25 +11,13 @@ use milpa::{
 use milpa_mcp::content;
 use serde_json::{Value, json};
 
-use crate::config::{Confirm, DEFAULT_CALL_TIMEOUT, UpstreamConfig};
-use crate::connection::{CallError, Connection};
+use crate::config::{Confirm, DEFAULT_CALL_TIMEOUT};
+use crate::connection::CallError;
 use crate::error::GatewayError;
+use crate::upstream_link::UpstreamLink;
 
 /// JSON-RPC "invalid params": the upstream refused the arguments.
 const INVALID_PARAMS: i64 = milpa_mcp::jsonrpc::ErrorCode::INVALID_PARAMS.value();
-
-/// What a forwarded tool needs of its upstream: its configuration, and its session now.
-/// (The upstream's shared state implements it; the tools hold it, not the supervisor.)
-pub(crate) trait UpstreamLink: Send + Sync + 'static {
-    /// How it is configured (its name, prefix and overrides).
-    fn config(&self) -> &UpstreamConfig;
-    /// Its live session, or why there is none.
-    fn connection(&self) -> Result<Arc<Connection>, CallError>;
-    /// Its name.
-    fn name(&self) -> &str {
-        &self.config().name
-    }
-}
 
 /// The definitions of `tools`, as `upstream` listed them, overrides applied.
 pub(crate) fn definitions_of(

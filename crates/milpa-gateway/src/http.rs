@@ -135,10 +135,19 @@ async fn post_messages(
                 .as_ref()
                 .filter(|m| m.get("method").is_some())
                 .and_then(|m| m["id"].as_u64());
-            let initialized = message
-                .as_ref()
-                .is_some_and(|m| m["method"] == "notifications/initialized");
-            let outcome = exchange(&endpoint, line, request_id, &outgoing, &shared).await;
+            let method = message.as_ref().and_then(|m| m["method"].as_str());
+            let initialized = method == Some("notifications/initialized");
+            // Only the answer to `initialize` says which revision later requests name.
+            let initializing = method == Some("initialize");
+            let outcome = exchange(
+                &endpoint,
+                line,
+                request_id,
+                initializing,
+                &outgoing,
+                &shared,
+            )
+            .await;
             if initialized && outcome.is_ok() && !endpoint.listening.swap(true, Ordering::AcqRel) {
                 tokio::spawn(listen(
                     Arc::clone(&endpoint),
@@ -308,13 +317,15 @@ fn chain(error: &dyn std::error::Error) -> String {
 }
 
 /// Posts one message and dispatches whatever comes back (requests on the answer stream
-/// of our request `request_id` belong to it). When the server no longer knows
+/// of our request `request_id` belong to it); the answer to an `initialize` (`initializing`)
+/// sets the revision later requests name. When the server no longer knows
 /// our session (`404` to a message that carried one: it restarted, or dropped the session),
 /// a new session is opened and the message sent once more.
 async fn exchange(
     endpoint: &Endpoint,
     line: String,
     request_id: Option<u64>,
+    initializing: bool,
     outgoing: &mpsc::UnboundedSender<String>,
     shared: &Shared,
 ) -> Result<(), ExchangeError> {
@@ -325,7 +336,9 @@ async fn exchange(
         response = post(endpoint, line).await?.0;
     }
     let mut end = read_messages(endpoint, response, |message| {
-        endpoint.note_protocol(&message);
+        if initializing {
+            endpoint.note_protocol(&message);
+        }
         dispatch(&endpoint.upstream, message, outgoing, shared, request_id);
     })
     .await?;

@@ -73,6 +73,7 @@ mod relay;
 mod unavailability;
 pub mod upstream;
 mod upstream_catalog;
+mod upstream_link;
 mod upstream_log;
 
 pub use config::{CatalogOverride, Confirm, ToolOverride, Transport, UpstreamConfig};

@@ -42,9 +42,10 @@ use crate::PROTOCOL_VERSION;
 use crate::config::{Transport, UpstreamConfig};
 use crate::connection::{CallError, Connection};
 use crate::error::{ConfigProblem, GatewayError, HandshakeFailure};
-use crate::forward::{self, UpstreamLink};
+use crate::forward;
 use crate::unavailability::Unavailability;
 use crate::upstream_catalog::{CatalogLists, Offers, UpstreamCatalog};
+use crate::upstream_link::UpstreamLink;
 use crate::upstream_log::UpstreamLog;
 
 /// The first restart delay.
@@ -223,8 +224,8 @@ impl Upstream {
         config: UpstreamConfig,
     ) -> (Upstream, oneshot::Receiver<Result<(), GatewayError>>) {
         let (settled, _) = watch::channel(false);
-        let catalog = Arc::new(UpstreamCatalog::new(&config));
-        let shared = Arc::new(Shared {
+        let shared = Arc::new_cyclic(|link: &Weak<Shared>| Shared {
+            catalog: Arc::new(UpstreamCatalog::new(&config, link.clone())),
             config,
             state: Mutex::new(UpstreamState::Starting),
             connection: Mutex::new(None),
@@ -232,7 +233,6 @@ impl Upstream {
             registry: Mutex::new(None),
             list_changed: Arc::new(Notify::new()),
             log: Arc::default(),
-            catalog,
             instructions: Mutex::new(None),
             settled,
             restarts: AtomicU64::new(0),
@@ -405,9 +405,7 @@ async fn supervise(shared: Arc<Shared>, first: oneshot::Sender<Result<(), Gatewa
         let why = match start_once(&shared).await {
             Ok((mut live, tools, lists)) => {
                 shared.set_connection(Some(Arc::clone(&live.connection)));
-                shared
-                    .catalog
-                    .set_connection(Some(Arc::clone(&live.connection)), live.offers);
+                shared.catalog.started(&live.connection, live.offers);
                 shared.set_instructions(live.instructions.take());
                 if let Some(level) = shared.log.server().and_then(|log| log.asked_level()) {
                     let connection = Arc::clone(&live.connection);
@@ -433,7 +431,6 @@ async fn supervise(shared: Arc<Shared>, first: oneshot::Sender<Result<(), Gatewa
                 let up_since = Instant::now();
                 let ended = live.ended().await;
                 shared.set_connection(None);
-                shared.catalog.set_connection(None, live.offers);
                 if up_since.elapsed() >= STABLE_AFTER {
                     delay = INITIAL_BACKOFF;
                 }
@@ -702,11 +699,8 @@ async fn handshake(
                 None,
             )
             .await?;
-        connection.set_declares_logging(
-            answer
-                .pointer("/capabilities/logging")
-                .is_some_and(|logging| !logging.is_null()),
-        );
+        let offers = Offers::from_capabilities(answer.get("capabilities"));
+        connection.set_declares_logging(offers.logging());
         if answer
             .get("protocolVersion")
             .and_then(Value::as_str)
@@ -722,10 +716,7 @@ async fn handshake(
             .and_then(Value::as_str)
             .filter(|text| !text.trim().is_empty())
             .map(|text| bounded_instructions(&config.name, text));
-        Ok((
-            instructions,
-            Offers::from_capabilities(answer.get("capabilities")),
-        ))
+        Ok((instructions, offers))
     };
     handshake.await.map_err(|error| GatewayError::Handshake {
         upstream: config.name.clone(),

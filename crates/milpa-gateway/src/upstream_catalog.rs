@@ -34,6 +34,7 @@ use tokio::sync::Notify;
 
 use crate::config::{CatalogOverride, DEFAULT_CALL_TIMEOUT, UpstreamConfig, catalog_override_for};
 use crate::connection::{CallError, CatalogListener, Connection};
+use crate::upstream_link::UpstreamLink;
 
 /// JSON-RPC codes an upstream answers an unknown resource with: `-32002` up to 2025-11-25,
 /// `-32602` ("invalid params") from 2026-07-28.
@@ -42,6 +43,7 @@ const RESOURCE_NOT_FOUND: [i64; 2] = [-32002, -32602];
 /// What the upstream declared it serves besides tools, at `initialize`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Offers {
+    logging: bool,
     resources: bool,
     subscribe: bool,
     prompts: bool,
@@ -54,6 +56,7 @@ impl Offers {
     pub(crate) fn from_capabilities(capabilities: Option<&Value>) -> Offers {
         #[derive(Deserialize, Default)]
         struct Capabilities {
+            logging: Option<Value>,
             resources: Option<ResourcesCapability>,
             prompts: Option<Value>,
             completions: Option<Value>,
@@ -67,11 +70,17 @@ impl Offers {
             .and_then(|value| Capabilities::deserialize(value).ok())
             .unwrap_or_default();
         Offers {
+            logging: declared.logging.is_some_and(|l| !l.is_null()),
             resources: declared.resources.is_some(),
             subscribe: declared.resources.is_some_and(|r| r.subscribe),
             prompts: declared.prompts.is_some_and(|p| !p.is_null()),
             completions: declared.completions.is_some_and(|c| !c.is_null()),
         }
+    }
+
+    /// Whether it takes `logging/setLevel`.
+    pub(crate) fn logging(&self) -> bool {
+        self.logging
     }
 }
 
@@ -177,10 +186,12 @@ impl CatalogLists {
 /// depends on what the others serve.
 static PUBLISHING: Mutex<()> = parking_lot::const_mutex(());
 
-/// An upstream's resources and prompts: its lists, the session they are asked over, and
+/// An upstream's resources and prompts: its lists, the upstream they are asked of, and
 /// where their news goes.
 pub(crate) struct UpstreamCatalog {
     upstream: Arc<str>,
+    /// The upstream itself, for its session now (weak: the upstream holds its catalog).
+    link: Weak<dyn UpstreamLink>,
     /// Put in front of its prompt names.
     prefix: String,
     /// By glob over its URIs and template texts: hidden, or scoped.
@@ -189,7 +200,6 @@ pub(crate) struct UpstreamCatalog {
     prompt_overrides: Vec<(String, CatalogOverride)>,
     offers: Mutex<Offers>,
     lists: Mutex<CatalogLists>,
-    connection: Mutex<Option<Arc<Connection>>>,
     /// Told when it says its lists changed.
     pub(crate) changed: Notify,
     /// The registry it is served in: where its lists are announced.
@@ -200,15 +210,15 @@ pub(crate) struct UpstreamCatalog {
 }
 
 impl UpstreamCatalog {
-    pub(crate) fn new(config: &UpstreamConfig) -> UpstreamCatalog {
+    pub(crate) fn new(config: &UpstreamConfig, link: Weak<dyn UpstreamLink>) -> UpstreamCatalog {
         UpstreamCatalog {
             upstream: Arc::from(config.name.as_str()),
+            link,
             prefix: config.prefix(),
             resource_overrides: config.resource_overrides.clone(),
             prompt_overrides: config.prompt_overrides.clone(),
             offers: Mutex::default(),
             lists: Mutex::default(),
-            connection: Mutex::new(None),
             changed: Notify::new(),
             registry: Mutex::new(None),
             notifier: Mutex::new(None),
@@ -216,21 +226,18 @@ impl UpstreamCatalog {
         }
     }
 
-    /// Its session now (none while it is down), and what it declared at `initialize`. A new
-    /// session is asked for every subscribed URI again.
-    pub(crate) fn set_connection(&self, connection: Option<Arc<Connection>>, offers: Offers) {
+    /// The upstream started a session on `connection`, declaring `offers` at `initialize`:
+    /// the session is asked for every subscribed URI again.
+    pub(crate) fn started(&self, connection: &Arc<Connection>, offers: Offers) {
         *self.offers.lock() = offers;
-        *self.connection.lock() = connection.clone();
-        if let (Some(connection), true) = (connection, offers.subscribe) {
-            let uris: Vec<String> = self.watched.lock().iter().cloned().collect();
-            if !uris.is_empty() {
-                let upstream = Arc::clone(&self.upstream);
-                tokio::spawn(async move {
-                    for uri in uris {
-                        subscribe(&connection, &upstream, &uri).await;
-                    }
-                });
-            }
+        let uris: Vec<String> = self.watched.lock().iter().cloned().collect();
+        if offers.subscribe && !uris.is_empty() {
+            let (connection, upstream) = (Arc::clone(connection), Arc::clone(&self.upstream));
+            tokio::spawn(async move {
+                for uri in uris {
+                    subscribe(&connection, &upstream, &uri).await;
+                }
+            });
         }
     }
 
@@ -372,18 +379,20 @@ impl UpstreamCatalog {
         self.publish(lists);
     }
 
-    /// The session to ask, or why there is none.
-    fn connection(&self) -> Result<Arc<Connection>, CatalogError> {
-        self.connection.lock().clone().ok_or_else(|| {
-            CatalogError::failed(format!("upstream '{}' is not available", self.upstream))
-        })
+    /// The upstream's session now, or why there is none (it is down, or gone).
+    fn connection(&self) -> Result<Arc<Connection>, CallError> {
+        match self.link.upgrade() {
+            Some(upstream) => upstream.connection(),
+            None => Err(CallError::unavailable(format!(
+                "upstream '{}' is gone",
+                self.upstream
+            ))),
+        }
     }
 
     /// Asks the upstream `method` with `params`, within the default call timeout.
     async fn ask(&self, method: &str, params: Value) -> Result<Value, CallError> {
-        let connection = self
-            .connection()
-            .map_err(|_| CallError::unavailable(format!("upstream '{}' is down", self.upstream)))?;
+        let connection = self.connection()?;
         match tokio::time::timeout(
             DEFAULT_CALL_TIMEOUT,
             connection.request(method, params, None),
@@ -538,7 +547,7 @@ impl ResourceProvider for UpstreamResources {
         let (Ok(connection), Ok(runtime)) =
             (catalog.connection(), tokio::runtime::Handle::try_current())
         else {
-            // Asked when it next starts (see `set_connection`).
+            // Asked when it next starts (see `started`).
             return;
         };
         let (upstream, uri) = (Arc::clone(&catalog.upstream), uri.to_owned());
@@ -830,6 +839,7 @@ mod tests {
     #[test]
     fn offers_come_from_the_declared_capabilities() {
         let offers = Offers::from_capabilities(Some(&json!({
+            "logging": {},
             "resources": {"subscribe": true, "listChanged": true},
             "prompts": {},
             "tools": {}
@@ -837,6 +847,7 @@ mod tests {
         assert_eq!(
             offers,
             Offers {
+                logging: true,
                 resources: true,
                 subscribe: true,
                 prompts: true,
@@ -932,7 +943,17 @@ mod tests {
         registry.register_resources(Local).unwrap();
         let mut config = UpstreamConfig::stdio("up", vec!["server".into()]);
         config.prefix = Some(String::new());
-        let catalog = Arc::new(UpstreamCatalog::new(&config));
+        // No upstream behind it: the lists are all this test asks of the catalog.
+        struct Offline(UpstreamConfig);
+        impl UpstreamLink for Offline {
+            fn config(&self) -> &UpstreamConfig {
+                &self.0
+            }
+            fn connection(&self) -> Result<Arc<Connection>, CallError> {
+                Err(CallError::unavailable("offline"))
+            }
+        }
+        let catalog = Arc::new(UpstreamCatalog::new(&config, Weak::<Offline>::new()));
         let registry = Arc::new(registry);
         catalog.serve_in(&registry);
         let lists = CatalogLists {
