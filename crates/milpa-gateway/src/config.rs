@@ -49,6 +49,11 @@ pub struct UpstreamConfig {
     /// line over it resets the session (its calls fail `UPSTREAM_UNAVAILABLE` and the
     /// server is started again); an HTTP answer or event over it fails that exchange.
     pub max_message_bytes: usize,
+    /// Whether its tools' and prompts' definitions are pinned, a changed one held for a
+    /// person (default `true`; see [`DefinitionPins`](crate::DefinitionPins)). Only an
+    /// upstream started with [`Upstream::spawn_pinned`](crate::Upstream::spawn_pinned) is
+    /// pinned.
+    pub pin: bool,
 }
 
 impl UpstreamConfig {
@@ -67,6 +72,7 @@ impl UpstreamConfig {
             start_timeout: DEFAULT_START_TIMEOUT,
             shown: None,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            pin: true,
         }
     }
 
@@ -91,6 +97,7 @@ impl UpstreamConfig {
             start_timeout: DEFAULT_START_TIMEOUT,
             shown: None,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            pin: true,
         }
     }
 
@@ -153,6 +160,7 @@ impl std::fmt::Debug for UpstreamConfig {
             .field("prompt_overrides", &self.prompt_overrides)
             .field("start_timeout", &self.start_timeout)
             .field("max_message_bytes", &self.max_message_bytes)
+            .field("pin", &self.pin)
             .finish_non_exhaustive()
     }
 }

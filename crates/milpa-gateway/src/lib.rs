@@ -54,6 +54,10 @@
 //!   logger, each at the level it set; a client's `logging/setLevel` is asked of the
 //!   upstreams that declared `logging` (the most verbose any client asked for). See
 //!   [`milpa::server_log`].
+//! - Rug-pull protection: an upstream started with [`Upstream::spawn_pinned`] has the first
+//!   definition seen of each of its tools and prompts pinned in the store; a changed one is
+//!   neither listed nor callable until a person grants the change through the approvals
+//!   queue (see [`DefinitionPins`]).
 //! - When the upstream says its tool list changed (`notifications/tools/list_changed`), or
 //!   after it restarted, its tools are discovered again and replace its previous ones in
 //!   the registry ([`Upstream::follow_tool_list`]), overrides and `hide` applied again; a
@@ -69,6 +73,7 @@ mod connection;
 pub mod error;
 mod forward;
 mod http;
+mod pinning;
 mod relay;
 mod unavailability;
 pub mod upstream;
@@ -79,6 +84,7 @@ mod upstream_log;
 pub use config::{CatalogOverride, Confirm, ToolOverride, Transport, UpstreamConfig};
 pub use connection::CallError;
 pub use error::{ConfigProblem, GatewayError, HandshakeFailure};
+pub use pinning::DefinitionPins;
 pub use unavailability::Unavailability;
 pub use upstream::{Upstream, UpstreamState, definitions, register};
 

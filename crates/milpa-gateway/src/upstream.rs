@@ -28,6 +28,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use hyper::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
+use milpa::approval::pins::DefinitionKind;
 use milpa::{LogLevel, ToolDefinition, ToolRegistry};
 use milpa_process::child_env;
 use milpa_process::process_tree::{self, ProcessTree};
@@ -43,6 +44,7 @@ use crate::config::{Transport, UpstreamConfig};
 use crate::connection::{CallError, Connection};
 use crate::error::{ConfigProblem, GatewayError, HandshakeFailure};
 use crate::forward;
+use crate::pinning::{DefinitionPins, PinGate};
 use crate::unavailability::Unavailability;
 use crate::upstream_catalog::{CatalogLists, Offers, UpstreamCatalog};
 use crate::upstream_link::UpstreamLink;
@@ -114,6 +116,8 @@ pub(crate) struct Shared {
     settled: watch::Sender<bool>,
     /// How many times the supervisor started it again after it had been up.
     restarts: AtomicU64,
+    /// Its pin gate, when its definitions are pinned (see [`crate::pinning`]).
+    pins: Option<Arc<PinGate>>,
 }
 
 impl UpstreamLink for Shared {
@@ -154,6 +158,19 @@ impl Shared {
 
     fn set_connection(&self, connection: Option<Arc<Connection>>) {
         *self.connection.lock() = connection;
+    }
+
+    /// `tools` (as it listed them) without the ones its pin gate holds (all of them when
+    /// it has none).
+    async fn admit(&self, tools: Vec<Value>) -> Vec<Value> {
+        match &self.pins {
+            Some(gate) => {
+                let hidden = |name: &str| self.config.override_for(name).hide == Some(true);
+                gate.admit(DefinitionKind::Tool, tools, hidden, &self.list_changed)
+                    .await
+            }
+            None => tools,
+        }
     }
 
     /// Takes `tools` as its tools, and sets them in the registry that follows it (if any)
@@ -216,16 +233,28 @@ impl Upstream {
     /// [`Starting`](UpstreamState::Starting): a supervisor task launches it, and launches
     /// it again with backoff whenever it fails to start or ends. Needs a Tokio runtime.
     pub fn spawn(config: UpstreamConfig) -> Upstream {
-        Upstream::spawn_reporting(config).0
+        Upstream::spawn_reporting(config, None).0
+    }
+
+    /// [`spawn`](Self::spawn), its tools' and prompts' definitions pinned in `pins` (unless
+    /// its configuration says [`pin = false`](UpstreamConfig::pin)): one that changed since
+    /// it was first seen is neither listed nor callable until a person grants the change
+    /// (see [`DefinitionPins`]).
+    pub fn spawn_pinned(config: UpstreamConfig, pins: &DefinitionPins) -> Upstream {
+        Upstream::spawn_reporting(config, Some(pins)).0
     }
 
     /// [`spawn`](Self::spawn), and a receiver of how its first start ended.
     fn spawn_reporting(
         config: UpstreamConfig,
+        pins: Option<&DefinitionPins>,
     ) -> (Upstream, oneshot::Receiver<Result<(), GatewayError>>) {
         let (settled, _) = watch::channel(false);
+        let pins = pins
+            .filter(|_| config.pin)
+            .map(|pins| Arc::new(PinGate::new(pins.clone(), &config.name, config.prefix())));
         let shared = Arc::new_cyclic(|link: &Weak<Shared>| Shared {
-            catalog: Arc::new(UpstreamCatalog::new(&config, link.clone())),
+            catalog: Arc::new(UpstreamCatalog::new(&config, link.clone(), pins.clone())),
             config,
             state: Mutex::new(UpstreamState::Starting),
             connection: Mutex::new(None),
@@ -236,6 +265,7 @@ impl Upstream {
             instructions: Mutex::new(None),
             settled,
             restarts: AtomicU64::new(0),
+            pins,
         });
         let (first, first_rx) = oneshot::channel();
         let supervisor = tokio::spawn(supervise(Arc::clone(&shared), first));
@@ -252,7 +282,7 @@ impl Upstream {
     /// Tokio runtime. A server that must keep serving while an upstream is down uses
     /// [`spawn`](Self::spawn).
     pub async fn start(config: UpstreamConfig) -> Result<Upstream, GatewayError> {
-        let (upstream, first) = Upstream::spawn_reporting(config);
+        let (upstream, first) = Upstream::spawn_reporting(config, None);
         match first.await {
             Ok(Ok(())) => Ok(upstream),
             Ok(Err(error)) => Err(error),
@@ -474,6 +504,7 @@ async fn start_once(shared: &Shared) -> Result<(Live, Vec<Value>, CatalogLists),
                     upstream: config.name.clone(),
                     why: HandshakeFailure::ToolList(error),
                 })?;
+        let tools = shared.admit(tools).await;
         let lists = shared.catalog.discover(&live.connection, live.offers).await;
         Ok((live, tools, lists))
     };
@@ -869,6 +900,7 @@ async fn rediscover(shared: &Arc<Shared>) {
                 tools = tools.len(),
                 "its tools were discovered again"
             );
+            let tools = shared.admit(tools).await;
             shared.publish(tools);
         }
         Err(error) => tracing::warn!(

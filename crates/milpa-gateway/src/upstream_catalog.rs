@@ -21,6 +21,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Weak};
 
+use milpa::approval::pins::DefinitionKind;
 use milpa::catalog::{
     CatalogError, CatalogNotifier, CatalogSnapshot, Prompt, PromptArgument, PromptContent,
     PromptMessage, PromptProvider, PromptReply, Resource, ResourceContents, ResourceProvider,
@@ -34,6 +35,7 @@ use tokio::sync::Notify;
 
 use crate::config::{CatalogOverride, DEFAULT_CALL_TIMEOUT, UpstreamConfig, catalog_override_for};
 use crate::connection::{CallError, CatalogListener, Connection};
+use crate::pinning::PinGate;
 use crate::upstream_link::UpstreamLink;
 
 /// JSON-RPC codes an upstream answers an unknown resource with: `-32002` up to 2025-11-25,
@@ -200,8 +202,10 @@ pub(crate) struct UpstreamCatalog {
     prompt_overrides: Vec<(String, CatalogOverride)>,
     offers: Mutex<Offers>,
     lists: Mutex<CatalogLists>,
-    /// Told when it says its lists changed.
-    pub(crate) changed: Notify,
+    /// Told when it says its lists changed (or a held prompt was granted).
+    pub(crate) changed: Arc<Notify>,
+    /// Its pin gate, when its prompts are pinned (see [`crate::pinning`]).
+    pins: Option<Arc<PinGate>>,
     /// The registry it is served in: where its lists are announced.
     registry: Mutex<Option<Weak<ToolRegistry>>>,
     notifier: Mutex<Option<CatalogNotifier>>,
@@ -210,7 +214,11 @@ pub(crate) struct UpstreamCatalog {
 }
 
 impl UpstreamCatalog {
-    pub(crate) fn new(config: &UpstreamConfig, link: Weak<dyn UpstreamLink>) -> UpstreamCatalog {
+    pub(crate) fn new(
+        config: &UpstreamConfig,
+        link: Weak<dyn UpstreamLink>,
+        pins: Option<Arc<PinGate>>,
+    ) -> UpstreamCatalog {
         UpstreamCatalog {
             upstream: Arc::from(config.name.as_str()),
             link,
@@ -219,7 +227,8 @@ impl UpstreamCatalog {
             prompt_overrides: config.prompt_overrides.clone(),
             offers: Mutex::default(),
             lists: Mutex::default(),
-            changed: Notify::new(),
+            changed: Arc::new(Notify::new()),
+            pins,
             registry: Mutex::new(None),
             notifier: Mutex::new(None),
             watched: Mutex::default(),
@@ -284,7 +293,16 @@ impl UpstreamCatalog {
             }
         }
         if offers.prompts {
-            for entry in self.listed(connection, "prompts/list", "prompts").await {
+            let mut entries = self.listed(connection, "prompts/list", "prompts").await;
+            if let Some(gate) = &self.pins {
+                let hidden = |name: &str| {
+                    catalog_override_for(&self.prompt_overrides, name).hide == Some(true)
+                };
+                entries = gate
+                    .admit(DefinitionKind::Prompt, entries, hidden, &self.changed)
+                    .await;
+            }
+            for entry in entries {
                 match prompt_of(entry, &self.prefix) {
                     Ok((prompt, remote)) => {
                         let over = catalog_override_for(&self.prompt_overrides, &remote);
@@ -953,7 +971,7 @@ mod tests {
                 Err(CallError::unavailable("offline"))
             }
         }
-        let catalog = Arc::new(UpstreamCatalog::new(&config, Weak::<Offline>::new()));
+        let catalog = Arc::new(UpstreamCatalog::new(&config, Weak::<Offline>::new(), None));
         let registry = Arc::new(registry);
         catalog.serve_in(&registry);
         let lists = CatalogLists {

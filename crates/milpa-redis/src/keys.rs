@@ -10,16 +10,24 @@
 //! <prefix>{passkeys}:credential:<id>           an approver's passkey: one hash, no expiry
 //! <prefix>{passkeys}:actor:<actor>             that actor's credential ids, by enrolment time
 //! <prefix>passkey-enrolment:<sha256>           a one-time enrolment: one hash, PXAT its expiry
+//! <prefix>pin:<kind>:<len>:<scope>:<name>      a pinned definition: one hash, no expiry
 //! ```
 //!
-//! The budget and confirmation scripts each touch one key, so those keys carry no hash tag
+//! The budget, confirmation and pin scripts each touch one key, so those keys carry no hash tag
 //! (a tag would only pin unrelated keys to one slot). The verification scripts change a
 //! request and its place in the two indexes atomically, and Redis Cluster runs a script
 //! only on keys of one slot: the `{verification}` tag puts a deployment's requests and
 //! indexes in one slot (a prefix with braces of its own would decide the tag instead, so a
 //! clustered deployment keeps braces out of its prefix). A request's id comes after
 //! `request:`, so no id can spell an index's key.
+//!
+//! A passkey, enrolment, secret or confirmation key ends in its one caller-given part, so
+//! that part cannot spell another key. A pin has two, a scope and a name, either of which
+//! may hold a `:`, so its scope goes behind its length in bytes: scope `a:b` with name `c`
+//! is `pin:tool:3:a:b:c`, scope `a` with name `b:c` is `pin:tool:1:a:b:c`, and no two
+//! pairs share a key. `<kind>` is `tool` or `prompt`.
 
+use milpa::approval::pins::DefinitionKind;
 use milpa::rate_limit::RateKey;
 
 /// The keys of one deployment (one prefix).
@@ -99,6 +107,20 @@ impl KeySpace {
         out
     }
 
+    /// The pin of `scope`'s `kind` named `name`. The scope is length-prefixed, since both
+    /// it and the name may hold any character (a `:` included).
+    pub(crate) fn pin(&self, scope: &str, kind: DefinitionKind, name: &str) -> String {
+        let mut out = self.with_capacity("pin:", scope.len() + name.len() + 16);
+        out.push_str(kind.as_str());
+        out.push(':');
+        out.push_str(&scope.len().to_string());
+        out.push(':');
+        out.push_str(scope);
+        out.push(':');
+        out.push_str(name);
+        out
+    }
+
     /// The ids of the pending verification requests, scored by `created_at_ms`.
     pub(crate) fn pending_verifications(&self) -> &str {
         &self.pending_verifications
@@ -140,6 +162,23 @@ mod tests {
         );
         // No id spells an index's key.
         assert_ne!(keys.verification("pending"), keys.pending_verifications());
+        assert_eq!(
+            keys.pin("fs", DefinitionKind::Tool, "read"),
+            "milpa:pin:tool:2:fs:read"
+        );
+    }
+
+    #[test]
+    fn no_scope_and_name_spell_another_pairs_pin() {
+        let keys = KeySpace::new("milpa:");
+        let pin = |scope, name| keys.pin(scope, DefinitionKind::Tool, name);
+        assert_ne!(pin("a:b", "c"), pin("a", "b:c"));
+        assert_ne!(pin("1:a", "b"), pin("1", "a:b"));
+        assert_ne!(pin("", "a:b"), pin("a", "b"));
+        assert_ne!(
+            keys.pin("fs", DefinitionKind::Tool, "read"),
+            keys.pin("fs", DefinitionKind::Prompt, "read")
+        );
     }
 
     /// The part of `key` Redis Cluster hashes to pick its slot: the text between the first

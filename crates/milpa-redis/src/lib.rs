@@ -20,6 +20,7 @@ mod connection;
 mod keys;
 mod options;
 mod passkeys;
+mod pins;
 mod rate_limit;
 mod shared;
 mod store;
@@ -31,6 +32,7 @@ pub use options::{
     DEFAULT_VERIFICATION_RETENTION, RedisOptions,
 };
 pub use passkeys::RedisPasskeyStore;
+pub use pins::RedisPinStore;
 pub use rate_limit::{MAX_WINDOW, RedisRateLimiter};
 pub use store::RedisStore;
 pub use verification::RedisVerificationStore;

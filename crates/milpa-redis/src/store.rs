@@ -82,6 +82,16 @@ impl RedisStore {
         crate::RedisPasskeyStore::new(Arc::clone(&self.shared))
     }
 
+    /// Pinned tool and prompt definitions, shared between replicas.
+    pub fn pins(&self) -> Arc<dyn milpa::approval::pins::PinStore> {
+        Arc::new(self.pin_store())
+    }
+
+    /// [`pins`](Self::pins) as its concrete type.
+    pub fn pin_store(&self) -> crate::RedisPinStore {
+        crate::RedisPinStore::new(Arc::clone(&self.shared))
+    }
+
     /// Rate budgets, shared between replicas.
     pub fn rate_limiter(&self) -> Arc<dyn RateLimiter> {
         Arc::new(self.redis_rate_limiter())

@@ -85,6 +85,18 @@ pub(crate) const MIGRATIONS: &[&str] = &[
          actor TEXT NOT NULL,
          expires_at_ms INTEGER NOT NULL
      ) WITHOUT ROWID;",
+    // 5: pinned tool and prompt definitions (their digest and JSON), so a definition an
+    // upstream changes after the first sight is held for a person, across restarts and
+    // processes.
+    "CREATE TABLE milpa_pins (
+         scope TEXT NOT NULL,
+         kind TEXT NOT NULL,
+         name TEXT NOT NULL,
+         digest TEXT NOT NULL,
+         definition TEXT NOT NULL,
+         pinned_at_ms INTEGER NOT NULL,
+         PRIMARY KEY (scope, kind, name)
+     ) WITHOUT ROWID;",
 ];
 
 /// Brings the file at `path` (open as `conn`) up to `migrations.len()`. Refuses a file

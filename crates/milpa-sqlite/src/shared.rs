@@ -1,6 +1,6 @@
 //! What every handle onto one open [`SqliteStore`](crate::SqliteStore) shares: the file's
 //! path, its writer thread and its read connection. Below the store and below each of
-//! its handles (confirmations, budgets, verifications, passkeys, the audit trail), so a
+//! its handles (confirmations, budgets, verifications, passkeys, pins, the audit trail), so a
 //! handle never imports the store that hands it out.
 
 use std::path::PathBuf;

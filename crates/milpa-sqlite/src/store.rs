@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use milpa::StoreError;
 use milpa::approval::passkeys::PasskeyStore;
+use milpa::approval::pins::PinStore;
 use milpa::audit::AuditSink;
 use milpa::audit::trail::AuditTrail;
 use milpa::confirm::ConfirmationStore;
@@ -18,6 +19,7 @@ use crate::confirmations::SqliteConfirmationStore;
 use crate::connection;
 use crate::migrations::{MIGRATIONS, migrate};
 use crate::passkeys::SqlitePasskeyStore;
+use crate::pins::SqlitePinStore;
 use crate::private_files;
 use crate::rate_limit::SqliteRateLimiter;
 use crate::shared::Shared;
@@ -206,6 +208,16 @@ impl SqliteStore {
     /// The passkey store as its concrete type.
     pub fn passkey_store(&self) -> SqlitePasskeyStore {
         SqlitePasskeyStore::new(Arc::clone(&self.shared))
+    }
+
+    /// Pinned tool and prompt definitions in this file.
+    pub fn pins(&self) -> Arc<dyn PinStore> {
+        Arc::new(self.pin_store())
+    }
+
+    /// The pin store as its concrete type.
+    pub fn pin_store(&self) -> SqlitePinStore {
+        SqlitePinStore::new(Arc::clone(&self.shared))
     }
 
     /// The confirmation store as its concrete type.

@@ -9,7 +9,7 @@ use milpa_sqlite::rusqlite::{Connection, params};
 use serde_json::json;
 
 /// This build's schema version (the number of migrations).
-const SCHEMA_VERSION: u32 = 4;
+const SCHEMA_VERSION: u32 = 5;
 
 /// The schema as version 1 left a file: its statements (comments left out) and its version
 /// stamp. A released migration never changes, so neither does this copy.

@@ -19,17 +19,17 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::approval::{Approval, ApprovalError, ApprovalQueue, Verdict};
+use crate::approval::{Approval, ApprovalError, ApprovalQueue, DefinitionChange, Verdict};
 use crate::audit::{AuditLimits, AuditSink, Redactor, TracingAuditSink};
 use crate::confirm::{ConfirmationStore, DEFAULT_TTL, InMemoryConfirmationStore};
 use crate::context::ToolContext;
 use crate::definition::{ToolDefinition, ToolProvider};
 use crate::events::Dispatcher;
 use crate::outcome::{CallOutcome, ConfirmationTicket, SentToken, split_confirm_token};
-use crate::pipeline::approval_decision;
 use crate::pipeline::clock::PipelineClock;
 use crate::pipeline::refusal::{self, ConfirmationRefusal};
 use crate::pipeline::{StageTrace, TokenArg, execute_call};
+use crate::pipeline::{approval_decision, definition_hold};
 use crate::policy::{ChannelPolicy, PolicyGate, PolicyRuleProvider};
 use crate::rate_limit::{Quota, RateLimiter};
 use crate::result::ToolResult;
@@ -737,6 +737,18 @@ impl ToolRegistry {
         approver: &'a ToolContext,
     ) -> impl Future<Output = Result<Approval, ApprovalError>> + Send + 'a {
         approval_decision::decide(&self.wiring, id, verdict, reason, approver)
+    }
+
+    /// Holds a changed upstream definition for a person: opens its approval in the queue
+    /// (or finds the one opened before for the same change, see
+    /// [`ApprovalQueue::hold_change`](crate::approval::ApprovalQueue::hold_change)) and, when
+    /// it opened one, audits it (`definition_held`). Returns the approval and whether it
+    /// was opened now.
+    pub fn hold_definition_change(
+        &self,
+        change: DefinitionChange,
+    ) -> impl Future<Output = Result<(Approval, bool), ApprovalError>> + Send + '_ {
+        definition_hold::hold(&self.wiring, change)
     }
 
     /// The audit sink.

@@ -58,8 +58,10 @@
 //! [`ToolRegistry::decide_approval`]: crate::ToolRegistry::decide_approval
 //! [`ToolRegistry::redeem`]: crate::ToolRegistry::redeem
 
+mod change;
 mod parked;
 pub mod passkeys;
+pub mod pins;
 mod queue;
 
 use std::fmt;
@@ -72,6 +74,7 @@ use crate::result::ErrorCode;
 use crate::store_error::StoreError;
 use crate::verification::{VerificationError, VerificationRecord, VerificationStatus};
 
+pub use change::DefinitionChange;
 pub(crate) use parked::{ParkedAbout, ParkedCall};
 pub use queue::ApprovalQueue;
 pub(crate) use queue::Claim;
@@ -125,6 +128,9 @@ pub enum ApprovalKind {
     ToolCall,
     /// A request opened with `request_verification`.
     Verification,
+    /// An upstream tool or prompt whose definition changed since it was pinned; a grant
+    /// serves the new definition (see [`DefinitionChange`]).
+    DefinitionChange,
 }
 
 impl ApprovalKind {
@@ -133,6 +139,7 @@ impl ApprovalKind {
         match self {
             ApprovalKind::ToolCall => "tool_call",
             ApprovalKind::Verification => "verification",
+            ApprovalKind::DefinitionChange => "definition_change",
         }
     }
 }
@@ -181,13 +188,22 @@ impl fmt::Display for ApprovalState {
 pub struct Approval {
     record: VerificationRecord,
     parked: Option<ParkedCall>,
+    change: Option<DefinitionChange>,
 }
 
 impl Approval {
     /// The approval as stored in `record`.
     pub fn from_record(record: VerificationRecord) -> Approval {
         let parked = ParkedCall::from_payload(&record.payload);
-        Approval { record, parked }
+        let change = match parked {
+            Some(_) => None,
+            None => DefinitionChange::from_payload(&record.payload),
+        };
+        Approval {
+            record,
+            parked,
+            change,
+        }
     }
 
     /// The id: the `approval_id` a caller replays with, or the verification `request_id`.
@@ -199,6 +215,8 @@ impl Approval {
     pub fn kind(&self) -> ApprovalKind {
         if self.parked.is_some() {
             ApprovalKind::ToolCall
+        } else if self.change.is_some() {
+            ApprovalKind::DefinitionChange
         } else {
             ApprovalKind::Verification
         }
@@ -215,19 +233,38 @@ impl Approval {
         self.record.requested_by.as_deref()
     }
 
-    /// The parked call's tool.
+    /// The parked call's tool, or the tool (or prompt) a held change is about, by the
+    /// name clients know it by.
     pub fn tool(&self) -> Option<&str> {
-        self.parked.as_ref().map(|p| p.binding.tool.as_str())
+        match (&self.parked, &self.change) {
+            (Some(parked), _) => Some(parked.binding.tool.as_str()),
+            (None, Some(change)) => Some(change.served_as.as_str()),
+            (None, None) => None,
+        }
     }
 
-    /// The server that parked the call, when its queue has a name.
+    /// The server that parked the call or holds the change, when its queue has a name.
     pub fn server(&self) -> Option<&str> {
-        self.parked.as_ref().and_then(|p| p.server.as_deref())
+        match (&self.parked, &self.change) {
+            (Some(parked), _) => parked.server.as_deref(),
+            (None, Some(change)) => change.server.as_deref(),
+            (None, None) => None,
+        }
+    }
+
+    /// The held definition change, when it is one.
+    pub fn change(&self) -> Option<&DefinitionChange> {
+        self.change.as_ref()
     }
 
     /// What the parked call's tool does (its description when the call was parked).
+    /// For a held change, the description the upstream offers now.
     pub fn description(&self) -> Option<&str> {
-        self.parked.as_ref()?.about.description.as_deref()
+        match (&self.parked, &self.change) {
+            (Some(parked), _) => parked.about.description.as_deref(),
+            (None, Some(change)) => change.descriptions().1,
+            (None, None) => None,
+        }
     }
 
     /// Whether the parked call's tool changes state; `None` for a verification request
@@ -237,8 +274,13 @@ impl Approval {
     }
 
     /// The upstream MCP server the parked call goes to, when its tool is a gateway tool.
+    /// For a held change, the upstream that changed the definition.
     pub fn upstream(&self) -> Option<&str> {
-        self.parked.as_ref()?.about.upstream.as_deref()
+        match (&self.parked, &self.change) {
+            (Some(parked), _) => parked.about.upstream.as_deref(),
+            (None, Some(change)) => Some(change.upstream.as_str()),
+            (None, None) => None,
+        }
     }
 
     /// The client software the parked call came through, as it named itself (MCP
@@ -322,7 +364,8 @@ impl Approval {
     /// The approval as JSON for people and scripts (`milpa approvals --json`, the page):
     /// `id, kind, state, summary, requested_by, tool, description, mutating, upstream,
     /// client, channel, server, args (redacted), policy, grants, rejection, created_at,
-    /// expires_at, decided_at, executed_at` (times as RFC 3339 UTC; a fact not known is
+    /// expires_at, decided_at, executed_at, change` (a held definition change: `kind, name,
+    /// served_as, previous, previous_digest, current, current_digest`; times as RFC 3339 UTC; a fact not known is
     /// `null`).
     pub fn to_json(&self, redactor: &Redactor, now_ms: u64) -> Value {
         let decision = |d: &crate::verification::Decision| json!({"principal": d.principal, "reason": d.reason, "at": rfc3339(d.at_ms)});
@@ -348,6 +391,15 @@ impl Approval {
             "expires_at": self.expires_at_ms().map(rfc3339),
             "decided_at": self.decided_at_ms().map(rfc3339),
             "executed_at": self.executed_at_ms().map(rfc3339),
+            "change": self.change.as_ref().map(|change| json!({
+                "kind": change.kind.as_str(),
+                "name": change.name,
+                "served_as": change.served_as,
+                "previous": change.previous,
+                "previous_digest": change.previous_digest,
+                "current": change.current,
+                "current_digest": change.current_digest,
+            })),
         })
     }
 

@@ -8,8 +8,8 @@ use serde_json::Value;
 use tokio::sync::Notify;
 
 use crate::approval::{
-    APPROVE_SCOPE, Approval, ApprovalError, ApprovalState, DEFAULT_TTL, ParkedAbout, ParkedCall,
-    Verdict, rfc3339,
+    APPROVE_SCOPE, Approval, ApprovalError, ApprovalState, DEFAULT_TTL, DefinitionChange,
+    ParkedAbout, ParkedCall, Verdict, rfc3339,
 };
 use crate::channel;
 use crate::confirm::{ConfirmationBinding, unix_millis};
@@ -229,6 +229,17 @@ impl ApprovalQueue {
     /// seen within a quarter of a second. Dropping the future stops waiting (a cancelled
     /// request).
     pub async fn wait_for_decision(&self, id: &str) -> Result<Approval, ApprovalError> {
+        self.wait_for_decision_polling(id, DECISION_POLL).await
+    }
+
+    /// [`wait_for_decision`](Self::wait_for_decision), re-reading the store every `poll`
+    /// for decisions made by other processes: a waiter that may wait for days (a held
+    /// definition change) reads less often than a caller waiting on its own call.
+    pub async fn wait_for_decision_polling(
+        &self,
+        id: &str,
+        poll: Duration,
+    ) -> Result<Approval, ApprovalError> {
         loop {
             let notified = self.decided.notified();
             tokio::pin!(notified);
@@ -240,7 +251,7 @@ impl ApprovalQueue {
                 .await?
                 .ok_or_else(|| ApprovalError::NotFound { id: id.to_owned() })?;
             let now = now_ms();
-            let mut poll = DECISION_POLL;
+            let mut poll = poll;
             match approval.state(now) {
                 ApprovalState::Pending => {
                     if let Some(expires) = approval.expires_at_ms() {
@@ -253,6 +264,33 @@ impl ApprovalQueue {
                 _ = &mut notified => {}
                 _ = tokio::time::sleep(poll) => {}
             }
+        }
+    }
+
+    /// Holds `change` for a person: opens its approval (the id
+    /// [`DefinitionChange::approval_id`], tagged with this queue's server), or finds the one
+    /// opened before for the same change (by this process or another). Returns the approval
+    /// and whether it was opened now. A held change does not expire.
+    pub async fn hold_change(
+        &self,
+        mut change: DefinitionChange,
+    ) -> Result<(Approval, bool), ApprovalError> {
+        change.server = self.server.as_deref().map(str::to_owned);
+        let id = change.approval_id();
+        if let Some(existing) = self.get(&id).await? {
+            return Ok((existing, false));
+        }
+        let request = VerificationRequest::new(change.summary())
+            .id(id.clone())
+            .payload(change.to_payload());
+        match self.verifier.request(request).await {
+            Ok(record) => Ok((Approval::from_record(record), true)),
+            // Opened by another process between the read and the create.
+            Err(VerificationError::AlreadyExists { .. }) => match self.get(&id).await? {
+                Some(existing) => Ok((existing, false)),
+                None => Err(ApprovalError::NotFound { id }),
+            },
+            Err(other) => Err(other.into()),
         }
     }
 

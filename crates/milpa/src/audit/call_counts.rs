@@ -38,7 +38,7 @@ use crate::registry::ToolRegistry;
 pub const MAX_COUNTED_TOOLS: usize = 1024;
 
 /// Every outcome, in the order of [`outcome_slot`].
-const OUTCOMES: [AuditOutcome; 20] = [
+const OUTCOMES: [AuditOutcome; 21] = [
     AuditOutcome::NotFound,
     AuditOutcome::InvalidArguments,
     AuditOutcome::Denied,
@@ -59,6 +59,7 @@ const OUTCOMES: [AuditOutcome; 20] = [
     AuditOutcome::ApprovalGranted,
     AuditOutcome::ApprovalRejected,
     AuditOutcome::ApprovalRefused,
+    AuditOutcome::DefinitionHeld,
 ];
 
 /// Where `outcome` counts in a channel's row. A match with no wildcard: a new outcome does
@@ -86,6 +87,7 @@ fn outcome_slot(outcome: AuditOutcome) -> usize {
         AuditOutcome::ApprovalGranted => 17,
         AuditOutcome::ApprovalRejected => 18,
         AuditOutcome::ApprovalRefused => 19,
+        AuditOutcome::DefinitionHeld => 20,
     }
 }
 

@@ -64,6 +64,9 @@ pub enum AuditOutcome {
     /// A decision on an approval was refused (self-approval, missing scope, unknown,
     /// expired or already decided id); nothing was recorded but this.
     ApprovalRefused,
+    /// An upstream tool or prompt no longer matched its pinned definition and was held for
+    /// a person (the record's arguments name the approval); nothing was called.
+    DefinitionHeld,
 }
 
 impl AuditOutcome {
@@ -90,6 +93,7 @@ impl AuditOutcome {
             AuditOutcome::ApprovalGranted => "approval_granted",
             AuditOutcome::ApprovalRejected => "approval_rejected",
             AuditOutcome::ApprovalRefused => "approval_refused",
+            AuditOutcome::DefinitionHeld => "definition_held",
         }
     }
 

@@ -19,6 +19,7 @@ pub(crate) mod clamp;
 pub(crate) mod clock;
 pub(crate) mod confirm;
 pub(crate) mod contain_exception;
+pub(crate) mod definition_hold;
 pub(crate) mod emit_executing;
 pub(crate) mod execute;
 pub(crate) mod plan_mode;
