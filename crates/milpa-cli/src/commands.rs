@@ -33,7 +33,7 @@ use crate::terminal_output::{emit, print_json, printable, printable_lines, table
 use crate::upstream_metrics::ServeUpstreams;
 use crate::verify_progress::VerifyProgress;
 use crate::{CliError, EXIT_CALL_FAILED, EXIT_NOT_RUN, EXIT_OK, approvals, load_manifest};
-use milpa_gateway::{Upstream, UpstreamConfig};
+use milpa_gateway::{DefinitionPins, Upstream, UpstreamConfig};
 use milpa_mcp::MetricsAccess;
 use milpa_mcp::auth::oauth::OAuthResource;
 
@@ -99,8 +99,15 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
     let notifier = ApprovalNotifier::from_manifest(&manifest).map(Arc::new);
     let code = match cli.command {
         Command::Tools(args) => {
-            let registry = Arc::new(registry(&manifest, &stores, None, None, tools)?);
-            let upstreams = settled_upstreams(&runtime, &registry, upstream_configs(&manifest, 0)?);
+            // A changed upstream definition seen while listing is held and audited.
+            let audit = with_store_trail(Arc::new(TracingAuditSink::line()), &stores);
+            let registry = Arc::new(registry(&manifest, &stores, Some(audit), None, tools)?);
+            let upstreams = settled_upstreams(
+                &runtime,
+                &registry,
+                &stores,
+                upstream_configs(&manifest, 0)?,
+            );
             let approvers = approvers(&manifest, &stores);
             tools_command(&registry, &manifest, &upstreams, &approvers, args)
         }
@@ -113,8 +120,12 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
                 notifier.as_ref(),
                 tools,
             )?);
-            let _upstreams =
-                settled_upstreams(&runtime, &registry, upstream_configs(&manifest, 0)?);
+            let _upstreams = settled_upstreams(
+                &runtime,
+                &registry,
+                &stores,
+                upstream_configs(&manifest, 0)?,
+            );
             runtime.block_on(async {
                 let code = tokio::select! {
                     code = call(&registry, &stores, args) => code,
@@ -257,18 +268,22 @@ fn upstream_configs(
 }
 
 /// Starts each upstream in the background, its tools served from `registry` once it is
-/// up (and followed when its list changes). Keep what this returns alive while the tools
-/// are served: dropping an upstream ends its server's process tree.
+/// up (and followed when its list changes), their definitions pinned in the store (a
+/// changed one held for a person, unless the upstream says `pin = false`). Keep what this
+/// returns alive while the tools are served: dropping an upstream ends its server's
+/// process tree.
 fn spawn_upstreams(
     runtime: &tokio::runtime::Runtime,
     registry: &Arc<ToolRegistry>,
+    stores: &Stores,
     configs: Vec<UpstreamConfig>,
 ) -> Vec<Upstream> {
     let _runtime = runtime.enter();
+    let pins = DefinitionPins::new(Arc::clone(&stores.pins), registry);
     configs
         .into_iter()
         .map(|config| {
-            let upstream = Upstream::spawn(config);
+            let upstream = Upstream::spawn_pinned(config, &pins);
             upstream.follow_tool_list(registry);
             upstream
         })
@@ -281,9 +296,10 @@ fn spawn_upstreams(
 fn settled_upstreams(
     runtime: &tokio::runtime::Runtime,
     registry: &Arc<ToolRegistry>,
+    stores: &Stores,
     configs: Vec<UpstreamConfig>,
 ) -> Vec<Upstream> {
-    let upstreams = spawn_upstreams(runtime, registry, configs);
+    let upstreams = spawn_upstreams(runtime, registry, stores, configs);
     runtime.block_on(async {
         for upstream in &upstreams {
             upstream.settled().await;
@@ -457,7 +473,8 @@ pub(crate) fn tool_table(registry: &ToolRegistry) -> String {
     }
 }
 
-/// The upstreams: name, state now, and how many of their tools are served.
+/// The upstreams: name, state now, and how many of their tools are served (and how many
+/// of their tools and prompts are held for a person).
 fn upstream_table(registry: &ToolRegistry, upstreams: &[Upstream]) -> String {
     let rows: Vec<Vec<String>> = upstreams
         .iter()
@@ -466,10 +483,17 @@ fn upstream_table(registry: &ToolRegistry, upstreams: &[Upstream]) -> String {
                 .definitions()
                 .filter(|d| d.upstream() == Some(upstream.name()))
                 .count();
+            // Held back until a person grants their changed definitions.
+            let held = upstream.held().len();
+            let tools = if held == 0 {
+                served.to_string()
+            } else {
+                format!("{served} ({held} held: milpa approvals)")
+            };
             vec![
                 upstream.name().to_owned(),
                 upstream.state().to_string(),
-                served.to_string(),
+                tools,
             ]
         })
         .collect();
@@ -850,7 +874,7 @@ fn serve(
     // They start in the background while the server serves; their tools appear when they
     // are up, and are discovered again when they say their list changed; the server then
     // tells its clients.
-    let upstreams = spawn_upstreams(runtime, &registry, upstreams);
+    let upstreams = spawn_upstreams(runtime, &registry, stores, upstreams);
     {
         let _runtime = runtime.enter();
         // Files added to a folder resource are listed, and clients told.

@@ -573,6 +573,9 @@ pub struct UpstreamSpec {
     /// resets its session (and the server is started again); an HTTP answer or event over
     /// it fails that exchange.
     pub max_message_bytes: Option<Spanned<u64>>,
+    /// Whether the definitions of its tools and prompts are pinned in the store at first
+    /// sight, a changed one held until a person grants it (default `true`).
+    pub pin: Option<bool>,
     /// `[upstreams.tools."GLOB"]`: overrides by glob over the upstream's own tool names.
     #[serde(default)]
     pub tools: IndexMap<String, UpstreamToolOverride>,
@@ -709,6 +712,7 @@ impl UpstreamSpec {
         if let Some(bytes) = &self.max_message_bytes {
             config.max_message_bytes = usize::try_from(*bytes.get_ref()).unwrap_or(usize::MAX);
         }
+        config.pin = self.pin.unwrap_or(true);
         config.overrides = self
             .tools
             .iter()

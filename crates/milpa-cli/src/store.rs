@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use milpa::approval::passkeys::{InMemoryPasskeyStore, PasskeyStore};
+use milpa::approval::pins::{InMemoryPinStore, PinStore};
 use milpa::audit::AuditSink;
 use milpa::audit::trail::AuditTrail;
 use milpa::confirm::ConfirmationStore;
@@ -148,6 +149,8 @@ pub struct Stores {
     pub rate_limiter: Arc<dyn RateLimiter>,
     /// Approvers' passkeys and enrolment tokens (the approvals page, `milpa approvals`).
     pub passkeys: Arc<dyn PasskeyStore>,
+    /// The pinned definitions of upstream tools and prompts (rug-pull protection).
+    pub pins: Arc<dyn PinStore>,
     /// The SQLite store, which also keeps the audit trail and the demo's notes.
     sqlite: Option<milpa_sqlite::SqliteStore>,
     /// The Redis store, which also keeps the shared secrets.
@@ -174,6 +177,7 @@ impl Stores {
             verifications: Arc::new(InMemoryVerificationStore::new()),
             rate_limiter: Arc::new(InMemoryRateLimiter::new()),
             passkeys: Arc::new(InMemoryPasskeyStore::new()),
+            pins: Arc::new(InMemoryPinStore::new()),
             sqlite: None,
             redis: None,
         }
@@ -200,6 +204,7 @@ impl Stores {
                     verifications: store.verifications(),
                     rate_limiter: store.rate_limiter(),
                     passkeys: store.passkeys(),
+                    pins: store.pins(),
                     sqlite: Some(store),
                     redis: None,
                 })
@@ -220,6 +225,7 @@ impl Stores {
                     verifications: store.verifications(),
                     rate_limiter: store.rate_limiter(),
                     passkeys: store.passkeys(),
+                    pins: store.pins(),
                     sqlite: None,
                     redis: Some(store),
                 })

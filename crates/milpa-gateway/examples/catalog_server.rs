@@ -3,10 +3,12 @@
 //! default; with `--http 127.0.0.1:0` over Streamable HTTP, printing `http://ADDR/mcp` as
 //! its first line.
 //!
-//! - Resources: `memo://hello` (text, titled "Hello"), `memo://pixel` (bytes), and the
-//!   template `memo://notes/{id}` (the text `note <id>`, ids completed from 1, 2 and 10).
+//! - Resources: `memo://hello` (text, titled "Hello", with annotations
+//!   `{"audience": ["user"], "priority": 0.5}` and `_meta` `{"example.com/origin":
+//!   "catalog_server"}`), `memo://pixel` (bytes), and the template `memo://notes/{id}` (the
+//!   text `note <id>`, ids completed from 1, 2 and 10).
 //! - Prompt: `greet(name)`, one user message `Say hello to <name>` (names completed from
-//!   Ana, Andrés and Bo).
+//!   Ana, Andrés and Bo), with `_meta` `{"example.com/origin": "catalog_server"}`.
 //! - Tools: `add_memo(id)` adds the resource `memo://<id>` (the server then says its
 //!   resource list changed); `touch_memo(uri)` announces an update of `uri` to its
 //!   subscribers; `open_page(url)` asks its client to open `url` (URL-mode elicitation,
@@ -27,7 +29,7 @@ use milpa::catalog::{
 use milpa::policy::ChannelPolicy;
 use milpa::{Deferred, ToolContext, ToolDefinition, ToolError, ToolRegistry};
 use milpa_mcp::{HttpServer, ServerOptions};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 /// The server's registry, for the tools that change its catalog.
 static REGISTRY: OnceLock<Weak<ToolRegistry>> = OnceLock::new();
@@ -55,6 +57,18 @@ fn starting_with(candidates: &[&str], value: &str) -> Vec<String> {
         .collect()
 }
 
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+/// The `_meta` of `memo://hello` and of `greet`.
+fn origin() -> Map<String, Value> {
+    object(json!({"example.com/origin": "catalog_server"}))
+}
+
 struct Memos;
 
 impl ResourceProvider for Memos {
@@ -63,7 +77,9 @@ impl ResourceProvider for Memos {
             Resource::new("memo://hello", "hello")
                 .with_title("Hello")
                 .with_description("A greeting")
-                .with_mime_type("text/plain"),
+                .with_mime_type("text/plain")
+                .with_annotations(object(json!({"audience": ["user"], "priority": 0.5})))
+                .with_meta(origin()),
             Resource::new("memo://pixel", "pixel").with_mime_type("image/png"),
         ];
         for id in ADDED.lock().unwrap().iter() {
@@ -123,7 +139,8 @@ impl PromptProvider for Greetings {
                 },
             )
             .with_title("Greeting")
-            .with_argument(PromptArgument::required("name").with_description("Who")),
+            .with_argument(PromptArgument::required("name").with_description("Who"))
+            .with_meta(origin()),
         ]
     }
 

@@ -84,7 +84,7 @@ mod upstream_log;
 pub use config::{CatalogOverride, Confirm, ToolOverride, Transport, UpstreamConfig};
 pub use connection::CallError;
 pub use error::{ConfigProblem, GatewayError, HandshakeFailure};
-pub use pinning::DefinitionPins;
+pub use pinning::{DefinitionPins, HeldDefinition};
 pub use unavailability::Unavailability;
 pub use upstream::{Upstream, UpstreamState, definitions, register};
 

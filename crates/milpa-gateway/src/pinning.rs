@@ -22,7 +22,7 @@
 //! A store that cannot be read fails closed: the definition is not served, and the log says
 //! why.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
 
@@ -85,6 +85,21 @@ pub(crate) struct PinGate {
     prefix: String,
     /// One waiter per held change, by approval id; aborted with the gate.
     waiters: Mutex<HashMap<String, JoinHandle<()>>>,
+    /// What its last lists held back, by kind and the upstream's name: the approval ids.
+    held: Mutex<BTreeMap<(DefinitionKind, String), String>>,
+}
+
+/// A tool or prompt of an upstream held back because its definition changed since it was
+/// pinned (see [`Upstream::held`](crate::Upstream::held)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HeldDefinition {
+    /// A tool or a prompt.
+    pub kind: DefinitionKind,
+    /// The upstream's name of it.
+    pub name: String,
+    /// The approval a person decides.
+    pub approval_id: String,
 }
 
 impl Drop for PinGate {
@@ -98,7 +113,8 @@ impl Drop for PinGate {
 /// What the gate says of one definition.
 enum Verdict {
     Serve,
-    Hold,
+    /// Held, under this approval when one could be opened.
+    Hold(Option<String>),
 }
 
 impl PinGate {
@@ -119,6 +135,7 @@ impl PinGate {
             scope,
             prefix,
             waiters: Mutex::new(HashMap::new()),
+            held: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -133,20 +150,43 @@ impl PinGate {
         relist: &Arc<Notify>,
     ) -> Vec<Value> {
         let mut served = Vec::with_capacity(entries.len());
+        let mut held = Vec::new();
+        let mut seen = HashSet::new();
         for entry in entries {
             let name = match entry.get("name").and_then(Value::as_str) {
-                Some(name) if !hidden(name) => name.to_owned(),
-                // Nameless entries are skipped (and logged) by the listing itself.
+                Some(name) if !hidden(name) && seen.insert(name.to_owned()) => name.to_owned(),
+                // Nameless entries, and a name's second entry in one list, are skipped (and
+                // logged) by the listing itself; a second entry is no change of the first.
                 _ => {
                     served.push(entry);
                     continue;
                 }
             };
-            if let Verdict::Serve = self.judge(kind, &name, &entry, relist).await {
-                served.push(entry);
+            match self.judge(kind, &name, &entry, relist).await {
+                Verdict::Serve => served.push(entry),
+                Verdict::Hold(approval) => held.push((name, approval)),
             }
         }
+        let mut now_held = self.held.lock();
+        now_held.retain(|(held_kind, _), _| *held_kind != kind);
+        now_held.extend(
+            held.into_iter()
+                .map(|(name, approval)| ((kind, name), approval.unwrap_or_default())),
+        );
         served
+    }
+
+    /// What its last lists held back, tools first, by name.
+    pub(crate) fn held(&self) -> Vec<HeldDefinition> {
+        self.held
+            .lock()
+            .iter()
+            .map(|((kind, name), approval_id)| HeldDefinition {
+                kind: *kind,
+                name: name.clone(),
+                approval_id: approval_id.clone(),
+            })
+            .collect()
     }
 
     async fn judge(
@@ -156,11 +196,12 @@ impl PinGate {
         entry: &Value,
         relist: &Arc<Notify>,
     ) -> Verdict {
+        let upstream = &self.upstream;
         let definition = pinned_fields(kind, entry);
         let pin = PinnedDefinition::new(&self.scope, kind, name, definition, now_ms());
         let existing = match self.pins.store.pin_first(pin.clone()).await {
             Ok(None) => {
-                tracing::debug!(target: "milpa::upstream", upstream = %self.upstream, "pinned {kind} '{name}'");
+                tracing::debug!(target: "milpa::upstream", "upstream '{upstream}': pinned {kind} '{name}'");
                 return Verdict::Serve;
             }
             Ok(Some(existing)) if existing.digest == pin.digest => return Verdict::Serve,
@@ -168,26 +209,24 @@ impl PinGate {
             Err(error) => {
                 tracing::error!(
                     target: "milpa::upstream",
-                    upstream = %self.upstream,
-                    "{kind} '{name}' is not served: its pin could not be read ({error})"
+                    "upstream '{upstream}': {kind} '{name}' is not served: its pin could not be read ({error})"
                 );
-                return Verdict::Hold;
+                return Verdict::Hold(None);
             }
         };
         let served_as = format!("{}{name}", self.prefix);
         let change = DefinitionChange::new(&existing, &self.upstream, served_as, pin.definition);
         let Some(registry) = self.pins.registry.upgrade() else {
-            return Verdict::Hold;
+            return Verdict::Hold(None);
         };
         let (approval, opened) = match registry.hold_definition_change(change.clone()).await {
             Ok(held) => held,
             Err(error) => {
                 tracing::error!(
                     target: "milpa::upstream",
-                    upstream = %self.upstream,
-                    "{kind} '{name}' changed and is not served: its approval could not be opened ({error})"
+                    "upstream '{upstream}': {kind} '{name}' changed and is not served: its approval could not be opened ({error})"
                 );
-                return Verdict::Hold;
+                return Verdict::Hold(None);
             }
         };
         match approval.state(now_ms()) {
@@ -197,8 +236,7 @@ impl PinGate {
                         let by = approval.decided_by().map_or("", |(who, _)| who);
                         tracing::info!(
                             target: "milpa::upstream",
-                            upstream = %self.upstream,
-                            "{kind} '{name}': its changed definition was granted by {by} ({}) and is pinned now",
+                                    "upstream '{upstream}': {kind} '{name}': its changed definition was granted by {by} ({}) and is pinned now",
                             approval.id()
                         );
                         Verdict::Serve
@@ -206,33 +244,30 @@ impl PinGate {
                     Err(error) => {
                         tracing::error!(
                             target: "milpa::upstream",
-                            upstream = %self.upstream,
-                            "{kind} '{name}': the granted change could not be pinned ({error}); still held"
+                                    "upstream '{upstream}': {kind} '{name}': the granted change could not be pinned ({error}); still held"
                         );
-                        Verdict::Hold
+                        Verdict::Hold(Some(approval.id().to_owned()))
                     }
                 }
             }
             ApprovalState::Rejected => {
                 tracing::debug!(
                     target: "milpa::upstream",
-                    upstream = %self.upstream,
-                    "{kind} '{name}': its changed definition was rejected ({}); still held",
+                    "upstream '{upstream}': {kind} '{name}': its changed definition was rejected ({}); still held",
                     approval.id()
                 );
-                Verdict::Hold
+                Verdict::Hold(Some(approval.id().to_owned()))
             }
             _ => {
                 if opened {
                     tracing::warn!(
                         target: "milpa::upstream",
-                        upstream = %self.upstream,
-                        "{kind} '{name}' changed since it was pinned; held until a person approves it: milpa approvals show {}",
+                            "upstream '{upstream}': {kind} '{name}' changed since it was pinned; held until a person approves it: milpa approvals show {}",
                         approval.id()
                     );
                 }
                 self.wait_for(approval.id(), registry.approvals(), relist);
-                Verdict::Hold
+                Verdict::Hold(Some(approval.id().to_owned()))
             }
         }
     }

@@ -44,7 +44,7 @@ use crate::config::{Transport, UpstreamConfig};
 use crate::connection::{CallError, Connection};
 use crate::error::{ConfigProblem, GatewayError, HandshakeFailure};
 use crate::forward;
-use crate::pinning::{DefinitionPins, PinGate};
+use crate::pinning::{DefinitionPins, HeldDefinition, PinGate};
 use crate::unavailability::Unavailability;
 use crate::upstream_catalog::{CatalogLists, Offers, UpstreamCatalog};
 use crate::upstream_link::UpstreamLink;
@@ -347,9 +347,19 @@ impl Upstream {
     }
 
     /// The tools it listed last (at start-up, or when discovered again), as it described
-    /// them (`tools/list` entries); none before it first started.
+    /// them (`tools/list` entries), without the ones [held](Self::held); none before it
+    /// first started.
     pub fn tools(&self) -> Vec<Value> {
         self.shared.tools.lock().clone()
+    }
+
+    /// The tools and prompts its last lists held back because their definitions changed
+    /// since they were pinned (none when it is not pinned).
+    pub fn held(&self) -> Vec<HeldDefinition> {
+        self.shared
+            .pins
+            .as_ref()
+            .map_or_else(Vec::new, |gate| gate.held())
     }
 }
 

@@ -7,7 +7,9 @@
 //!   `initialize`), again when it says they changed (`notifications/resources/list_changed`,
 //!   `notifications/prompts/list_changed`) and after each restart.
 //! - Resource URIs are never rewritten. Prompt names take the upstream's tool prefix (none in
-//!   front of a single server), so two upstreams' prompts do not collide.
+//!   front of a single server), so two upstreams' prompts do not collide. Everything else
+//!   an entry says is listed as the upstream gave it, `annotations`, `icons` and `_meta`
+//!   included (one of them that is not an object, or an icon that is not, is left out).
 //! - A URI, template or prompt name another provider of the registry serves already (a
 //!   local one, or an upstream that listed it first) is left out with an error in the log;
 //!   the first keeps it.
@@ -30,7 +32,7 @@ use milpa::catalog::{
 use milpa::{Deferred, ToolContext, ToolRegistry};
 use parking_lot::Mutex;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio::sync::Notify;
 
 use crate::config::{CatalogOverride, DEFAULT_CALL_TIMEOUT, UpstreamConfig, catalog_override_for};
@@ -642,6 +644,39 @@ fn unreadable(upstream: &str, method: &str, why: serde_json::Error) -> CatalogEr
     }
 }
 
+/// What an entry carries for the client besides its names, kept as the upstream gave it:
+/// `annotations` and `_meta` when they are objects, the `icons` that are objects. Anything
+/// else in their place is ignored, not an error.
+#[derive(Deserialize, Default)]
+struct WireGiven {
+    #[serde(default, deserialize_with = "object_or_none")]
+    annotations: Option<Map<String, Value>>,
+    #[serde(default, deserialize_with = "objects_or_none")]
+    icons: Vec<Value>,
+    #[serde(default, rename = "_meta", deserialize_with = "object_or_none")]
+    meta: Option<Map<String, Value>>,
+}
+
+fn object_or_none<'de, D>(deserializer: D) -> Result<Option<Map<String, Value>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    Ok(match Value::deserialize(deserializer)? {
+        Value::Object(map) => Some(map),
+        _ => None,
+    })
+}
+
+fn objects_or_none<'de, D>(deserializer: D) -> Result<Vec<Value>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    Ok(match Value::deserialize(deserializer)? {
+        Value::Array(items) => items.into_iter().filter(Value::is_object).collect(),
+        _ => Vec::new(),
+    })
+}
+
 /// A `resources/list` entry as the upstream sends it.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -652,6 +687,8 @@ struct WireResource {
     description: Option<String>,
     mime_type: Option<String>,
     size: Option<u64>,
+    #[serde(flatten)]
+    given: WireGiven,
 }
 
 fn resource_of(entry: Value) -> Result<Resource, String> {
@@ -669,7 +706,18 @@ fn resource_of(entry: Value) -> Result<Resource, String> {
     if let Some(size) = wire.size {
         resource = resource.with_size(size);
     }
-    Ok(resource)
+    let WireGiven {
+        annotations,
+        icons,
+        meta,
+    } = wire.given;
+    if let Some(annotations) = annotations {
+        resource = resource.with_annotations(annotations);
+    }
+    if let Some(meta) = meta {
+        resource = resource.with_meta(meta);
+    }
+    Ok(resource.with_icons(icons))
 }
 
 /// A `resources/templates/list` entry as the upstream sends it.
@@ -681,6 +729,8 @@ struct WireTemplate {
     title: Option<String>,
     description: Option<String>,
     mime_type: Option<String>,
+    #[serde(flatten)]
+    given: WireGiven,
 }
 
 fn template_of(entry: Value) -> Result<ResourceTemplate, String> {
@@ -697,7 +747,18 @@ fn template_of(entry: Value) -> Result<ResourceTemplate, String> {
     if let Some(mime_type) = wire.mime_type {
         template = template.with_mime_type(mime_type);
     }
-    Ok(template)
+    let WireGiven {
+        annotations,
+        icons,
+        meta,
+    } = wire.given;
+    if let Some(annotations) = annotations {
+        template = template.with_annotations(annotations);
+    }
+    if let Some(meta) = meta {
+        template = template.with_meta(meta);
+    }
+    Ok(template.with_icons(icons))
 }
 
 /// A `prompts/list` entry as the upstream sends it.
@@ -708,6 +769,9 @@ struct WirePrompt {
     description: Option<String>,
     #[serde(default)]
     arguments: Vec<WireArgument>,
+    /// Prompts have no `annotations` in MCP: whatever comes under that name is ignored.
+    #[serde(flatten)]
+    given: WireGiven,
 }
 
 #[derive(Deserialize)]
@@ -743,7 +807,10 @@ fn prompt_of(entry: Value, prefix: &str) -> Result<(Prompt, String), String> {
         }
         prompt = prompt.with_argument(ours);
     }
-    Ok((prompt, wire.name))
+    if let Some(meta) = wire.given.meta {
+        prompt = prompt.with_meta(meta);
+    }
+    Ok((prompt.with_icons(wire.given.icons), wire.name))
 }
 
 /// One piece of a read, or of a prompt's embedded resource, as the upstream sends it.
@@ -904,6 +971,60 @@ mod tests {
         .unwrap();
         assert_eq!((prompt.name(), remote.as_str()), ("up__greet", "greet"));
         assert!(prompt.arguments()[0].is_required());
+    }
+
+    #[test]
+    fn annotations_icons_and_meta_are_kept_as_given_and_others_ignored() {
+        let object = |value: Value| value.as_object().unwrap().clone();
+        let annotations = json!({"audience": ["user"], "priority": 0.5,
+                                 "lastModified": "2025-01-12T15:00:58Z", "x-extra": [1]});
+        let meta = json!({"example.com/origin": "up", "nested": {"n": 1}});
+        let icon = json!({"src": "https://example.com/a.png", "sizes": ["48x48"], "theme": "dark"});
+        let resource = resource_of(json!({
+            "uri": "memo://a", "name": "a", "annotations": annotations,
+            "icons": [icon, "not an icon"], "_meta": meta
+        }))
+        .unwrap();
+        assert_eq!(
+            resource,
+            Resource::new("memo://a", "a")
+                .with_annotations(object(annotations.clone()))
+                .with_icons(vec![icon.clone()])
+                .with_meta(object(meta.clone()))
+        );
+        let template = template_of(json!({
+            "uriTemplate": "memo://notes/{id}", "name": "note",
+            "annotations": {"priority": 1}, "_meta": meta
+        }))
+        .unwrap();
+        assert_eq!(
+            template.annotations(),
+            Some(&object(json!({"priority": 1})))
+        );
+        assert_eq!(template.meta(), Some(&object(meta.clone())));
+        let (prompt, _) = prompt_of(
+            json!({"name": "greet", "_meta": meta, "icons": [icon], "annotations": {"x": 1}}),
+            "",
+        )
+        .unwrap();
+        assert_eq!(prompt.meta(), Some(&object(meta)));
+        assert_eq!(prompt.icons(), [icon]);
+
+        // In the wrong shape they are left out; the entry is kept.
+        for wrong in [json!("user"), json!([1]), json!(3), Value::Null] {
+            let resource = resource_of(json!({
+                "uri": "memo://b", "annotations": wrong, "_meta": wrong, "icons": wrong
+            }))
+            .unwrap_or_else(|why| panic!("{wrong}: {why}"));
+            assert_eq!(resource, Resource::new("memo://b", "memo://b"), "{wrong}");
+            let template = template_of(
+                json!({"uriTemplate": "memo://{x}", "annotations": wrong, "_meta": wrong}),
+            )
+            .unwrap();
+            assert_eq!((template.annotations(), template.meta()), (None, None));
+            let (prompt, _) = prompt_of(json!({"name": "p", "_meta": wrong}), "").unwrap();
+            assert_eq!(prompt.meta(), None, "{wrong}");
+        }
     }
 
     #[test]

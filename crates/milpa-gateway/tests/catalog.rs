@@ -81,6 +81,20 @@ async fn resources_and_prompts_pass_through(via: Via) {
         (&json!("Hello"), &json!("A greeting"), &json!("text/plain")),
         "{hello}"
     );
+    // Its annotations and `_meta` reach the client as the upstream gave them.
+    assert_eq!(
+        (&hello["annotations"], &hello["_meta"]),
+        (
+            &json!({"audience": ["user"], "priority": 0.5}),
+            &json!({"example.com/origin": "catalog_server"})
+        ),
+        "{hello}"
+    );
+    let pixel_entry = &listed["result"]["resources"][1];
+    assert!(
+        pixel_entry.get("annotations").is_none() && pixel_entry.get("_meta").is_none(),
+        "{pixel_entry}"
+    );
     let templates = ask(
         &mut client,
         3,
@@ -149,6 +163,11 @@ async fn resources_and_prompts_pass_through(via: Via) {
     );
     assert_eq!(
         prompts["result"]["prompts"][0]["arguments"][0]["required"], true,
+        "{prompts}"
+    );
+    assert_eq!(
+        prompts["result"]["prompts"][0]["_meta"],
+        json!({"example.com/origin": "catalog_server"}),
         "{prompts}"
     );
     let greeting = ask(

@@ -137,6 +137,18 @@ async fn a_changed_definition_is_held_until_a_person_grants_it() {
         "unchanged tools are"
     );
     assert_eq!(prompts(&registry), Vec::<String>::new());
+    let held: Vec<(DefinitionKind, String)> = second
+        .held()
+        .into_iter()
+        .map(|h| (h.kind, h.name))
+        .collect();
+    assert_eq!(
+        held,
+        [
+            (DefinitionKind::Tool, "add_memo".to_owned()),
+            (DefinitionKind::Prompt, "greet".to_owned())
+        ]
+    );
     let agent = ToolContext::mcp("r1", Some("agent".into()), ["*"]);
     let refused = registry
         .call("cat__add_memo", json!({"id": "x"}), &agent)
@@ -204,6 +216,7 @@ async fn a_changed_definition_is_held_until_a_person_grants_it() {
         .unwrap()
         .unwrap();
     assert_eq!(repinned.digest, change.current_digest);
+    assert_eq!(second.held().len(), 1, "only the prompt is held now");
     let granted = trail.with_outcome("approval_granted");
     assert_eq!(granted.len(), 1);
     assert_eq!(granted[0].0, "cat__add_memo");

@@ -14,7 +14,27 @@ fn put(map: &mut Map<String, Value>, key: &str, value: Option<&str>) {
     }
 }
 
-/// A `resources/list` entry.
+/// Writes `annotations`, `icons` and `_meta` as the entry was given them (each left out
+/// when it has none).
+fn put_given(
+    map: &mut Map<String, Value>,
+    annotations: Option<&Map<String, Value>>,
+    icons: &[Value],
+    meta: Option<&Map<String, Value>>,
+) {
+    if let Some(annotations) = annotations.filter(|a| !a.is_empty()) {
+        map.insert("annotations".into(), Value::Object(annotations.clone()));
+    }
+    if !icons.is_empty() {
+        map.insert("icons".into(), Value::Array(icons.to_vec()));
+    }
+    if let Some(meta) = meta.filter(|m| !m.is_empty()) {
+        map.insert("_meta".into(), Value::Object(meta.clone()));
+    }
+}
+
+/// A `resources/list` entry (its `annotations`, `icons` and `_meta` as given, when it has
+/// them).
 pub fn resource_json(resource: &Resource) -> Value {
     let mut map = Map::new();
     map.insert("uri".into(), json!(resource.uri()));
@@ -25,10 +45,17 @@ pub fn resource_json(resource: &Resource) -> Value {
     if let Some(size) = resource.size() {
         map.insert("size".into(), json!(size));
     }
+    put_given(
+        &mut map,
+        resource.annotations(),
+        resource.icons(),
+        resource.meta(),
+    );
     Value::Object(map)
 }
 
-/// A `resources/templates/list` entry.
+/// A `resources/templates/list` entry (its `annotations`, `icons` and `_meta` as given,
+/// when it has them).
 pub fn template_json(template: &ResourceTemplate) -> Value {
     let mut map = Map::new();
     map.insert("uriTemplate".into(), json!(template.template().as_str()));
@@ -36,6 +63,12 @@ pub fn template_json(template: &ResourceTemplate) -> Value {
     put(&mut map, "title", template.title());
     put(&mut map, "description", template.description());
     put(&mut map, "mimeType", template.mime_type());
+    put_given(
+        &mut map,
+        template.annotations(),
+        template.icons(),
+        template.meta(),
+    );
     Value::Object(map)
 }
 
@@ -69,7 +102,7 @@ pub fn contents_json(contents: &ResourceContents) -> Value {
     Value::Object(map)
 }
 
-/// A `prompts/list` entry.
+/// A `prompts/list` entry (its `icons` and `_meta` as given, when it has them).
 pub fn prompt_json(prompt: &Prompt) -> Value {
     let mut map = Map::new();
     map.insert("name".into(), json!(prompt.name()));
@@ -88,6 +121,7 @@ pub fn prompt_json(prompt: &Prompt) -> Value {
         })
         .collect();
     map.insert("arguments".into(), Value::Array(arguments));
+    put_given(&mut map, None, prompt.icons(), prompt.meta());
     Value::Object(map)
 }
 
@@ -158,6 +192,28 @@ mod tests {
         assert_eq!(
             prompt_json(&prompt),
             json!({"name": "p", "description": "d", "arguments": [{"name": "a", "required": true}]})
+        );
+        let annotations =
+            json!({"audience": ["user"], "priority": 0.5, "lastModified": "2025-01-12T15:00:58Z"});
+        let meta = json!({"example.com/origin": "x"});
+        let icon = json!({"src": "https://example.com/i.png", "mimeType": "image/png"});
+        let object = |value: &Value| value.as_object().unwrap().clone();
+        assert_eq!(
+            resource_json(
+                &Resource::new("a://b", "b")
+                    .with_annotations(object(&annotations))
+                    .with_icons(vec![icon.clone()])
+                    .with_meta(object(&meta))
+            ),
+            json!({"uri": "a://b", "name": "b", "annotations": annotations, "icons": [icon], "_meta": meta})
+        );
+        assert_eq!(
+            template_json(&template.with_annotations(object(&annotations))),
+            json!({"uriTemplate": "a://{x}", "name": "x", "annotations": annotations})
+        );
+        assert_eq!(
+            prompt_json(&Prompt::new("p", "d").with_meta(object(&meta))),
+            json!({"name": "p", "description": "d", "arguments": [], "_meta": meta})
         );
         let blob = ResourceContents::blob("a://bin", "image/png", &[1, 2, 3]);
         assert_eq!(

@@ -557,3 +557,164 @@ async fn a_prompt_that_asks_the_client_takes_an_input_round() {
         "{replayed}"
     );
 }
+
+/// A resource, a template and a prompt that carry what a client reads besides their names:
+/// annotations, icons and `_meta`.
+struct Annotated;
+
+fn object(value: Value) -> serde_json::Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        other => panic!("not an object: {other}"),
+    }
+}
+
+fn resource_annotations() -> Value {
+    json!({"audience": ["user"], "priority": 0.5, "lastModified": "2025-01-12T15:00:58Z"})
+}
+
+fn icon() -> Value {
+    json!({"src": "https://example.com/memo.png", "mimeType": "image/png", "sizes": ["48x48"]})
+}
+
+impl ResourceProvider for Annotated {
+    fn resources(&self) -> Vec<Resource> {
+        vec![
+            Resource::new("memo://annotated", "annotated")
+                .with_annotations(object(resource_annotations()))
+                .with_icons(vec![icon()])
+                .with_meta(object(json!({"example.com/origin": "test"}))),
+            Resource::new("memo://plain", "plain"),
+        ]
+    }
+    fn templates(&self) -> Vec<ResourceTemplate> {
+        vec![
+            ResourceTemplate::new("memo://notes/{id}", "note")
+                .unwrap()
+                .with_annotations(object(json!({"audience": ["assistant"], "priority": 1})))
+                .with_meta(object(json!({"example.com/kind": "notes"}))),
+        ]
+    }
+    fn read<'a>(
+        &'a self,
+        uri: &'a str,
+        _ctx: &'a ToolContext,
+    ) -> Deferred<'a, Result<Vec<ResourceContents>, CatalogError>> {
+        Deferred::ready(Ok(vec![ResourceContents::text(uri, "text/plain", "x")]))
+    }
+}
+
+impl PromptProvider for Annotated {
+    fn prompts(&self) -> Vec<Prompt> {
+        vec![
+            Prompt::new("summarize", "Summarizes")
+                .with_icons(vec![icon()])
+                .with_meta(object(json!({"example.com/origin": "test", "v": 2}))),
+        ]
+    }
+    fn get<'a>(
+        &'a self,
+        _name: &'a str,
+        _arguments: &'a BTreeMap<String, String>,
+        _ctx: &'a ToolContext,
+    ) -> Deferred<'a, Result<PromptReply, CatalogError>> {
+        Deferred::ready(Ok(PromptReply::new(vec![PromptMessage::user("sum up")])))
+    }
+}
+
+/// The three listings of one session or revision: `(resources, templates, prompts)`.
+type Listings = (Value, Value, Value);
+
+fn assert_listed_as_given(what: &str, (resources, templates, prompts): Listings) {
+    assert_eq!(
+        resources["result"]["resources"],
+        json!([
+            {"uri": "memo://annotated", "name": "annotated",
+             "annotations": resource_annotations(), "icons": [icon()],
+             "_meta": {"example.com/origin": "test"}},
+            {"uri": "memo://plain", "name": "plain"}
+        ]),
+        "{what}: {resources}"
+    );
+    assert_eq!(
+        templates["result"]["resourceTemplates"],
+        json!([{"uriTemplate": "memo://notes/{id}", "name": "note",
+                "annotations": {"audience": ["assistant"], "priority": 1},
+                "_meta": {"example.com/kind": "notes"}}]),
+        "{what}: {templates}"
+    );
+    assert_eq!(
+        prompts["result"]["prompts"],
+        json!([{"name": "summarize", "description": "Summarizes", "arguments": [],
+                "icons": [icon()], "_meta": {"example.com/origin": "test", "v": 2}}]),
+        "{what}: {prompts}"
+    );
+}
+
+/// Annotations, icons and `_meta` are listed as the provider gave them, by every revision
+/// on both transports (the same mapping writes every listing).
+#[tokio::test]
+async fn listings_carry_annotations_icons_and_meta_on_every_revision_and_transport() {
+    let f = fixture_with(true, |b| b);
+    let mut registry =
+        std::sync::Arc::try_unwrap(f.registry).unwrap_or_else(|_| panic!("one owner"));
+    registry.register_resources(Annotated).unwrap();
+    registry.register_prompts(Annotated).unwrap();
+    let registry = std::sync::Arc::new(registry);
+    let methods = ["resources/list", "resources/templates/list", "prompts/list"];
+    let modern_meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+
+    // stdio: a 2026-07-28 request (no initialize), then a 2025-11-25 session.
+    let mut client = StdioClient::start(registry.clone(), ServerOptions::default());
+    let mut modern = Vec::new();
+    for method in methods {
+        let listed = client
+            .request(method, json!({"_meta": modern_meta.clone()}))
+            .await;
+        assert_eq!(listed["result"]["resultType"], "complete", "{listed}");
+        modern.push(listed);
+    }
+    let [r, t, p] = <[Value; 3]>::try_from(modern).unwrap();
+    assert_listed_as_given("stdio 2026-07-28", (r, t, p));
+    client.initialize(json!({})).await;
+    let mut legacy = Vec::new();
+    for method in methods {
+        legacy.push(client.request(method, json!({})).await);
+    }
+    let [r, t, p] = <[Value; 3]>::try_from(legacy).unwrap();
+    assert_listed_as_given("stdio 2025-11-25", (r, t, p));
+
+    // HTTP: a 2025-11-25 session, then 2026-07-28 requests.
+    let (addr, _stop) = start_http(HttpServer::new(registry)).await;
+    let session = http_initialize(addr, &[]).await;
+    let mut answers = Vec::new();
+    for method in methods {
+        let mut headers = JSON_HEADERS.to_vec();
+        headers.push(("Mcp-Session-Id", &session));
+        headers.push(("MCP-Protocol-Version", "2025-11-25"));
+        let body = json!({"jsonrpc": "2.0", "id": 2, "method": method});
+        answers.push(answer(
+            &http(addr, "POST", &headers, body.to_string().as_bytes()).await,
+        ));
+    }
+    let [r, t, p] = <[Value; 3]>::try_from(answers).unwrap();
+    assert_listed_as_given("HTTP 2025-11-25", (r, t, p));
+    let mut answers = Vec::new();
+    for method in methods {
+        let mut headers = JSON_HEADERS.to_vec();
+        headers.extend([
+            ("MCP-Protocol-Version", "2026-07-28"),
+            ("Mcp-Method", method),
+        ]);
+        let body = json!({"jsonrpc": "2.0", "id": 2, "method": method,
+                          "params": {"_meta": modern_meta.clone()}});
+        let listed = answer(&http(addr, "POST", &headers, body.to_string().as_bytes()).await);
+        assert_eq!(listed["result"]["resultType"], "complete", "{listed}");
+        answers.push(listed);
+    }
+    let [r, t, p] = <[Value; 3]>::try_from(answers).unwrap();
+    assert_listed_as_given("HTTP 2026-07-28", (r, t, p));
+}

@@ -10,6 +10,9 @@
 //!   expiry, and the last decisions. A principal holding `approvals:grant` gets a form per
 //!   item (an optional `reason`, a line saying what a grant and a reject do, buttons
 //!   `decision=grant` and `decision=reject`), except on the items it asked for itself.
+//!   An upstream tool or prompt whose definition changed since it was pinned shows the
+//!   upstream that changed it, its description before and now, and the diff of the rest
+//!   ([`definition_diff`]).
 //!   The list refreshes itself every 15 s ([`DEFAULT_REFRESH`]) without losing a
 //!   half-written reason; calls parked before the tool's facts were kept show what they
 //!   have.
@@ -85,6 +88,7 @@ use own_origin::OwnOrigin;
 use passkeys::Passkeys;
 pub use passkeys::{PasskeyConfigError, PasskeyOptions};
 pub use refresh::DEFAULT_REFRESH;
+pub use render::definition_diff;
 
 /// Where the page is served.
 pub const PAGE_PATH: &str = "/approvals";

@@ -24,7 +24,7 @@ use crate::deferred::Deferred;
 use crate::store_error::StoreError;
 
 /// What a pinned definition defines.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum DefinitionKind {

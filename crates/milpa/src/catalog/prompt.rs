@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
+use serde_json::{Map, Value};
 
 use crate::catalog::{CatalogError, ResourceContents};
 use crate::context::ToolContext;
@@ -24,6 +25,8 @@ pub struct Prompt {
     title: Option<String>,
     description: String,
     arguments: Vec<PromptArgument>,
+    icons: Vec<Value>,
+    meta: Option<Map<String, Value>>,
     scopes: Vec<String>,
 }
 
@@ -35,6 +38,8 @@ impl Prompt {
             title: None,
             description: description.into(),
             arguments: Vec::new(),
+            icons: Vec::new(),
+            meta: None,
             scopes: Vec::new(),
         }
     }
@@ -48,6 +53,20 @@ impl Prompt {
     /// Adds an argument (in listing order).
     pub fn with_argument(mut self, argument: PromptArgument) -> Self {
         self.arguments.push(argument);
+        self
+    }
+
+    /// MCP `icons` (2025-11-25): objects with a `src` and optionally `mimeType`, `sizes`
+    /// and `theme`, listed as given, in order.
+    pub fn with_icons(mut self, icons: Vec<Value>) -> Self {
+        self.icons = icons;
+        self
+    }
+
+    /// A `_meta` object to list with the prompt, as given: milpa neither reads nor checks
+    /// it. An empty object is none. (A prompt has no `annotations` in MCP.)
+    pub fn with_meta(mut self, meta: Map<String, Value>) -> Self {
+        self.meta = (!meta.is_empty()).then_some(meta);
         self
     }
 
@@ -72,6 +91,14 @@ impl Prompt {
     /// The arguments.
     pub fn arguments(&self) -> &[PromptArgument] {
         &self.arguments
+    }
+    /// The icons (none: empty).
+    pub fn icons(&self) -> &[Value] {
+        &self.icons
+    }
+    /// The `_meta` object, if any.
+    pub fn meta(&self) -> Option<&Map<String, Value>> {
+        self.meta.as_ref()
     }
     /// The scopes a caller needs one of.
     pub fn scopes(&self) -> &[String] {
@@ -292,5 +319,39 @@ pub trait PromptProvider: Send + Sync + 'static {
     ) -> Deferred<'a, Vec<String>> {
         let _ = (name, argument, value);
         Deferred::ready(Vec::new())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn object(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    #[test]
+    fn a_prompt_keeps_its_meta_and_icons_as_given() {
+        let plain = Prompt::new("greet", "Greets someone");
+        assert_eq!((plain.meta(), plain.icons()), (None, &[][..]));
+        let meta = object(json!({"example.com/origin": "upstream", "n": [1, 2]}));
+        let icon = json!({"src": "https://example.com/greet.png", "sizes": ["48x48"]});
+        let prompt = plain
+            .clone()
+            .with_meta(meta.clone())
+            .with_icons(vec![icon.clone()]);
+        assert_eq!(prompt.meta(), Some(&meta));
+        assert_eq!(prompt.icons(), [icon]);
+        assert_ne!(prompt, plain, "they count in a comparison (a changed list)");
+        assert_eq!(
+            Prompt::new("greet", "Greets someone").with_meta(Map::new()),
+            plain,
+            "an empty _meta is none"
+        );
     }
 }

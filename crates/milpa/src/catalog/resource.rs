@@ -2,6 +2,7 @@
 //! read returns ([`ResourceContents`]), and the [`ResourceProvider`] that serves them.
 
 use base64::Engine as _;
+use serde_json::{Map, Value};
 
 use crate::catalog::{CatalogError, UriTemplate};
 use crate::context::ToolContext;
@@ -25,6 +26,9 @@ pub struct Resource {
     description: Option<String>,
     mime_type: Option<String>,
     size: Option<u64>,
+    annotations: Option<Map<String, Value>>,
+    icons: Vec<Value>,
+    meta: Option<Map<String, Value>>,
     scopes: Vec<String>,
 }
 
@@ -38,6 +42,9 @@ impl Resource {
             description: None,
             mime_type: None,
             size: None,
+            annotations: None,
+            icons: Vec::new(),
+            meta: None,
             scopes: Vec::new(),
         }
     }
@@ -63,6 +70,27 @@ impl Resource {
     /// Its size in bytes, when known.
     pub fn with_size(mut self, size: u64) -> Self {
         self.size = Some(size);
+        self
+    }
+
+    /// MCP `annotations` for the client (`audience`, `priority`, `lastModified`, or any
+    /// other key), listed as given: milpa neither reads nor checks them. An empty object
+    /// is none.
+    pub fn with_annotations(mut self, annotations: Map<String, Value>) -> Self {
+        self.annotations = (!annotations.is_empty()).then_some(annotations);
+        self
+    }
+
+    /// MCP `icons` (2025-11-25): objects with a `src` and optionally `mimeType`, `sizes`
+    /// and `theme`, listed as given, in order.
+    pub fn with_icons(mut self, icons: Vec<Value>) -> Self {
+        self.icons = icons;
+        self
+    }
+
+    /// A `_meta` object to list with the resource, as given. An empty object is none.
+    pub fn with_meta(mut self, meta: Map<String, Value>) -> Self {
+        self.meta = (!meta.is_empty()).then_some(meta);
         self
     }
 
@@ -96,6 +124,18 @@ impl Resource {
     pub fn size(&self) -> Option<u64> {
         self.size
     }
+    /// The annotations, if any.
+    pub fn annotations(&self) -> Option<&Map<String, Value>> {
+        self.annotations.as_ref()
+    }
+    /// The icons (none: empty).
+    pub fn icons(&self) -> &[Value] {
+        &self.icons
+    }
+    /// The `_meta` object, if any.
+    pub fn meta(&self) -> Option<&Map<String, Value>> {
+        self.meta.as_ref()
+    }
     /// The scopes a reader needs one of.
     pub fn scopes(&self) -> &[String] {
         &self.scopes
@@ -110,6 +150,9 @@ pub struct ResourceTemplate {
     title: Option<String>,
     description: Option<String>,
     mime_type: Option<String>,
+    annotations: Option<Map<String, Value>>,
+    icons: Vec<Value>,
+    meta: Option<Map<String, Value>>,
     scopes: Vec<String>,
 }
 
@@ -126,6 +169,9 @@ impl ResourceTemplate {
             title: None,
             description: None,
             mime_type: None,
+            annotations: None,
+            icons: Vec::new(),
+            meta: None,
             scopes: Vec::new(),
         })
     }
@@ -145,6 +191,26 @@ impl ResourceTemplate {
     /// Their MIME type.
     pub fn with_mime_type(mut self, mime_type: impl Into<String>) -> Self {
         self.mime_type = Some(mime_type.into());
+        self
+    }
+
+    /// MCP `annotations` for the client (`audience`, `priority`, `lastModified`, or any
+    /// other key), listed as given: milpa neither reads nor checks them. An empty object
+    /// is none.
+    pub fn with_annotations(mut self, annotations: Map<String, Value>) -> Self {
+        self.annotations = (!annotations.is_empty()).then_some(annotations);
+        self
+    }
+
+    /// MCP `icons` (2025-11-25), listed as given, in order (see [`Resource::with_icons`]).
+    pub fn with_icons(mut self, icons: Vec<Value>) -> Self {
+        self.icons = icons;
+        self
+    }
+
+    /// A `_meta` object to list with the template, as given. An empty object is none.
+    pub fn with_meta(mut self, meta: Map<String, Value>) -> Self {
+        self.meta = (!meta.is_empty()).then_some(meta);
         self
     }
 
@@ -173,6 +239,18 @@ impl ResourceTemplate {
     /// The MIME type, if any.
     pub fn mime_type(&self) -> Option<&str> {
         self.mime_type.as_deref()
+    }
+    /// The annotations, if any.
+    pub fn annotations(&self) -> Option<&Map<String, Value>> {
+        self.annotations.as_ref()
+    }
+    /// The icons (none: empty).
+    pub fn icons(&self) -> &[Value] {
+        &self.icons
+    }
+    /// The `_meta` object, if any.
+    pub fn meta(&self) -> Option<&Map<String, Value>> {
+        self.meta.as_ref()
     }
     /// The scopes a reader needs one of.
     pub fn scopes(&self) -> &[String] {
@@ -282,5 +360,73 @@ pub trait ResourceProvider: Send + Sync + 'static {
     /// default: a provider that changes its own resources announces them directly.
     fn subscribed(&self, uri: &str) {
         let _ = uri;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn object(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    #[test]
+    fn a_resource_keeps_its_annotations_meta_and_icons_as_given() {
+        let plain = Resource::new("memo://a", "a");
+        assert_eq!(
+            (plain.annotations(), plain.meta(), plain.icons()),
+            (None, None, &[][..])
+        );
+        let annotations = object(json!({
+            "audience": ["user", "assistant"],
+            "priority": 0.5,
+            "lastModified": "2025-01-12T15:00:58Z",
+            "x-other": true
+        }));
+        let meta = object(json!({"example.com/origin": "upstream"}));
+        let icon = json!({"src": "data:image/png;base64,AA==", "mimeType": "image/png"});
+        let resource = plain
+            .clone()
+            .with_annotations(annotations.clone())
+            .with_meta(meta.clone())
+            .with_icons(vec![icon.clone()]);
+        assert_eq!(resource.annotations(), Some(&annotations));
+        assert_eq!(resource.meta(), Some(&meta));
+        assert_eq!(resource.icons(), [icon]);
+        assert_ne!(
+            resource, plain,
+            "they count in a comparison (a changed list)"
+        );
+        let emptied = plain
+            .clone()
+            .with_annotations(Map::new())
+            .with_meta(Map::new());
+        assert_eq!(emptied, plain, "an empty object is none");
+    }
+
+    #[test]
+    fn a_template_keeps_its_annotations_meta_and_icons_as_given() {
+        let plain = ResourceTemplate::new("memo://notes/{id}", "note").unwrap();
+        assert_eq!(
+            (plain.annotations(), plain.meta(), plain.icons()),
+            (None, None, &[][..])
+        );
+        let annotations = object(json!({"audience": ["assistant"], "priority": 1}));
+        let meta = object(json!({"example.com/kind": "notes"}));
+        let template = plain
+            .clone()
+            .with_annotations(annotations.clone())
+            .with_meta(meta.clone())
+            .with_icons(vec![json!({"src": "https://example.com/n.svg"})]);
+        assert_eq!(template.annotations(), Some(&annotations));
+        assert_eq!(template.meta(), Some(&meta));
+        assert_eq!(template.icons().len(), 1);
+        assert_eq!(plain.clone().with_annotations(Map::new()), plain);
     }
 }
