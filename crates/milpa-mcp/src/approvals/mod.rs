@@ -54,6 +54,7 @@
 //! [`ToolRegistry::decide_approval`]: milpa::ToolRegistry::decide_approval
 
 mod cookies;
+mod definition_diff;
 mod form;
 mod html_escaper;
 mod login_csrf;
@@ -81,6 +82,7 @@ use tower_http::validate_request::ValidateRequestHeaderLayer;
 use crate::auth::Authenticator;
 use crate::listener::HostOriginCheck;
 use crate::listener::throttle::{FailureThrottle, ThrottleLimits};
+pub use definition_diff::definition_diff;
 use login_csrf::LoginCsrf;
 pub(crate) use logins::LoginLimits;
 use logins::{Login, LoginSessions};
@@ -88,7 +90,6 @@ use own_origin::OwnOrigin;
 use passkeys::Passkeys;
 pub use passkeys::{PasskeyConfigError, PasskeyOptions};
 pub use refresh::DEFAULT_REFRESH;
-pub use render::definition_diff;
 
 /// Where the page is served.
 pub const PAGE_PATH: &str = "/approvals";
