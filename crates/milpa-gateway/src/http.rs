@@ -14,10 +14,12 @@
 //! `http://` and `https://` endpoints; an `https://` server's certificate is checked
 //! against the system's trusted roots (`SSL_CERT_FILE` / `SSL_CERT_DIR` name others).
 
+use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use futures_util::{Stream, StreamExt};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper::body::Incoming;
@@ -29,6 +31,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
+use sse_stream::{Sse, SseByteStream};
 use tokio::sync::mpsc;
 
 use crate::PROTOCOL_VERSION;
@@ -301,6 +304,9 @@ enum ExchangeError {
     /// An event stream broke off.
     #[error("the event stream broke: {}", chain(.0))]
     StreamBroke(#[source] hyper::Error),
+    /// An event stream that cannot be parsed (a field that is not UTF-8).
+    #[error("the event stream is malformed: {0}")]
+    Malformed(#[source] sse_stream::Error),
 }
 
 /// The error and its causes, one after the other ("client error (Connect): tcp connect
@@ -529,155 +535,280 @@ async fn read_messages(
         }
         return Ok(StreamEnd::default());
     }
-    let mut events = EventBuffer::new(max);
+    let mut events = pin!(events(body.into_data_stream(), max));
     let mut end = StreamEnd::default();
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(ExchangeError::StreamBroke)?;
-        if let Some(data) = frame.data_ref() {
-            for event in events.push(data)? {
-                if let Some(id) = event.id {
-                    end.last_event_id = Some(id);
-                }
-                if let Some(retry) = event.retry {
-                    end.retry = Some(retry);
-                }
-                // A priming event (an id, empty data) carries no message.
-                let data = match event.data {
-                    Some(data) if !data.is_empty() => data,
-                    _ => continue,
-                };
-                match serde_json::from_slice(&data) {
-                    Ok(message) => deliver(message),
-                    Err(error) => tracing::warn!(
-                        target: "milpa::upstream",
-                        upstream = %endpoint.upstream,
-                        "ignored an event that is not JSON ({error})"
-                    ),
-                }
-            }
+    while let Some(event) = events.next().await {
+        let event = event?;
+        if let Some(id) = event.id {
+            end.last_event_id = Some(id);
+        }
+        if let Some(retry) = event.retry {
+            end.retry = Some(Duration::from_millis(retry));
+        }
+        // A priming event (an id, empty data) carries no message.
+        let Some(data) = event.data.filter(|data| !data.is_empty()) else {
+            continue;
+        };
+        match serde_json::from_str(&data) {
+            Ok(message) => deliver(message),
+            Err(error) => tracing::warn!(
+                target: "milpa::upstream",
+                upstream = %endpoint.upstream,
+                "ignored an event that is not JSON ({error})"
+            ),
         }
     }
     Ok(end)
 }
 
-/// One complete server-sent event: its id and `retry` (when it set them) and its data
-/// lines joined (when it had any).
-#[derive(Debug, Default, PartialEq)]
-struct Event {
-    id: Option<String>,
-    retry: Option<Duration>,
-    data: Option<Vec<u8>>,
-}
-
-/// Server-sent events as they arrive in pieces: the `data` of each complete event, cut
-/// on bytes (a character split across pieces stays whole), at most `max` bytes pending.
-struct EventBuffer {
-    pending: Vec<u8>,
+/// The server-sent events of a `text/event-stream` body, as each one completes: `sse-stream`
+/// parses them (LF, CRLF and lone CR line endings, comments, `event`, `id` and `retry`
+/// fields, data lines joined with LF), decoding an event's bytes only once it is whole, so
+/// a character split across two chunks stays whole. An event over `max` bytes fails the
+/// stream with [`ExchangeError::TooLarge`]; a body that breaks off, with
+/// [`ExchangeError::StreamBroke`].
+fn events(
+    body: impl Stream<Item = Result<Bytes, hyper::Error>>,
     max: usize,
+) -> impl Stream<Item = Result<Sse, ExchangeError>> {
+    // The parser buffers an unfinished event however large it grows: the limit is kept in
+    // front of it, on the bytes it is handed.
+    let mut limit = EventLimit::new(max);
+    let body = body.map(move |chunk| {
+        let chunk = chunk.map_err(ExchangeError::StreamBroke)?;
+        limit.admit(&chunk)?;
+        Ok::<_, ExchangeError>(chunk)
+    });
+    SseByteStream::new(body).map(|event| event.map_err(ExchangeError::from))
 }
 
-impl EventBuffer {
-    fn new(max: usize) -> EventBuffer {
-        EventBuffer {
-            pending: Vec::new(),
+/// Counts the bytes of the event being received, ahead of the parser, so that a server
+/// that never ends its event cannot grow our memory without bound. An event ends at a blank
+/// line, whatever it held: a block of comments alone ends one too, so keep-alive comments
+/// on a long-lived stream never add up to the limit. Every byte of the event counts (field
+/// names, comments, line endings, a CRLF as one byte), as the data alone cannot be told
+/// apart without parsing.
+///
+/// The exact bound: a chunk that would take the event being received past `max` bytes
+/// fails the stream before the parser is handed any of it, so the parser never holds more
+/// than `max` bytes of one event. The one chunk of slack is that chunk itself, which hyper
+/// has already read into memory; it is dropped with the stream.
+struct EventLimit {
+    max: usize,
+    /// Bytes of the event being received: since the last blank line.
+    received: usize,
+    /// Whether the last byte ended a line (so a line ending now makes a blank line).
+    line_start: bool,
+    /// Whether the last byte was a CR (so an LF now completes its CRLF, and ends no line).
+    after_cr: bool,
+}
+
+impl EventLimit {
+    fn new(max: usize) -> EventLimit {
+        EventLimit {
             max,
+            received: 0,
+            line_start: true,
+            after_cr: false,
         }
     }
 
-    /// Adds `bytes`; returns the events they completed (comments alone make none), or an
-    /// error when an event grows past the limit.
-    fn push(&mut self, bytes: &[u8]) -> Result<Vec<Event>, ExchangeError> {
-        self.pending
-            .extend(bytes.iter().copied().filter(|&b| b != b'\r'));
-        let mut complete = Vec::new();
-        while let Some(end) = self.pending.windows(2).position(|w| w == b"\n\n") {
-            let lines: Vec<u8> = self.pending.drain(..end + 2).collect();
-            let mut event = Event::default();
-            let mut data: Vec<&[u8]> = Vec::new();
-            for line in lines.split(|&b| b == b'\n') {
-                let field = |name: &[u8]| {
-                    line.strip_prefix(name)
-                        .map(|value| value.strip_prefix(b" ").unwrap_or(value))
-                };
-                if let Some(value) = field(b"data:") {
-                    data.push(value);
-                } else if let Some(value) = field(b"id:") {
-                    event.id = std::str::from_utf8(value).ok().map(str::to_owned);
-                } else if let Some(value) = field(b"retry:") {
-                    event.retry = std::str::from_utf8(value)
-                        .ok()
-                        .and_then(|ms| ms.parse().ok())
-                        .map(Duration::from_millis);
-                }
+    /// Counts `chunk` (carrying on from the chunks before it); fails when an event in it
+    /// grows past the limit.
+    fn admit(&mut self, chunk: &[u8]) -> Result<(), ExchangeError> {
+        for &byte in chunk {
+            self.received += 1;
+            let after_cr = std::mem::replace(&mut self.after_cr, byte == b'\r');
+            match byte {
+                b'\n' if after_cr => self.received -= 1,
+                b'\n' | b'\r' if self.line_start => self.received = 0,
+                b'\n' | b'\r' => self.line_start = true,
+                _ => self.line_start = false,
             }
-            if !data.is_empty() {
-                event.data = Some(data.join(&b'\n'));
-            }
-            if event != Event::default() {
-                complete.push(event);
+            if self.received > self.max {
+                return Err(ExchangeError::TooLarge { max: self.max });
             }
         }
-        if self.pending.len() > self.max {
-            return Err(ExchangeError::TooLarge { max: self.max });
+        Ok(())
+    }
+}
+
+impl From<sse_stream::Error> for ExchangeError {
+    fn from(error: sse_stream::Error) -> ExchangeError {
+        match error {
+            // What `events` put on the byte stream (the body broke, an event too large) comes
+            // back as it went in.
+            sse_stream::Error::Body(cause) => match cause.downcast::<ExchangeError>() {
+                Ok(error) => *error,
+                Err(cause) => ExchangeError::Malformed(sse_stream::Error::Body(cause)),
+            },
+            error => ExchangeError::Malformed(error),
         }
-        Ok(complete)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use futures_util::FutureExt;
+    use std::pin::Pin;
+
     use super::*;
+
+    /// An event stream fed chunk by chunk, as a body arrives.
+    struct Feed {
+        chunks: mpsc::UnboundedSender<Result<Bytes, hyper::Error>>,
+        events: Pin<Box<dyn Stream<Item = Result<Sse, ExchangeError>>>>,
+    }
+
+    impl Feed {
+        fn new(max: usize) -> Feed {
+            let (chunks, mut body) = mpsc::unbounded_channel();
+            let body = futures_util::stream::poll_fn(move |cx| body.poll_recv(cx));
+            Feed {
+                chunks,
+                events: Box::pin(events(body, max)),
+            }
+        }
+
+        /// Hands on `chunk`; returns the events it completed, or the stream's error.
+        fn push(&mut self, chunk: &[u8]) -> Result<Vec<Sse>, ExchangeError> {
+            self.chunks.send(Ok(Bytes::copy_from_slice(chunk))).unwrap();
+            let mut complete = Vec::new();
+            while let Some(Some(event)) = self.events.next().now_or_never() {
+                complete.push(event?);
+            }
+            Ok(complete)
+        }
+    }
 
     #[test]
     fn events_are_cut_where_they_end_whatever_the_pieces() {
-        let mut buffer = EventBuffer::new(1024);
+        let mut feed = Feed::new(1024);
         assert!(
-            buffer
-                .push(b"id: 1\r\nevent: message\r\ndata: {\"a\"")
+            feed.push(b"id: 1\r\nevent: message\r\ndata: {\"a\"")
                 .unwrap()
                 .is_empty()
         );
-        let events = buffer
+        let events = feed
             .push(b":1}\r\n\r\n: keep-alive\n\nretry: 250\nid: s-2\ndata: 2\n\n")
             .unwrap();
         assert_eq!(
             events,
             [
-                Event {
+                Sse {
                     id: Some("1".into()),
-                    data: Some(b"{\"a\":1}".to_vec()),
-                    ..Event::default()
+                    event: Some("message".into()),
+                    data: Some("{\"a\":1}".into()),
+                    ..Sse::default()
                 },
-                Event {
+                Sse {
                     id: Some("s-2".into()),
-                    retry: Some(Duration::from_millis(250)),
-                    data: Some(b"2".to_vec()),
+                    retry: Some(250),
+                    data: Some("2".into()),
+                    ..Sse::default()
                 }
             ]
         );
         // A priming event: an id and empty data.
-        let primed = buffer.push(b"id: s-0\ndata:\n\n").unwrap();
+        let primed = feed.push(b"id: s-0\ndata:\n\n").unwrap();
         assert_eq!(primed[0].id.as_deref(), Some("s-0"));
-        assert_eq!(primed[0].data.as_deref(), Some(&b""[..]));
+        assert_eq!(primed[0].data.as_deref(), Some(""));
         // A character split across two pieces stays whole.
         let text = "data: \"año\"\n\n".as_bytes();
         let split = text.iter().position(|&b| b >= 0x80).unwrap() + 1;
-        assert!(buffer.push(&text[..split]).unwrap().is_empty());
+        assert!(feed.push(&text[..split]).unwrap().is_empty());
         assert_eq!(
-            buffer.push(&text[split..]).unwrap()[0].data.as_deref(),
-            Some("\"año\"".as_bytes())
+            feed.push(&text[split..]).unwrap()[0].data.as_deref(),
+            Some("\"año\"")
+        );
+    }
+
+    #[test]
+    fn lone_cr_line_endings_cut_events_too() {
+        let mut feed = Feed::new(1024);
+        let events = feed
+            .push(b"id: 7\rretry: 40\rdata: {\"a\":1}\r: note\rdata: 2\r\rdata: 3\r")
+            .unwrap();
+        assert_eq!(
+            events,
+            [Sse {
+                id: Some("7".into()),
+                retry: Some(40),
+                data: Some("{\"a\":1}\n2".into()),
+                ..Sse::default()
+            }]
+        );
+        // A CR at the end of one chunk and an LF at the start of the next are one CRLF.
+        assert!(feed.push(b"data: 4\r").unwrap().is_empty());
+        let events = feed.push(b"\n\r\n").unwrap();
+        assert_eq!(events[0].data.as_deref(), Some("3\n4"));
+    }
+
+    #[test]
+    fn an_event_field_leaves_the_data_alone() {
+        let mut feed = Feed::new(1024);
+        let events = feed
+            .push(b"data: [1,\nevent: message\ndata: 2]\n\nevent: ping\n\n")
+            .unwrap();
+        assert_eq!(events[0].data.as_deref(), Some("[1,\n2]"));
+        assert_eq!(events[0].event.as_deref(), Some("message"));
+        // An event with a type and no data carries no message.
+        assert_eq!(events[1].data, None);
+    }
+
+    #[test]
+    fn a_large_event_in_many_small_chunks_is_parsed() {
+        let text = format!("data: \"{}\"\n\n", "a".repeat(64 * 1024));
+        let mut feed = Feed::new(text.len());
+        let mut events = Vec::new();
+        for chunk in text.as_bytes().chunks(7) {
+            events.extend(feed.push(chunk).unwrap());
+        }
+        assert_eq!(events.len(), 1);
+        assert_eq!(
+            events[0].data.as_ref().map(String::len),
+            Some(64 * 1024 + 2)
         );
     }
 
     #[test]
     fn an_event_over_the_limit_fails() {
-        let mut buffer = EventBuffer::new(16);
-        assert!(buffer.push(b"data: 0123456789").unwrap().is_empty());
-        let error = buffer.push(b"abcdef").unwrap_err();
+        let mut feed = Feed::new(16);
+        assert!(feed.push(b"data: 0123456789").unwrap().is_empty());
+        let error = feed.push(b"abcdef").unwrap_err();
         assert_eq!(
             error.to_string(),
             "it sent a message over 16 bytes (max_message_bytes)"
         );
+        assert!(
+            matches!(error, ExchangeError::TooLarge { max: 16 }),
+            "{error:?}"
+        );
+        // Whole in one chunk, too.
+        let error = Feed::new(16)
+            .push(b"data: 0123456789abcdef\n\n")
+            .unwrap_err();
+        assert!(
+            matches!(error, ExchangeError::TooLarge { max: 16 }),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn keep_alive_comments_never_add_up_to_the_limit() {
+        let mut feed = Feed::new(16);
+        for _ in 0..100 {
+            assert!(feed.push(b": keep-alive\r\n\r\n").unwrap().is_empty());
+        }
+        // 16 bytes with the blank line that ends it: the limit, not over it.
+        let events = feed.push(b"data: 01234567\n\n").unwrap();
+        assert_eq!(events[0].data.as_deref(), Some("01234567"));
+    }
+
+    #[test]
+    fn an_event_that_is_not_utf8_fails_the_stream() {
+        let error = Feed::new(1024).push(b"data: \xff\n\n").unwrap_err();
+        assert!(matches!(error, ExchangeError::Malformed(_)), "{error:?}");
     }
 
     fn endpoint(uri: Uri) -> Endpoint {
