@@ -74,6 +74,27 @@ fn select(
     Ok(Some(pin))
 }
 
+/// Runs `statement`, an insert of `pin`'s row (`definition` and `pinned_at_ms` as
+/// [`to_row`] gives them) that says what a conflict does; the rows it changed.
+fn write(
+    conn: &Connection,
+    statement: &str,
+    pin: &PinnedDefinition,
+    definition: &str,
+    pinned_at_ms: i64,
+) -> Result<usize, StoreError> {
+    sql(conn.prepare_cached(statement).and_then(|mut insert| {
+        insert.execute(params![
+            pin.scope,
+            pin.kind.as_str(),
+            pin.name,
+            pin.digest,
+            definition,
+            pinned_at_ms
+        ])
+    }))
+}
+
 /// `pin`'s row values that are not its key: the definition as JSON text, the time as SQLite
 /// stores it.
 fn to_row(pin: &PinnedDefinition) -> Result<(String, i64), StoreError> {
@@ -100,22 +121,15 @@ impl PinStore for SqlitePinStore {
             Err(error) => return Deferred::ready(Err(error)),
         };
         self.shared.writer.call(move |conn| {
-            let inserted = sql(conn
-                .prepare_cached(
-                    "INSERT INTO milpa_pins (scope, kind, name, digest, definition, pinned_at_ms)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                     ON CONFLICT (scope, kind, name) DO NOTHING",
-                )
-                .and_then(|mut insert| {
-                    insert.execute(params![
-                        pin.scope,
-                        pin.kind.as_str(),
-                        pin.name,
-                        pin.digest,
-                        definition,
-                        pinned_at_ms
-                    ])
-                }))?;
+            let inserted = write(
+                conn,
+                "INSERT INTO milpa_pins (scope, kind, name, digest, definition, pinned_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT (scope, kind, name) DO NOTHING",
+                &pin,
+                &definition,
+                pinned_at_ms,
+            )?;
             if inserted == 1 {
                 return Ok(None);
             }
@@ -133,25 +147,18 @@ impl PinStore for SqlitePinStore {
             Err(error) => return Deferred::ready(Err(error)),
         };
         self.shared.writer.call(move |conn| {
-            sql(conn
-                .prepare_cached(
-                    "INSERT INTO milpa_pins (scope, kind, name, digest, definition, pinned_at_ms)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                     ON CONFLICT (scope, kind, name) DO UPDATE SET
-                         digest = excluded.digest,
-                         definition = excluded.definition,
-                         pinned_at_ms = excluded.pinned_at_ms",
-                )
-                .and_then(|mut upsert| {
-                    upsert.execute(params![
-                        pin.scope,
-                        pin.kind.as_str(),
-                        pin.name,
-                        pin.digest,
-                        definition,
-                        pinned_at_ms
-                    ])
-                }))?;
+            write(
+                conn,
+                "INSERT INTO milpa_pins (scope, kind, name, digest, definition, pinned_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT (scope, kind, name) DO UPDATE SET
+                     digest = excluded.digest,
+                     definition = excluded.definition,
+                     pinned_at_ms = excluded.pinned_at_ms",
+                &pin,
+                &definition,
+                pinned_at_ms,
+            )?;
             Ok(())
         })
     }
