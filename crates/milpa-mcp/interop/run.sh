@@ -165,14 +165,23 @@ start_server() {
   : > "$errlog"
   "$BIN" --http 127.0.0.1:0 --audit "$audit" "$@" 2> "$errlog" &
   SERVER_PID=$!
-  URL=""
+  URL=$(await_url "server" "$SERVER_PID" "$errlog" 'listening on')
+}
+
+# await_url WHAT PID ERRLOG PHRASE: the http:// URL that follows PHRASE in ERRLOG, once the
+# process PID has written it (10 s at most); exits the run, showing the log, when PID dies or
+# says nothing in time.
+await_url() {
+  local what=$1 pid=$2 errlog=$3 phrase=$4 url=""
   for _ in $(seq 1 100); do
-    URL=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$errlog" | head -n1)
-    [[ -n "$URL" ]] && break
-    kill -0 "$SERVER_PID" 2> /dev/null || { cat "$errlog" >&2; log "server died"; exit 1; }
+    url=$(sed -n "s/.*$phrase \(http:[^ ]*\).*/\1/p" "$errlog" | head -n1)
+    [[ -n "$url" ]] && { echo "$url"; return; }
+    kill -0 "$pid" 2> /dev/null || { cat "$errlog" >&2; log "$what died"; exit 1; }
     sleep 0.1
   done
-  [[ -n "$URL" ]] || { cat "$errlog" >&2; log "server did not start"; exit 1; }
+  cat "$errlog" >&2
+  log "$what did not start"
+  exit 1
 }
 
 FAILED=0
@@ -222,14 +231,7 @@ start_milpa() {
   : > "$errlog"
   MILPA_HOME="$WORK/gateway-home" "$MILPA" --store memory "$@" 2> "$errlog" &
   GATEWAY_PID=$!
-  GATEWAY_URL=""
-  for _ in $(seq 1 100); do
-    GATEWAY_URL=$(sed -n 's/.*serving MCP on \(http:[^ ]*\).*/\1/p' "$errlog" | head -n1)
-    [[ -n "$GATEWAY_URL" ]] && break
-    kill -0 "$GATEWAY_PID" 2> /dev/null || { cat "$errlog" >&2; log "milpa died"; exit 1; }
-    sleep 0.1
-  done
-  [[ -n "$GATEWAY_URL" ]] || { cat "$errlog" >&2; log "milpa did not start"; exit 1; }
+  GATEWAY_URL=$(await_url "milpa" "$GATEWAY_PID" "$errlog" 'serving MCP on')
 }
 
 # The same scenarios through the gateway in front of the fixture: what passes directly must
