@@ -9,7 +9,7 @@
 //! - `--instructions TEXT`: the `instructions` of its `initialize` answer.
 //!
 //! Tools:
-//! - `echo(text)`: the text; listed with a `title`, every annotation and `_meta`;
+//! - `echo(text)`: the text; listed with a `title`, every annotation, `icons` and `_meta`;
 //! - `pid()`: its process id;
 //! - `huge(bytes)`: writes one line of that many bytes without a newline, then waits;
 //! - `flood(count)`: that many `notifications/progress` for the call, then `"flooded"`;
@@ -67,6 +67,7 @@ fn tools(extra: &[String]) -> Vec<Value> {
                             "required": ["text"]},
             "annotations": {"title": "Echo it", "readOnlyHint": true, "idempotentHint": true,
                             "openWorldHint": false, "destructiveHint": false},
+            "icons": [{"src": "https://example.com/echo.png", "mimeType": "image/png", "sizes": ["48x48"]}],
             "_meta": {"example.com/origin": "odd_upstream"}
         }),
         plain("pid", json!({})),

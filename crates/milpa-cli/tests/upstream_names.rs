@@ -1,7 +1,7 @@
 //! Transparent in front of one server: `milpa proxy` keeps the server's own tool names
 //! unless `--prefix` is given; `[[upstreams]]` without `prefix` keep theirs when there is
-//! one and get `<name>__` when there are several; each tool's `title`, every annotation
-//! and its `_meta` come through as the server listed them.
+//! one and get `<name>__` when there are several; each tool's `title`, every annotation,
+//! its `icons` and its `_meta` come through as the server listed them.
 
 mod common;
 
@@ -55,6 +55,10 @@ fn proxy_keeps_the_servers_names_title_annotations_and_meta() {
         "{echo}"
     );
     assert_eq!(echo["_meta"], json!({"example.com/origin": "odd_upstream"}));
+    assert_eq!(
+        echo["icons"],
+        json!([{"src": "https://example.com/echo.png", "mimeType": "image/png", "sizes": ["48x48"]}])
+    );
     // A tool the server did not annotate: mutating here (fail closed), said so.
     let pid = entry(&listed, "pid");
     assert!(

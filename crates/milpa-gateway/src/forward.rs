@@ -61,6 +61,11 @@ pub(crate) fn definitions_of(
         if let Some(Value::Object(meta)) = tool.get("_meta") {
             builder = builder.meta(meta.clone());
         }
+        // Icons that are not objects are no icons (as for resources and prompts).
+        if let Some(Value::Array(icons)) = tool.get("icons") {
+            let icons: Vec<Value> = icons.iter().filter(|i| i.is_object()).cloned().collect();
+            builder = builder.icons(icons);
+        }
         let definition = builder
             .description(
                 tool.get("description")

@@ -46,6 +46,9 @@ pub fn tool_entry(definition: &ToolDefinition) -> Value {
         .entry("destructiveHint")
         .or_insert(Value::Bool(mutating));
     entry.insert("annotations".into(), Value::Object(annotations));
+    if !options.icons.is_empty() {
+        entry.insert("icons".into(), Value::Array(options.icons.clone()));
+    }
     if let Some(meta) = &options.meta {
         entry.insert("_meta".into(), Value::Object(meta.clone()));
     }

@@ -325,6 +325,9 @@ pub struct ToolOptions {
     pub annotations: Option<serde_json::Map<String, Value>>,
     /// The `_meta` of an upstream server's tool entry, listed again as it came.
     pub meta: Option<serde_json::Map<String, Value>>,
+    /// The icons of an upstream server's tool entry (MCP 2025-11-25 `icons`: `src`,
+    /// `mimeType`, `sizes`, `theme`), listed again as they came; none when empty.
+    pub icons: Vec<Value>,
 }
 
 impl Default for ToolOptions {
@@ -344,6 +347,7 @@ impl Default for ToolOptions {
             title: None,
             annotations: None,
             meta: None,
+            icons: Vec::new(),
         }
     }
 }
@@ -578,6 +582,12 @@ impl ToolDefinitionBuilder {
     /// A `_meta` object to list with the tool (see [`ToolOptions::meta`]).
     pub fn meta(mut self, meta: serde_json::Map<String, Value>) -> Self {
         self.options.meta = Some(meta);
+        self
+    }
+
+    /// Icons to list with the tool (see [`ToolOptions::icons`]).
+    pub fn icons(mut self, icons: Vec<Value>) -> Self {
+        self.options.icons = icons;
         self
     }
 
