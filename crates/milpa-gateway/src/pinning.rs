@@ -199,7 +199,14 @@ impl PinGate {
         let upstream = &self.upstream;
         let definition = pinned_fields(kind, entry);
         let pin = PinnedDefinition::new(&self.scope, kind, name, definition, now_ms());
-        let existing = match self.pins.store.pin_first(pin.clone()).await {
+        // A read first: every listing judges every definition, and a pinned one (the usual
+        // case) then costs no write (with SQLite, no turn of the writer thread).
+        let standing = match self.pins.store.get(&self.scope, kind, name).await {
+            Ok(Some(existing)) => Ok(Some(existing)),
+            Ok(None) => self.pins.store.pin_first(pin.clone()).await,
+            Err(error) => Err(error),
+        };
+        let existing = match standing {
             Ok(None) => {
                 tracing::debug!(target: "milpa::upstream", "upstream '{upstream}': pinned {kind} '{name}'");
                 return Verdict::Serve;
