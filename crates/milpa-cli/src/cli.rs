@@ -435,6 +435,12 @@ pub(crate) struct ProxyArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) audit: Option<PathBuf>,
 
+    /// Serve the server's tools and prompts as it defines them each time, without pinning
+    /// them (by default a definition that changed since it was first seen is held until a
+    /// person grants it: `milpa approvals`)
+    #[arg(long)]
+    pub(crate) no_pin: bool,
+
     /// The upstream server: a program and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub(crate) command: Vec<String>,

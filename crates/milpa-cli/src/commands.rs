@@ -157,6 +157,7 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
             // In front of one server, its own tool names: what clients and prompts know.
             let mut proxied = UpstreamConfig::stdio(args.upstream_name(), args.command.clone());
             proxied.prefix = Some(args.prefix.clone().unwrap_or_default());
+            proxied.pin = !args.no_pin;
             upstreams.push(proxied);
             let serve_args = ServeArgs {
                 stdio: args.http.is_none(),

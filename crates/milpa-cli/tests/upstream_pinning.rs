@@ -4,10 +4,11 @@
 //! names the approval, `milpa call` cannot reach it, `milpa approvals show` prints both
 //! descriptions, a person's `milpa approvals grant` at a terminal releases it (the next run
 //! lists the new definition), and the store's trail records the hold and the grant. With
-//! `pin = false` the change is served at once.
+//! `pin = false` the change is served at once. `milpa proxy` pins too, unless `--no-pin`.
 
 mod common;
 
+use common::stdio::StdioClient;
 use common::terminal::run_or_decide;
 use common::{Run, Sandbox, run, trail_until, upstream_command};
 use serde_json::Value;
@@ -193,4 +194,31 @@ fn pin_false_serves_a_changed_tool_as_it_comes() {
         .milpa()
         .args(["--manifest", "m.toml", "approvals", "--json"]));
     assert_eq!(pending.stdout.trim(), "[]");
+}
+
+/// `milpa proxy -- <upstream>` on the sandbox's default store, with `extra` flags, once it
+/// lists `status` (which never changes): the tools it lists.
+fn proxy_lists(sb: &Sandbox, extra: &[&str]) -> Vec<String> {
+    let mut proxy = common::http::milpa_command(sb);
+    proxy.arg("proxy").args(extra).arg("--");
+    proxy.arg(assert_cmd::cargo::cargo_bin("milpa"));
+    proxy.args(["--store", "memory", "--manifest"]);
+    proxy.arg(sb.path().join("up.toml"));
+    proxy.arg("serve");
+    let mut client = StdioClient::start(proxy, &sb.path().join("proxy.err"));
+    client.wait_for_tool("status")
+}
+
+#[test]
+fn milpa_proxy_pins_unless_told_not_to() {
+    let sb = Sandbox::new();
+    upstream(&sb, PINNED, false);
+    assert!(proxy_lists(&sb, &[]).contains(&"deploy".to_owned()));
+    upstream(&sb, CHANGED, true);
+    let held = proxy_lists(&sb, &[]);
+    assert!(!held.contains(&"deploy".to_owned()), "{held:?}");
+    let stderr = std::fs::read_to_string(sb.path().join("proxy.err")).unwrap();
+    assert!(stderr.contains("changed since it was pinned"), "{stderr}");
+    let unpinned = proxy_lists(&sb, &["--no-pin"]);
+    assert!(unpinned.contains(&"deploy".to_owned()), "{unpinned:?}");
 }
