@@ -86,7 +86,7 @@ pub(crate) struct PinGate {
     /// One waiter per held change, by approval id; aborted with the gate.
     waiters: Mutex<HashMap<String, JoinHandle<()>>>,
     /// What its last lists held back, by kind and the upstream's name: the approval ids.
-    held: Mutex<BTreeMap<(DefinitionKind, String), String>>,
+    held: Mutex<BTreeMap<(DefinitionKind, String), Option<String>>>,
 }
 
 /// A tool or prompt of an upstream held back because its definition changed since it was
@@ -98,8 +98,9 @@ pub struct HeldDefinition {
     pub kind: DefinitionKind,
     /// The upstream's name of it.
     pub name: String,
-    /// The approval a person decides.
-    pub approval_id: String,
+    /// The approval a person decides; `None` when none could be opened (the store did
+    /// not answer: it is held all the same).
+    pub approval_id: Option<String>,
 }
 
 impl Drop for PinGate {
@@ -171,7 +172,7 @@ impl PinGate {
         now_held.retain(|(held_kind, _), _| *held_kind != kind);
         now_held.extend(
             held.into_iter()
-                .map(|(name, approval)| ((kind, name), approval.unwrap_or_default())),
+                .map(|(name, approval)| ((kind, name), approval)),
         );
         served
     }
