@@ -29,6 +29,7 @@ use std::time::{Duration, SystemTime};
 use milpa::ToolRegistry;
 use milpa::approval::pins::{DefinitionKind, PinStore, PinnedDefinition};
 use milpa::approval::{ApprovalQueue, ApprovalState, DefinitionChange};
+use milpa::confirm::unix_millis;
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
 use tokio::sync::Notify;
@@ -337,11 +338,7 @@ pub(crate) fn pinned_fields(kind: DefinitionKind, entry: &Value) -> Value {
 }
 
 fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |elapsed| {
-            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
-        })
+    unix_millis(SystemTime::now())
 }
 
 #[cfg(test)]

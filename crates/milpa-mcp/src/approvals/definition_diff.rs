@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use milpa::approval::DefinitionChange;
+use milpa::approval::pins::sorted_keys;
 use serde_json::Value;
 use similar::TextDiff;
 
@@ -40,49 +41,27 @@ pub fn definition_diff(change: &DefinitionChange) -> Option<String> {
     )
 }
 
-/// `definition` as [`definition_diff`] compares it: pretty JSON, keys sorted, the
-/// description left out when it is a string (a description of another type is no
-/// description to show beside the diff, so it stays in it), ending in a newline (else the
-/// diff would mark a last line changed for lacking one).
+/// `definition` as [`definition_diff`] compares it: pretty JSON, keys sorted as the pin's
+/// digest sorts them ([`sorted_keys`]), the description left out when it is a string (a
+/// description of another type is no description to show beside the diff, so it stays in
+/// it), ending in a newline (else the diff would mark a last line changed for lacking one).
 fn diffable(definition: &Value) -> String {
-    let shown = match definition {
+    let shown = match sorted_keys(definition) {
         Value::Object(fields) => Value::Object(
-            sorted_entries(fields)
+            fields
+                .into_iter()
                 .filter(|(key, value)| !(key.as_str() == "description" && value.is_string()))
-                .map(|(key, value)| (key.clone(), sorted(value)))
                 .collect(),
         ),
-        other => sorted(other),
+        other => other,
     };
     let mut text = serde_json::to_string_pretty(&shown).unwrap_or_default();
     text.push('\n');
     text
 }
 
-/// `value` with the keys of every object in it sorted (the workspace's JSON objects keep
-/// the order they were read in).
-fn sorted(value: &Value) -> Value {
-    match value {
-        Value::Object(fields) => Value::Object(
-            sorted_entries(fields)
-                .map(|(key, value)| (key.clone(), sorted(value)))
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-        scalar => scalar.clone(),
-    }
-}
-
-fn sorted_entries(
-    fields: &serde_json::Map<String, Value>,
-) -> impl Iterator<Item = (&String, &Value)> {
-    let mut entries: Vec<(&String, &Value)> = fields.iter().collect();
-    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    entries.into_iter()
-}
-
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use milpa::approval::pins::{DefinitionKind, PinnedDefinition};
     use serde_json::json;
@@ -92,7 +71,9 @@ mod tests {
         DefinitionChange::new(&pin, "fs", "fs__read", current)
     }
 
-    fn read_tool(description: &str, properties: Value) -> Value {
+    /// The tool `read` described `description`, taking `properties` (`path` required): the
+    /// definitions this module's tests and the page's compare.
+    pub(in crate::approvals) fn read_tool(description: &str, properties: Value) -> Value {
         json!({
             "name": "read",
             "description": description,

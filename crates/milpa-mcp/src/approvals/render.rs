@@ -705,6 +705,8 @@ mod tests {
     use milpa::approval::ApprovalQueue;
     use milpa::approval::pins::{DefinitionKind, PinnedDefinition};
     use milpa::verification::VerificationRecord;
+
+    use super::super::definition_diff::tests::read_tool;
     use serde_json::{Value, json};
 
     const NOW: u64 = 1_800_000_000_000;
@@ -1045,15 +1047,6 @@ mod tests {
             .unwrap();
         assert!(opened);
         approval
-    }
-
-    fn read_tool(description: &str, properties: Value) -> Value {
-        json!({
-            "name": "read",
-            "description": description,
-            "inputSchema": {"type": "object", "properties": properties, "required": ["path"]},
-            "annotations": {"readOnlyHint": true},
-        })
     }
 
     #[test]

@@ -97,42 +97,31 @@ impl PinnedDefinition {
     }
 }
 
-/// The SHA-256 (hex) of `definition`'s canonical JSON: object keys sorted at every level,
-/// no whitespace. Upstreams may list the same definition with its keys in another order
+/// The SHA-256 (hex) of `definition`'s canonical JSON: [`sorted_keys`], written without
+/// whitespace. Upstreams may list the same definition with its keys in another order
 /// (`serde_json` keeps the order it read), which must not read as a change.
 pub fn definition_digest(definition: &Value) -> String {
-    let mut canonical = String::new();
-    write_canonical(definition, &mut canonical);
+    let canonical = serde_json::to_string(&sorted_keys(definition)).unwrap_or_default();
     hex::encode(Sha256::digest(canonical.as_bytes()))
 }
 
-fn write_canonical(value: &Value, out: &mut String) {
+/// `value` with the keys of every object in it sorted (arrays keep their order): the form
+/// a definition is hashed in ([`definition_digest`]) and compared in for people (the diff
+/// of a held change), so that both agree on what changed.
+pub fn sorted_keys(value: &Value) -> Value {
     match value {
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+        Value::Object(fields) => {
+            let mut entries: Vec<(&String, &Value)> = fields.iter().collect();
             entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (i, (key, value)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                write_canonical(value, out);
-            }
-            out.push('}');
+            Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(key, value)| (key.clone(), sorted_keys(value)))
+                    .collect(),
+            )
         }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
+        Value::Array(items) => Value::Array(items.iter().map(sorted_keys).collect()),
+        scalar => scalar.clone(),
     }
 }
 
