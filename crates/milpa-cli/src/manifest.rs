@@ -576,6 +576,10 @@ pub struct UpstreamSpec {
     /// Whether the definitions of its tools and prompts are pinned in the store at first
     /// sight, a changed one held until a person grants it (default `true`).
     pub pin: Option<bool>,
+    /// Which revision of MCP to speak to it: `"auto"` (default: `server/discover` first,
+    /// 2026-07-28 when the server lists it, else `initialize`), `"2026-07-28"` (only that)
+    /// or `"2025-11-25"` (`initialize` and sessions only).
+    pub protocol: Option<Spanned<String>>,
     /// `[upstreams.tools."GLOB"]`: overrides by glob over the upstream's own tool names.
     #[serde(default)]
     pub tools: IndexMap<String, UpstreamToolOverride>,
@@ -713,6 +717,14 @@ impl UpstreamSpec {
             config.max_message_bytes = usize::try_from(*bytes.get_ref()).unwrap_or(usize::MAX);
         }
         config.pin = self.pin.unwrap_or(true);
+        // Checked at load (`check`): a known revision.
+        if let Some(choice) = self
+            .protocol
+            .as_ref()
+            .and_then(|p| milpa_gateway::ProtocolChoice::parse(p.get_ref()))
+        {
+            config.protocol = choice;
+        }
         config.overrides = self
             .tools
             .iter()
@@ -830,6 +842,16 @@ impl UpstreamSpec {
             return Err(at(
                 timeout.span().start,
                 format!("upstream `{name}`: start_timeout_seconds must be at least 1"),
+            ));
+        }
+        if let Some(protocol) = &self.protocol
+            && milpa_gateway::ProtocolChoice::parse(protocol.get_ref()).is_none()
+        {
+            return Err(at(
+                protocol.span().start,
+                format!(
+                    "upstream `{name}`: protocol must be \"auto\", \"2026-07-28\" or \"2025-11-25\""
+                ),
             ));
         }
         if let Some(bytes) = &self.max_message_bytes
@@ -1590,6 +1612,38 @@ mod tests {
             "[[upstreams]]\nname = \"fs\"\ncommand = [\"server\"]\n[upstreams.prompts.\"x\"]\nconfirm = true\n",
         );
         assert!(e.contains("unknown field `confirm`"), "{e}");
+    }
+
+    #[test]
+    fn an_upstreams_protocol_is_auto_or_a_revision() {
+        let config = |extra: &str| {
+            let manifest = Manifest::parse(
+                "m.toml",
+                &format!("[[upstreams]]\nname = \"fs\"\ncommand = [\"server\"]\n{extra}"),
+            )
+            .unwrap();
+            manifest.upstreams[0].config(&|_| None).unwrap().protocol
+        };
+        use milpa_gateway::ProtocolChoice;
+        assert_eq!(config(""), ProtocolChoice::Discover);
+        assert_eq!(config("protocol = \"auto\"\n"), ProtocolChoice::Discover);
+        assert_eq!(
+            config("protocol = \"2026-07-28\"\n"),
+            ProtocolChoice::Stateless
+        );
+        assert_eq!(
+            config("protocol = \"2025-11-25\"\n"),
+            ProtocolChoice::Sessions
+        );
+        let e = error(
+            "[[upstreams]]\nname = \"fs\"\ncommand = [\"server\"]\nprotocol = \"2025-06-18\"\n",
+        );
+        assert!(
+            e.starts_with(
+                "m.toml:4: upstream `fs`: protocol must be \"auto\", \"2026-07-28\" or \"2025-11-25\""
+            ),
+            "{e}"
+        );
     }
 
     #[test]

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use milpa::policy::glob_matches;
 
+use crate::revision::ProtocolChoice;
+
 /// How long an upstream tool call may run when no override says otherwise; it is also the
 /// hard timeout, after which the call is cancelled upstream.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -54,6 +56,9 @@ pub struct UpstreamConfig {
     /// upstream started with [`Upstream::spawn_pinned`](crate::Upstream::spawn_pinned) is
     /// pinned.
     pub pin: bool,
+    /// Which revisions of the protocol to speak to it (default
+    /// [`ProtocolChoice::Discover`]: 2026-07-28 when it offers it).
+    pub protocol: ProtocolChoice,
 }
 
 impl UpstreamConfig {
@@ -73,6 +78,7 @@ impl UpstreamConfig {
             shown: None,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             pin: true,
+            protocol: ProtocolChoice::Discover,
         }
     }
 
@@ -98,6 +104,7 @@ impl UpstreamConfig {
             shown: None,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             pin: true,
+            protocol: ProtocolChoice::Discover,
         }
     }
 
@@ -161,6 +168,7 @@ impl std::fmt::Debug for UpstreamConfig {
             .field("start_timeout", &self.start_timeout)
             .field("max_message_bytes", &self.max_message_bytes)
             .field("pin", &self.pin)
+            .field("protocol", &self.protocol)
             .finish_non_exhaustive()
     }
 }

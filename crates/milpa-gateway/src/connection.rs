@@ -26,6 +26,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use futures_util::StreamExt;
+use milpa::LogLevel;
 use milpa::call_handle::CallHandle;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -34,6 +35,7 @@ use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, FramedRead};
 
 use crate::relay::{self, CallTarget};
+use crate::revision::{self, Answered, MAX_INPUT_ROUNDS};
 use crate::unavailability::Unavailability;
 use crate::upstream_log::UpstreamLog;
 
@@ -93,6 +95,10 @@ pub(crate) struct Shared {
     catalog: Mutex<Option<Arc<dyn CatalogListener>>>,
     /// Whether it declared the `logging` capability at `initialize`.
     declares_logging: AtomicBool,
+    /// Whether it is spoken to in the 2026-07-28 revision (see [`crate::revision`]).
+    stateless: AtomicBool,
+    /// 2026-07-28: the log level its requests ask for (the clients' most verbose).
+    log_level: Mutex<Option<LogLevel>>,
     /// Becomes true when the session ends (for tasks that wait on the upstream).
     ended: watch::Sender<bool>,
     /// Set once the session ended: why.
@@ -119,6 +125,11 @@ impl Shared {
         if let Some(notify) = self.list_changed.lock().as_ref() {
             notify.notify_one();
         }
+    }
+
+    /// Whether the upstream is spoken to in the 2026-07-28 revision.
+    pub(crate) fn is_stateless(&self) -> bool {
+        self.stateless.load(Ordering::Acquire)
     }
 
     /// Completes once the session ended.
@@ -262,6 +273,31 @@ impl Connection {
         self.shared.declares_logging.load(Ordering::Relaxed)
     }
 
+    /// Speaks the 2026-07-28 revision from now on (`true`: every request carries its
+    /// `_meta`, an `input_required` answer is relayed and retried), or the older ones.
+    pub(crate) fn set_stateless(&self, stateless: bool) {
+        self.shared.stateless.store(stateless, Ordering::Release);
+    }
+
+    /// Whether it is spoken to in the 2026-07-28 revision.
+    pub(crate) fn is_stateless(&self) -> bool {
+        self.shared.is_stateless()
+    }
+
+    /// 2026-07-28: the log level its requests ask for from now on.
+    pub(crate) fn set_log_level(&self, level: LogLevel) {
+        *self.shared.log_level.lock() = Some(level);
+    }
+
+    /// Wakes the re-discovery of its tools and of its resources and prompts: a change may
+    /// have gone unannounced (no subscription was open).
+    pub(crate) fn lists_may_have_changed(&self) {
+        self.shared.tools_may_have_changed();
+        if let Some(listener) = self.shared.catalog.lock().clone() {
+            listener.lists_changed();
+        }
+    }
+
     /// Ends the session: waiting requests fail with `why`.
     pub(crate) fn close(&self, why: Unavailability) {
         self.shared.close(why);
@@ -296,12 +332,42 @@ impl Connection {
     /// client, and when the handle is attached the request carries a progress token whose
     /// progress goes to it. Dropping the future before the answer tells the upstream the
     /// request is cancelled.
+    ///
+    /// In the 2026-07-28 revision the request carries its `_meta`, and an `input_required`
+    /// answer is relayed to the call's client and the request sent again with the answers
+    /// (at most [`MAX_INPUT_ROUNDS`] times); the result comes without its `resultType`.
     pub(crate) async fn request(
         &self,
         method: &str,
-        mut params: Value,
+        params: Value,
         call: Option<&CallHandle>,
     ) -> Answer {
+        if !self.is_stateless() {
+            return self.exchange(method, params, call).await;
+        }
+        let mut params = params;
+        for _ in 0..MAX_INPUT_ROUNDS {
+            let answer = self.exchange(method, params.clone(), call).await?;
+            let (requests, state) = match Answered::read(answer) {
+                Answered::Complete(result) => return Ok(result),
+                Answered::InputRequired { requests, state } => (requests, state),
+            };
+            let responses = relay::gather(&self.upstream, requests, call).await?;
+            if let Some(fields) = params.as_object_mut() {
+                fields.insert("inputResponses".into(), Value::Object(responses));
+                match state {
+                    Some(state) => fields.insert("requestState".into(), state),
+                    None => fields.remove("requestState"),
+                };
+            }
+        }
+        Err(CallError::unavailable(format!(
+            "it still asked for input after {MAX_INPUT_ROUNDS} rounds of {method}"
+        )))
+    }
+
+    /// One request and its answer (see [`request`](Self::request)).
+    async fn exchange(&self, method: &str, mut params: Value, call: Option<&CallHandle>) -> Answer {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let (answer, answered) = oneshot::channel();
         self.shared.pending.lock().insert(id, answer);
@@ -320,14 +386,33 @@ impl Connection {
             };
             self.shared.calls.lock().insert(id, target);
             in_flight.call = Some(ended);
-            if let (true, Some(fields)) = (handle.is_attached(), params.as_object_mut()) {
+            if handle.is_attached() {
                 let token = format!("milpa-{id}");
-                fields.insert("_meta".into(), json!({"progressToken": token}));
                 self.shared
                     .progress
                     .lock()
                     .insert(token.clone(), handle.clone());
                 in_flight.token = Some(token);
+            }
+        }
+        let meta = if self.is_stateless() {
+            Some(revision::request_meta(
+                *self.shared.log_level.lock(),
+                in_flight.token.as_deref(),
+            ))
+        } else {
+            in_flight
+                .token
+                .as_ref()
+                .map(|token| json!({"progressToken": token}))
+        };
+        if let (Some(Value::Object(meta)), Some(fields)) = (meta, params.as_object_mut()) {
+            // Beside whatever `_meta` the request already has.
+            match fields.get_mut("_meta") {
+                Some(Value::Object(existing)) => existing.extend(meta),
+                _ => {
+                    fields.insert("_meta".into(), Value::Object(meta));
+                }
             }
         }
         // A session that closed after the entry went in has already drained it; one that

@@ -128,6 +128,10 @@ pub enum HandshakeFailure {
     /// The child's standard input or output could not be taken.
     #[error("its standard input and output could not be opened")]
     NoStdio,
+    /// `server/discover` failed, or did not list 2026-07-28, for an upstream configured
+    /// to speak only that revision.
+    #[error("server/discover failed (the upstream is set to speak 2026-07-28 only): {0}")]
+    Discover(#[source] CallError),
     /// `initialize` (or `notifications/initialized`) failed.
     #[error("initialize failed: {0}")]
     Initialize(#[source] CallError),

@@ -29,6 +29,7 @@ use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use milpa_mcp::protocol::MODERN_VERSION;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use sse_stream::{Sse, SseByteStream};
@@ -40,6 +41,10 @@ use crate::unavailability::Unavailability;
 
 /// The session header.
 const SESSION_HEADER: &str = "mcp-session-id";
+/// 2026-07-28: the method of the request (a routing header).
+const METHOD_HEADER: &str = "mcp-method";
+/// 2026-07-28: the tool, prompt or resource the request names (a routing header).
+const NAME_HEADER: &str = "mcp-name";
 
 /// Where messages go, and what every one of them carries.
 struct Endpoint {
@@ -142,11 +147,19 @@ async fn post_messages(
             let initialized = method == Some("notifications/initialized");
             // Only the answer to `initialize` says which revision later requests name.
             let initializing = method == Some("initialize");
+            // 2026-07-28 names the method (and the tool, prompt or resource) in headers.
+            let routing = match (shared.is_stateless(), &message) {
+                (true, Some(message)) => Some(Routing::of(message)),
+                _ => None,
+            };
             let outcome = exchange(
                 &endpoint,
-                line,
-                request_id,
-                initializing,
+                Exchange {
+                    line,
+                    request_id,
+                    initializing,
+                    routing,
+                },
                 &outgoing,
                 &shared,
             )
@@ -322,24 +335,65 @@ fn chain(error: &dyn std::error::Error) -> String {
     text
 }
 
-/// Posts one message and dispatches whatever comes back (requests on the answer stream
-/// of our request `request_id` belong to it); the answer to an `initialize` (`initializing`)
-/// sets the revision later requests name. When the server no longer knows
+/// One message to post, and what its answer is for.
+struct Exchange {
+    line: String,
+    /// Our request's id (messages on its answer stream belong to it).
+    request_id: Option<u64>,
+    /// It is an `initialize`: its answer sets the revision later requests name.
+    initializing: bool,
+    /// 2026-07-28: the routing headers it goes with (no session, no resumption then).
+    routing: Option<Routing>,
+}
+
+/// The routing headers of a 2026-07-28 request: `Mcp-Method`, and `Mcp-Name` for a
+/// method that names a tool, prompt (`params.name`) or resource (`params.uri`).
+#[derive(Debug, Clone, PartialEq)]
+struct Routing {
+    method: Option<HeaderValue>,
+    name: Option<HeaderValue>,
+}
+
+impl Routing {
+    /// The headers `message` goes with (a value that is no header value is left out; the
+    /// server then says what is missing).
+    fn of(message: &Value) -> Routing {
+        let method = message["method"].as_str();
+        let field = match method {
+            Some("tools/call" | "prompts/get") => Some("name"),
+            Some("resources/read") => Some("uri"),
+            _ => None,
+        };
+        let header = |text: Option<&str>| text.and_then(|t| HeaderValue::from_str(t).ok());
+        Routing {
+            method: header(method),
+            name: header(field.and_then(|f| message["params"][f].as_str())),
+        }
+    }
+}
+
+/// Posts a message and hands what comes back to [`dispatch`] (messages on the answer
+/// stream of our request `request_id` belong to it); the answer to an `initialize` sets
+/// the revision later requests name. When the server no longer knows
 /// our session (`404` to a message that carried one: it restarted, or dropped the session),
 /// a new session is opened and the message sent once more.
 async fn exchange(
     endpoint: &Endpoint,
-    line: String,
-    request_id: Option<u64>,
-    initializing: bool,
+    message: Exchange,
     outgoing: &mpsc::UnboundedSender<String>,
     shared: &Shared,
 ) -> Result<(), ExchangeError> {
+    let Exchange {
+        line,
+        request_id,
+        initializing,
+        routing,
+    } = message;
     let line = Bytes::from(line);
-    let (mut response, sent_session) = post(endpoint, line.clone()).await?;
+    let (mut response, sent_session) = post(endpoint, line.clone(), routing.as_ref()).await?;
     if response.status() == StatusCode::NOT_FOUND && sent_session.is_some() {
         renew(endpoint, sent_session).await?;
-        response = post(endpoint, line).await?.0;
+        response = post(endpoint, line, None).await?.0;
     }
     let mut end = read_messages(endpoint, response, |message| {
         if initializing {
@@ -350,8 +404,9 @@ async fn exchange(
     .await?;
     // SEP-1699: the server may close a call's stream while the call runs on; the answer
     // then comes on a `GET` that names the last event seen. Bounded: a server that keeps
-    // closing without answering fails the call after `MAX_RESUMES`.
-    let Some(id) = request_id else {
+    // closing without answering fails the call after `MAX_RESUMES`. (2026-07-28 has no
+    // resumption.)
+    let (Some(id), None) = (request_id, &routing) else {
         return Ok(());
     };
     let mut resumes = 0;
@@ -404,18 +459,38 @@ impl Endpoint {
 }
 
 /// Posts `body` with the session id (when there is one) and the token; notes the session
-/// id the answer carries. Returns the answer and the session id it was sent with.
+/// id the answer carries. Returns the answer and the session id it was sent with. With
+/// `routing` (2026-07-28) it names that revision and carries the routing headers instead
+/// of a session.
 async fn post(
     endpoint: &Endpoint,
     body: Bytes,
+    routing: Option<&Routing>,
 ) -> Result<(Response<Incoming>, Option<String>), ExchangeError> {
     let mut request = Request::builder()
         .method(Method::POST)
         .uri(&endpoint.uri)
         .header(CONTENT_TYPE, "application/json")
-        .header(ACCEPT, "application/json, text/event-stream")
-        .header("mcp-protocol-version", endpoint.protocol_version());
-    let session = endpoint.session.lock().clone();
+        .header(ACCEPT, "application/json, text/event-stream");
+    let session = match routing {
+        Some(routing) => {
+            request = request.header(
+                "mcp-protocol-version",
+                HeaderValue::from_static(MODERN_VERSION),
+            );
+            if let Some(method) = &routing.method {
+                request = request.header(METHOD_HEADER, method);
+            }
+            if let Some(name) = &routing.name {
+                request = request.header(NAME_HEADER, name);
+            }
+            None
+        }
+        None => {
+            request = request.header("mcp-protocol-version", endpoint.protocol_version());
+            endpoint.session.lock().clone()
+        }
+    };
     if let Some(session) = &session {
         request = request.header(SESSION_HEADER, session);
     }
@@ -466,7 +541,7 @@ async fn renew(endpoint: &Endpoint, stale: Option<String>) -> Result<(), Exchang
         "capabilities": crate::relay::declared_capabilities(),
         "clientInfo": {"name": "milpa-gateway", "version": env!("CARGO_PKG_VERSION")}
     }});
-    let (response, _) = post(endpoint, Bytes::from(initialize.to_string())).await?;
+    let (response, _) = post(endpoint, Bytes::from(initialize.to_string()), None).await?;
     let mut answered = false;
     read_messages(endpoint, response, |message| {
         answered |= endpoint.note_protocol(&message);
@@ -478,7 +553,7 @@ async fn renew(endpoint: &Endpoint, stale: Option<String>) -> Result<(), Exchang
         });
     }
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    post(endpoint, Bytes::from(initialized.to_string())).await?;
+    post(endpoint, Bytes::from(initialized.to_string()), None).await?;
     Ok(())
 }
 
@@ -833,7 +908,7 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         drop(listener);
         let uri: Uri = format!("http://{addr}/mcp").parse().unwrap();
-        let error = post(&endpoint(uri), Bytes::from_static(b"{}"))
+        let error = post(&endpoint(uri), Bytes::from_static(b"{}"), None)
             .await
             .expect_err("nobody listens");
         assert!(

@@ -58,6 +58,11 @@
 //!   definition seen of each of its tools and prompts pinned in the store; a changed one is
 //!   neither listed nor callable until a person grants the change through the approvals
 //!   queue (see [`DefinitionPins`]).
+//! - The revision: `server/discover` is asked first, and an upstream that lists 2026-07-28
+//!   is spoken to in it (no session; each request carries its `_meta`; its requests to
+//!   the client come as `input_required` results, relayed the same way; its list changes
+//!   through `subscriptions/listen`); any other gets `initialize` ([`ProtocolChoice`],
+//!   [`Upstream::protocol`]).
 //! - When the upstream says its tool list changed (`notifications/tools/list_changed`), or
 //!   after it restarted, its tools are discovered again and replace its previous ones in
 //!   the registry ([`Upstream::follow_tool_list`]), overrides and `hide` applied again; a
@@ -75,6 +80,7 @@ mod forward;
 mod http;
 mod pinning;
 mod relay;
+mod revision;
 mod unavailability;
 pub mod upstream;
 mod upstream_catalog;
@@ -85,11 +91,13 @@ pub use config::{CatalogOverride, Confirm, ToolOverride, Transport, UpstreamConf
 pub use connection::CallError;
 pub use error::{ConfigProblem, GatewayError, HandshakeFailure};
 pub use pinning::{DefinitionPins, HeldDefinition};
+pub use revision::ProtocolChoice;
 pub use unavailability::Unavailability;
 pub use upstream::{Upstream, UpstreamState, definitions, register};
 
-/// The MCP protocol revision milpa asks upstreams for (an upstream answers with the one it
-/// speaks, which later HTTP requests name): 2025-11-25, so that URL-mode elicitation can
+/// The MCP protocol revision milpa asks for at `initialize`, of an upstream that does not
+/// speak 2026-07-28 (see [`ProtocolChoice`]; it answers with the one it speaks, which later
+/// HTTP requests name): 2025-11-25, so that URL-mode elicitation can
 /// be relayed; an HTTP upstream's answer stream closed mid-call is taken up again with
 /// `Last-Event-ID` (SEP-1699).
 pub const PROTOCOL_VERSION: &str = "2025-11-25";

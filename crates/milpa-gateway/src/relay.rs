@@ -19,8 +19,10 @@
 //! model; the log gets the upstream's name and the method, never the content.
 
 use milpa::call_handle::{CallHandle, PeerError};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, watch};
+
+use crate::connection::CallError;
 
 /// JSON-RPC "method not found": what a client that cannot sample answers.
 const METHOD_NOT_FOUND: i64 = milpa_mcp::jsonrpc::ErrorCode::METHOD_NOT_FOUND.value();
@@ -156,6 +158,60 @@ pub(crate) fn answer(
         (Decision::Relay, None) => Err((METHOD_NOT_FOUND, NO_CALL.to_owned())),
     };
     let _ = outgoing.send(reply(outcome));
+}
+
+/// 2026-07-28: the answers to an `input_required` result's `requests` (by key, each a
+/// `method` and its `params`), decided as a request of the older revisions is: relayed to
+/// the client of `call` one after the other, or answered without asking (a declined
+/// elicitation). A request that can only be refused (no client to ask, a capability the
+/// client did not declare) fails the whole request with that error, as the revision has
+/// no way to answer one input with an error.
+pub(crate) async fn gather(
+    upstream: &str,
+    requests: Map<String, Value>,
+    call: Option<&CallHandle>,
+) -> Result<Map<String, Value>, CallError> {
+    let capabilities = call.and_then(CallHandle::client_capabilities);
+    let mut answers = Map::new();
+    for (key, request) in requests {
+        let method = request.get("method").and_then(Value::as_str).unwrap_or("");
+        let params = request.get("params").cloned().unwrap_or(Value::Null);
+        let decision = decide(method, &params, capabilities.as_ref());
+        tracing::debug!(
+            target: "milpa::upstream",
+            upstream,
+            method,
+            call = call.is_some(),
+            relayed = decision == Decision::Relay,
+            "input asked by the upstream"
+        );
+        let answer = match (decision, call) {
+            (Decision::Relay, Some(handle)) => {
+                handle.request(method, params).await.map_err(|error| {
+                    let (code, message) = peer_error(&error);
+                    CallError::Rpc { code, message }
+                })?
+            }
+            (Decision::Result(result), _) => result,
+            (Decision::Error(code, message), Some(_)) => {
+                return Err(CallError::Rpc { code, message });
+            }
+            (Decision::Error(code, _), None) => {
+                return Err(CallError::Rpc {
+                    code,
+                    message: NO_CALL.to_owned(),
+                });
+            }
+            (Decision::Relay, None) => {
+                return Err(CallError::Rpc {
+                    code: METHOD_NOT_FOUND,
+                    message: NO_CALL.to_owned(),
+                });
+            }
+        };
+        answers.insert(key, answer);
+    }
+    Ok(answers)
 }
 
 /// Relays the request to the client behind `target` and answers the upstream with what

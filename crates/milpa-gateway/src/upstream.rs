@@ -30,6 +30,7 @@ use std::time::Duration;
 use hyper::header::{AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 use milpa::approval::pins::DefinitionKind;
 use milpa::{LogLevel, ToolDefinition, ToolRegistry};
+use milpa_mcp::protocol::MODERN_VERSION;
 use milpa_process::child_env;
 use milpa_process::process_tree::{self, ProcessTree};
 use parking_lot::Mutex;
@@ -45,6 +46,7 @@ use crate::connection::{CallError, Connection};
 use crate::error::{ConfigProblem, GatewayError, HandshakeFailure};
 use crate::forward;
 use crate::pinning::{DefinitionPins, HeldDefinition, PinGate};
+use crate::revision::{self, DISCOVER_TIMEOUT, ProtocolChoice};
 use crate::unavailability::Unavailability;
 use crate::upstream_catalog::{CatalogLists, Offers, UpstreamCatalog};
 use crate::upstream_link::UpstreamLink;
@@ -118,6 +120,8 @@ pub(crate) struct Shared {
     restarts: AtomicU64,
     /// Its pin gate, when its definitions are pinned (see [`crate::pinning`]).
     pins: Option<Arc<PinGate>>,
+    /// The revision it was last spoken to in.
+    protocol: Mutex<Option<String>>,
 }
 
 impl UpstreamLink for Shared {
@@ -266,6 +270,7 @@ impl Upstream {
             settled,
             restarts: AtomicU64::new(0),
             pins,
+            protocol: Mutex::new(None),
         });
         let (first, first_rx) = oneshot::channel();
         let supervisor = tokio::spawn(supervise(Arc::clone(&shared), first));
@@ -346,6 +351,12 @@ impl Upstream {
         self.shared.restarts.load(Ordering::Relaxed)
     }
 
+    /// The revision of the protocol it was last spoken to in (`2026-07-28`, or the one
+    /// it answered `initialize` with); `None` before it first started.
+    pub fn protocol(&self) -> Option<String> {
+        self.shared.protocol.lock().clone()
+    }
+
     /// The tools it listed last (at start-up, or when discovered again), as it described
     /// them (`tools/list` entries), without the ones [held](Self::held); none before it
     /// first started.
@@ -398,6 +409,20 @@ struct Live {
     instructions: Option<String>,
     /// What it declared it serves besides tools.
     offers: Offers,
+    /// The revision it is spoken to in.
+    protocol: String,
+    /// 2026-07-28: its `subscriptions/listen`, ended with it.
+    _listening: Option<Listening>,
+}
+
+/// The task that keeps an upstream's `subscriptions/listen` open; aborted when dropped
+/// (it holds the session, which would otherwise outlive the upstream).
+struct Listening(JoinHandle<()>);
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 impl Live {
@@ -447,6 +472,7 @@ async fn supervise(shared: Arc<Shared>, first: oneshot::Sender<Result<(), Gatewa
                 shared.set_connection(Some(Arc::clone(&live.connection)));
                 shared.catalog.started(&live.connection, live.offers);
                 shared.set_instructions(live.instructions.take());
+                *shared.protocol.lock() = Some(live.protocol.clone());
                 if let Some(level) = shared.log.server().and_then(|log| log.asked_level()) {
                     let connection = Arc::clone(&live.connection);
                     let name = shared.config.name.clone();
@@ -616,12 +642,18 @@ async fn launch(
     };
     connection.on_list_changed(Arc::clone(list_changed));
     connection.on_log(Arc::clone(log));
-    let (instructions, offers) = handshake(config, &connection).await?;
+    let handshake = handshake(config, &connection).await?;
+    let listening = connection
+        .is_stateless()
+        .then(|| listen_for_changes(&connection, &handshake.offers))
+        .flatten();
     Ok(Live {
         connection,
         child,
-        instructions,
-        offers,
+        instructions: handshake.instructions,
+        offers: handshake.offers,
+        protocol: handshake.protocol,
+        _listening: listening,
     })
 }
 
@@ -721,48 +753,147 @@ fn spawn_child(
     Ok((connection, child, tree))
 }
 
-/// Initializes the session (`initialize`, then `notifications/initialized`); returns the
-/// upstream's `instructions`, if it gave any (cut to [`MAX_INSTRUCTIONS_BYTES`]), and what
-/// it serves besides tools.
+/// What a handshake learnt: the upstream's `instructions`, if it gave any (cut to
+/// [`MAX_INSTRUCTIONS_BYTES`]), what it serves besides tools, and the revision spoken.
+struct Handshake {
+    instructions: Option<String>,
+    offers: Offers,
+    protocol: String,
+}
+
+/// Finds out which revision to speak (see [`crate::revision`]): `server/discover` first
+/// unless the configuration says sessions, then `initialize` for an upstream that does not
+/// list 2026-07-28.
 async fn handshake(
     config: &UpstreamConfig,
     connection: &Connection,
-) -> Result<(Option<String>, Offers), GatewayError> {
-    let handshake = async {
-        let answer = connection
-            .request(
-                "initialize",
-                json!({
-                    "protocolVersion": PROTOCOL_VERSION,
-                    "capabilities": crate::relay::declared_capabilities(),
-                    "clientInfo": {"name": "milpa-gateway", "version": env!("CARGO_PKG_VERSION")}
-                }),
-                None,
-            )
-            .await?;
-        let offers = Offers::from_capabilities(answer.get("capabilities"));
-        connection.set_declares_logging(offers.logging());
-        if answer
-            .get("protocolVersion")
-            .and_then(Value::as_str)
-            .is_none()
-        {
-            return Err(CallError::unavailable(
-                "its initialize answer has no protocolVersion",
-            ));
-        }
-        connection.notify("notifications/initialized", json!({}))?;
-        let instructions = answer
-            .get("instructions")
-            .and_then(Value::as_str)
-            .filter(|text| !text.trim().is_empty())
-            .map(|text| bounded_instructions(&config.name, text));
-        Ok((instructions, offers))
-    };
-    handshake.await.map_err(|error| GatewayError::Handshake {
+) -> Result<Handshake, GatewayError> {
+    let failed = |why| GatewayError::Handshake {
         upstream: config.name.clone(),
-        why: HandshakeFailure::Initialize(error),
+        why,
+    };
+    if config.protocol != ProtocolChoice::Sessions {
+        connection.set_stateless(true);
+        let discovered = tokio::time::timeout(
+            DISCOVER_TIMEOUT,
+            connection.request("server/discover", json!({}), None),
+        )
+        .await
+        .unwrap_or_else(|_| Err(CallError::unavailable("it did not answer server/discover")));
+        match discovered {
+            Ok(answer) if revision::offers_stateless(&answer) => {
+                return Ok(Handshake {
+                    instructions: instructions_of(config, &answer),
+                    offers: Offers::from_capabilities(answer.get("capabilities"))
+                        .without_subscribe(),
+                    protocol: MODERN_VERSION.to_owned(),
+                });
+            }
+            outcome => {
+                connection.set_stateless(false);
+                if config.protocol == ProtocolChoice::Stateless {
+                    let error = outcome.err().unwrap_or_else(|| {
+                        CallError::unavailable(
+                            "its server/discover answer does not list 2026-07-28",
+                        )
+                    });
+                    return Err(failed(HandshakeFailure::Discover(error)));
+                }
+                tracing::debug!(
+                    target: "milpa::upstream",
+                    upstream = %config.name,
+                    "it does not speak 2026-07-28; opening a session"
+                );
+            }
+        }
+    }
+    initialize(config, connection)
+        .await
+        .map_err(|error| failed(HandshakeFailure::Initialize(error)))
+}
+
+/// Opens a session: `initialize`, then `notifications/initialized`.
+async fn initialize(
+    config: &UpstreamConfig,
+    connection: &Connection,
+) -> Result<Handshake, CallError> {
+    let answer = connection
+        .request(
+            "initialize",
+            json!({
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": crate::relay::declared_capabilities(),
+                "clientInfo": revision::client_info(),
+            }),
+            None,
+        )
+        .await?;
+    let offers = Offers::from_capabilities(answer.get("capabilities"));
+    connection.set_declares_logging(offers.logging());
+    let Some(protocol) = answer.get("protocolVersion").and_then(Value::as_str) else {
+        return Err(CallError::unavailable(
+            "its initialize answer has no protocolVersion",
+        ));
+    };
+    let protocol = protocol.to_owned();
+    connection.notify("notifications/initialized", json!({}))?;
+    Ok(Handshake {
+        instructions: instructions_of(config, &answer),
+        offers,
+        protocol,
     })
+}
+
+/// The `instructions` of an `initialize` or `server/discover` answer, when not blank.
+fn instructions_of(config: &UpstreamConfig, answer: &Value) -> Option<String> {
+    answer
+        .get("instructions")
+        .and_then(Value::as_str)
+        .filter(|text| !text.trim().is_empty())
+        .map(|text| bounded_instructions(&config.name, text))
+}
+
+/// The first delay before a `subscriptions/listen` that ended is opened again.
+const RELISTEN: Duration = Duration::from_secs(1);
+/// The longest such delay.
+const RELISTEN_MAX: Duration = Duration::from_secs(30);
+
+/// 2026-07-28: keeps a `subscriptions/listen` open for the list changes the upstream
+/// announces (`listChanged` in its capabilities), so they reach
+/// [`crate::connection`]'s dispatch as the older revisions' notifications do. One that
+/// ends while the session lives is opened again (after 1 s, doubling up to 30 s), and the
+/// lists are read again, since a change may have gone unannounced meanwhile. `None` when
+/// it announces none.
+fn listen_for_changes(connection: &Arc<Connection>, offers: &Offers) -> Option<Listening> {
+    let filter = offers.list_changes();
+    if filter.is_empty() {
+        return None;
+    }
+    let connection = Arc::clone(connection);
+    let params = json!({ "notifications": filter });
+    Some(Listening(tokio::spawn(async move {
+        let mut delay = RELISTEN;
+        loop {
+            let opened = Instant::now();
+            let outcome = connection
+                .request("subscriptions/listen", params.clone(), None)
+                .await;
+            if connection.closed().is_some() {
+                return;
+            }
+            tracing::debug!(
+                target: "milpa::upstream",
+                outcome = ?outcome.err(),
+                "its subscriptions/listen ended; opening it again"
+            );
+            if opened.elapsed() >= RELISTEN_MAX {
+                delay = RELISTEN;
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(RELISTEN_MAX);
+            connection.lists_may_have_changed();
+        }
+    })))
 }
 
 /// At most this much of an upstream's `instructions` is served: they go into every
@@ -921,9 +1052,14 @@ async fn rediscover(shared: &Arc<Shared>) {
     }
 }
 
-/// Asks `connection`'s upstream for messages at `level` and above, when it declared
-/// `logging`; a refusal is noted in the log (the upstream then logs at its own level).
+/// Asks `connection`'s upstream for messages at `level` and above (2026-07-28: in each
+/// request's `_meta`; older revisions: `logging/setLevel`, when it declared `logging`); a refusal is noted in the log (the upstream then logs at its own level).
 async fn ask_level(connection: &Connection, upstream: &str, level: LogLevel) {
+    if connection.is_stateless() {
+        // 2026-07-28 has no `logging/setLevel`: each request names the level.
+        connection.set_log_level(level);
+        return;
+    }
     if !connection.declares_logging() {
         return;
     }

@@ -52,6 +52,9 @@ pub(crate) struct Offers {
     subscribe: bool,
     prompts: bool,
     completions: bool,
+    /// Which of its lists it announces changes of (`listChanged`): tools, resources,
+    /// prompts.
+    list_changes: [bool; 3],
 }
 
 impl Offers {
@@ -61,14 +64,24 @@ impl Offers {
         #[derive(Deserialize, Default)]
         struct Capabilities {
             logging: Option<Value>,
+            tools: Option<ListCapability>,
             resources: Option<ResourcesCapability>,
-            prompts: Option<Value>,
+            prompts: Option<ListCapability>,
             completions: Option<Value>,
         }
         #[derive(Deserialize, Default)]
+        #[serde(rename_all = "camelCase")]
         struct ResourcesCapability {
             #[serde(default)]
             subscribe: bool,
+            #[serde(default)]
+            list_changed: bool,
+        }
+        #[derive(Deserialize, Default)]
+        #[serde(rename_all = "camelCase")]
+        struct ListCapability {
+            #[serde(default)]
+            list_changed: bool,
         }
         let declared: Capabilities = capabilities
             .and_then(|value| Capabilities::deserialize(value).ok())
@@ -76,10 +89,39 @@ impl Offers {
         Offers {
             logging: declared.logging.is_some_and(|l| !l.is_null()),
             resources: declared.resources.is_some(),
-            subscribe: declared.resources.is_some_and(|r| r.subscribe),
-            prompts: declared.prompts.is_some_and(|p| !p.is_null()),
+            subscribe: declared.resources.as_ref().is_some_and(|r| r.subscribe),
+            prompts: declared.prompts.is_some(),
             completions: declared.completions.is_some_and(|c| !c.is_null()),
+            list_changes: [
+                declared.tools.as_ref().is_some_and(|t| t.list_changed),
+                declared.resources.as_ref().is_some_and(|r| r.list_changed),
+                declared.prompts.as_ref().is_some_and(|p| p.list_changed),
+            ],
         }
+    }
+
+    /// 2026-07-28 has no `resources/subscribe` (its `subscriptions/listen` takes its
+    /// place): what it offers, without subscriptions.
+    pub(crate) fn without_subscribe(self) -> Offers {
+        Offers {
+            subscribe: false,
+            ..self
+        }
+    }
+
+    /// The filter of a `subscriptions/listen` for every list whose changes it announces
+    /// (empty when none).
+    pub(crate) fn list_changes(&self) -> Map<String, Value> {
+        [
+            "toolsListChanged",
+            "resourcesListChanged",
+            "promptsListChanged",
+        ]
+        .into_iter()
+        .zip(self.list_changes)
+        .filter(|(_, announced)| *announced)
+        .map(|(key, _)| (key.to_owned(), Value::Bool(true)))
+        .collect()
     }
 
     /// Whether it takes `logging/setLevel`.
@@ -936,9 +978,18 @@ mod tests {
                 resources: true,
                 subscribe: true,
                 prompts: true,
-                completions: false
+                completions: false,
+                list_changes: [false, true, false],
             }
         );
+        assert_eq!(
+            offers.list_changes(),
+            json!({"resourcesListChanged": true})
+                .as_object()
+                .cloned()
+                .unwrap()
+        );
+        assert!(!offers.without_subscribe().subscribe);
         assert_eq!(Offers::from_capabilities(None), Offers::default());
         assert_eq!(
             Offers::from_capabilities(Some(&json!({"resources": 3}))),

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use common::{Client, Via};
 use milpa::{ToolContext, ToolRegistry};
+use milpa_gateway::ProtocolChoice;
 use serde_json::{Value, json};
 
 /// Sends request `id` and waits for its answer; the notifications that came meanwhile are
@@ -62,8 +63,8 @@ fn uris(listing: &Value, key: &str, field: &str) -> Vec<String> {
         .collect()
 }
 
-async fn resources_and_prompts_pass_through(via: Via) {
-    let upstream = common::start_example("catalog_server", "cat", via).await;
+async fn resources_and_prompts_pass_through(via: Via, protocol: ProtocolChoice) {
+    let upstream = common::start_example_speaking("catalog_server", "cat", via, protocol).await;
     let mut client = Client::connect_to(upstream, json!({})).await;
     let capabilities = &client.initialized["result"]["capabilities"];
     assert!(capabilities["resources"].is_object(), "{capabilities}");
@@ -213,39 +214,43 @@ async fn resources_and_prompts_pass_through(via: Via) {
     );
 
     // A subscription is asked of the upstream; its update reaches us. The upstream is
-    // asked in the background, so the update is announced until it is heard.
-    let subscribed = ask(
-        &mut client,
-        12,
-        "resources/subscribe",
-        json!({"uri": "memo://hello"}),
-        &mut heard,
-    )
-    .await;
-    assert_eq!(subscribed["result"], json!({}), "{subscribed}");
-    let mut updated = false;
-    for id in 13..23 {
-        let touched = ask(
+    // asked in the background, so the update is announced until it is heard. (Over the
+    // session revisions only: in 2026-07-28 a subscription is part of
+    // `subscriptions/listen`, which the example does not offer for resources.)
+    if protocol == ProtocolChoice::Sessions {
+        let subscribed = ask(
             &mut client,
-            id,
-            "tools/call",
-            json!({"name": "cat__touch_memo", "arguments": {"uri": "memo://hello"}}),
+            12,
+            "resources/subscribe",
+            json!({"uri": "memo://hello"}),
             &mut heard,
         )
         .await;
-        assert_ne!(touched["result"]["isError"], true, "{touched}");
-        if hear(
-            &mut client,
-            "notifications/resources/updated memo://hello",
-            &mut heard,
-        )
-        .await
-        {
-            updated = true;
-            break;
+        assert_eq!(subscribed["result"], json!({}), "{subscribed}");
+        let mut updated = false;
+        for id in 13..23 {
+            let touched = ask(
+                &mut client,
+                id,
+                "tools/call",
+                json!({"name": "cat__touch_memo", "arguments": {"uri": "memo://hello"}}),
+                &mut heard,
+            )
+            .await;
+            assert_ne!(touched["result"]["isError"], true, "{touched}");
+            if hear(
+                &mut client,
+                "notifications/resources/updated memo://hello",
+                &mut heard,
+            )
+            .await
+            {
+                updated = true;
+                break;
+            }
         }
+        assert!(updated, "no update reached the client: {heard:?}");
     }
-    assert!(updated, "no update reached the client: {heard:?}");
 
     // A resource added upstream is listed here, and the client is told.
     let added = ask(
@@ -291,12 +296,22 @@ async fn resources_and_prompts_pass_through(via: Via) {
 
 #[tokio::test]
 async fn resources_and_prompts_pass_through_a_stdio_upstream() {
-    resources_and_prompts_pass_through(Via::Stdio).await;
+    resources_and_prompts_pass_through(Via::Stdio, ProtocolChoice::Discover).await;
 }
 
 #[tokio::test]
 async fn resources_and_prompts_pass_through_an_http_upstream() {
-    resources_and_prompts_pass_through(Via::Http).await;
+    resources_and_prompts_pass_through(Via::Http, ProtocolChoice::Discover).await;
+}
+
+#[tokio::test]
+async fn resources_and_prompts_pass_through_a_stdio_upstream_over_sessions() {
+    resources_and_prompts_pass_through(Via::Stdio, ProtocolChoice::Sessions).await;
+}
+
+#[tokio::test]
+async fn resources_and_prompts_pass_through_an_http_upstream_over_sessions() {
+    resources_and_prompts_pass_through(Via::Http, ProtocolChoice::Sessions).await;
 }
 
 /// Two upstreams serving the same URIs: the first keeps them, the second's are left out;

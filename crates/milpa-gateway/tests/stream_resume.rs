@@ -5,11 +5,19 @@
 mod common;
 
 use common::{Client, Via};
+use milpa_gateway::ProtocolChoice;
 use serde_json::json;
 
 #[tokio::test]
 async fn a_stream_the_upstream_closes_mid_call_is_taken_up_again() {
-    let upstream = common::start_example("catalog_server", "cat", Via::Http).await;
+    // 2026-07-28 has no resumption: the session revision it was made for.
+    let upstream = common::start_example_speaking(
+        "catalog_server",
+        "cat",
+        Via::Http,
+        ProtocolChoice::Sessions,
+    )
+    .await;
     let mut client = Client::connect_to(upstream, json!({})).await;
     for id in 2..5 {
         client.call(id, "cat__close_stream", json!({})).await;

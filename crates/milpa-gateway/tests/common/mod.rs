@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use milpa::ToolRegistry;
 use milpa::audit::{AuditRecord, AuditSink};
-use milpa_gateway::{Upstream, UpstreamConfig};
+use milpa_gateway::{ProtocolChoice, Upstream, UpstreamConfig};
 use milpa_mcp::ServerOptions;
 use serde_json::{Value, json};
 use tokio::io::{
@@ -43,16 +43,28 @@ pub async fn start_upstream(via: Via) -> (Upstream, Option<tokio::process::Child
 }
 
 /// The example server `example` as the upstream `name` over `via` (and, for HTTP, its
-/// process, killed on drop).
+/// process, killed on drop), spoken to as by default (2026-07-28, which the examples
+/// offer).
 pub async fn start_example(
     example: &str,
     name: &str,
     via: Via,
 ) -> (Upstream, Option<tokio::process::Child>) {
+    start_example_speaking(example, name, via, ProtocolChoice::Discover).await
+}
+
+/// [`start_example`], speaking the revisions `protocol` says.
+pub async fn start_example_speaking(
+    example: &str,
+    name: &str,
+    via: Via,
+    protocol: ProtocolChoice,
+) -> (Upstream, Option<tokio::process::Child>) {
     let server = self::example(example).display().to_string();
     match via {
         Via::Stdio => {
-            let config = UpstreamConfig::stdio(name, vec![server]);
+            let mut config = UpstreamConfig::stdio(name, vec![server]);
+            config.protocol = protocol;
             (Upstream::start(config).await.expect("it starts"), None)
         }
         Via::Http => {
@@ -69,7 +81,8 @@ pub async fn start_example(
                 .await
                 .unwrap()
                 .expect("it prints its URL");
-            let config = UpstreamConfig::http(name, url, None);
+            let mut config = UpstreamConfig::http(name, url, None);
+            config.protocol = protocol;
             (
                 Upstream::start(config).await.expect("it starts"),
                 Some(child),
