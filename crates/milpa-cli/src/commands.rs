@@ -474,8 +474,9 @@ pub(crate) fn tool_table(registry: &ToolRegistry) -> String {
     }
 }
 
-/// The upstreams: name, state now, and how many of their tools are served (and how many
-/// of their tools and prompts are held for a person).
+/// The upstreams: name, state now, the revision of MCP spoken to it (`-` before it first
+/// started), and how many of their tools are served (and how many of their tools and
+/// prompts are held for a person).
 fn upstream_table(registry: &ToolRegistry, upstreams: &[Upstream]) -> String {
     let rows: Vec<Vec<String>> = upstreams
         .iter()
@@ -494,11 +495,12 @@ fn upstream_table(registry: &ToolRegistry, upstreams: &[Upstream]) -> String {
             vec![
                 upstream.name().to_owned(),
                 upstream.state().to_string(),
+                upstream.protocol().unwrap_or_else(|| "-".to_owned()),
                 tools,
             ]
         })
         .collect();
-    table(&["UPSTREAM", "STATE", "TOOLS"], &rows)
+    table(&["UPSTREAM", "STATE", "PROTOCOL", "TOOLS"], &rows)
 }
 
 fn or_dash(text: String) -> String {

@@ -102,6 +102,12 @@ fn a_changed_upstream_tool_is_held_until_a_person_grants_it() {
         "{}",
         table.stdout
     );
+    // The fixture is milpa's: it is spoken to in 2026-07-28.
+    assert!(
+        table.stdout.contains("PROTOCOL") && table.stdout.contains("2026-07-28"),
+        "{}",
+        table.stdout
+    );
     let called = milpa(&sb, &["call", "deploy", r#"{"env": "prod"}"#]);
     assert_eq!(called.code, 1, "{}", called.stdout);
 

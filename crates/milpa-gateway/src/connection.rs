@@ -21,7 +21,7 @@
 //!   every waiting request fails with [`CallError::Unavailable`] and the reason (the
 //!   error behind it kept as its source).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -99,6 +99,10 @@ pub(crate) struct Shared {
     stateless: AtomicBool,
     /// 2026-07-28: the log level its requests ask for (the clients' most verbose).
     log_level: Mutex<Option<LogLevel>>,
+    /// 2026-07-28: the resources whose updates its `subscriptions/listen` asks for.
+    resource_subscriptions: Mutex<BTreeSet<String>>,
+    /// 2026-07-28: told when a resource is added to those.
+    listen_filter: Notify,
     /// Becomes true when the session ends (for tasks that wait on the upstream).
     ended: watch::Sender<bool>,
     /// Set once the session ended: why.
@@ -287,6 +291,34 @@ impl Connection {
     /// 2026-07-28: the log level its requests ask for from now on.
     pub(crate) fn set_log_level(&self, level: LogLevel) {
         *self.shared.log_level.lock() = Some(level);
+    }
+
+    /// 2026-07-28: asks for `uri`'s updates from now on (its `subscriptions/listen` is
+    /// opened again with it; see `upstream::listen_for_changes`).
+    pub(crate) fn subscribe_resource(&self, uri: &str) {
+        if self
+            .shared
+            .resource_subscriptions
+            .lock()
+            .insert(uri.to_owned())
+        {
+            self.shared.listen_filter.notify_one();
+        }
+    }
+
+    /// 2026-07-28: the resources whose updates are asked for.
+    pub(crate) fn resource_subscriptions(&self) -> Vec<String> {
+        self.shared
+            .resource_subscriptions
+            .lock()
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    /// 2026-07-28: completes when a resource was added to those asked for.
+    pub(crate) async fn listen_filter_changed(&self) {
+        self.shared.listen_filter.notified().await;
     }
 
     /// Wakes the re-discovery of its tools and of its resources and prompts: a change may

@@ -14,6 +14,7 @@
 //! `http://` and `https://` endpoints; an `https://` server's certificate is checked
 //! against the system's trusted roots (`SSL_CERT_FILE` / `SSL_CERT_DIR` name others).
 
+use std::collections::HashMap;
 use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,6 +35,7 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use sse_stream::{Sse, SseByteStream};
 use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
 
 use crate::PROTOCOL_VERSION;
 use crate::connection::{Connection, Shared, dispatch};
@@ -126,27 +128,43 @@ pub(crate) fn open(
     })
 }
 
+/// Posts each message as its own exchange, so a long call's stream does not hold up the
+/// others. The exchange of a request we cancel (`notifications/cancelled` naming it) is
+/// dropped, which closes its stream: that is how a 2026-07-28 server hears that a
+/// `subscriptions/listen` ended, and a call's stream of the older revisions is no longer
+/// read for nothing.
 async fn post_messages(
     endpoint: Arc<Endpoint>,
     mut lines: mpsc::UnboundedReceiver<String>,
     outgoing: mpsc::UnboundedSender<String>,
     shared: Arc<Shared>,
 ) {
+    let mut exchanges: HashMap<u64, AbortHandle> = HashMap::new();
     while let Some(line) = lines.recv().await {
+        let message = serde_json::from_str::<Value>(&line).ok();
+        let method = message
+            .as_ref()
+            .and_then(|m| m["method"].as_str())
+            .map(str::to_owned);
+        let request_id = message
+            .as_ref()
+            .filter(|_| method.is_some())
+            .and_then(|m| m["id"].as_u64());
+        if method.as_deref() == Some("notifications/cancelled")
+            && let Some(cancelled) = message
+                .as_ref()
+                .and_then(|m| m["params"]["requestId"].as_u64())
+            && let Some(exchange) = exchanges.remove(&cancelled)
+        {
+            exchange.abort();
+        }
         let endpoint = Arc::clone(&endpoint);
         let outgoing = outgoing.clone();
         let shared = Arc::clone(&shared);
-        // Each message is its own exchange: a long call's stream does not hold up others.
-        tokio::spawn(async move {
-            let message = serde_json::from_str::<Value>(&line).ok();
-            let request_id = message
-                .as_ref()
-                .filter(|m| m.get("method").is_some())
-                .and_then(|m| m["id"].as_u64());
-            let method = message.as_ref().and_then(|m| m["method"].as_str());
-            let initialized = method == Some("notifications/initialized");
+        let task = tokio::spawn(async move {
+            let initialized = method.as_deref() == Some("notifications/initialized");
             // Only the answer to `initialize` says which revision later requests name.
-            let initializing = method == Some("initialize");
+            let initializing = method.as_deref() == Some("initialize");
             // 2026-07-28 names the method (and the tool, prompt or resource) in headers.
             let routing = match (shared.is_stateless(), &message) {
                 (true, Some(message)) => Some(Routing::of(message)),
@@ -182,6 +200,11 @@ async fn post_messages(
                 tracing::warn!(target: "milpa::upstream", upstream = %endpoint.upstream, "{why}");
             }
         });
+        if let Some(id) = request_id {
+            // Bounded by the requests in flight: finished ones go as new ones come.
+            exchanges.retain(|_, exchange| !exchange.is_finished());
+            exchanges.insert(id, task.abort_handle());
+        }
     }
 }
 

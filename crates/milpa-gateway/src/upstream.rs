@@ -784,8 +784,7 @@ async fn handshake(
             Ok(answer) if revision::offers_stateless(&answer) => {
                 return Ok(Handshake {
                     instructions: instructions_of(config, &answer),
-                    offers: Offers::from_capabilities(answer.get("capabilities"))
-                        .without_subscribe(),
+                    offers: Offers::from_capabilities(answer.get("capabilities")),
                     protocol: MODERN_VERSION.to_owned(),
                 });
             }
@@ -859,25 +858,43 @@ const RELISTEN: Duration = Duration::from_secs(1);
 const RELISTEN_MAX: Duration = Duration::from_secs(30);
 
 /// 2026-07-28: keeps a `subscriptions/listen` open for the list changes the upstream
-/// announces (`listChanged` in its capabilities), so they reach
-/// [`crate::connection`]'s dispatch as the older revisions' notifications do. One that
-/// ends while the session lives is opened again (after 1 s, doubling up to 30 s), and the
-/// lists are read again, since a change may have gone unannounced meanwhile. `None` when
-/// it announces none.
+/// announces (`listChanged` in its capabilities) and, when it offers `subscribe`, the
+/// updates of the resources clients subscribed to, so they reach [`crate::connection`]'s
+/// dispatch as the older revisions' notifications do.
+///
+/// - A new subscription ([`Connection::subscribe_resource`]) opens the listen again with
+///   the larger filter (the old one is cancelled; an update in between is lost, as one is
+///   while a session of the older revisions is re-opened).
+/// - One that ends while the session lives is opened again (after 1 s, doubling up to
+///   30 s), and the lists are read again, since a change may have gone unannounced.
+///
+/// `None` when it announces nothing that could be listened to.
 fn listen_for_changes(connection: &Arc<Connection>, offers: &Offers) -> Option<Listening> {
-    let filter = offers.list_changes();
-    if filter.is_empty() {
+    let lists = offers.list_changes();
+    let subscribe = offers.subscribe();
+    if lists.is_empty() && !subscribe {
         return None;
     }
     let connection = Arc::clone(connection);
-    let params = json!({ "notifications": filter });
     Some(Listening(tokio::spawn(async move {
         let mut delay = RELISTEN;
         loop {
+            let mut filter = lists.clone();
+            let resources = connection.resource_subscriptions();
+            if subscribe && !resources.is_empty() {
+                filter.insert("resourceSubscriptions".into(), json!(resources));
+            }
+            if filter.is_empty() {
+                // Nothing to hear yet: wait for a subscription.
+                connection.listen_filter_changed().await;
+                continue;
+            }
             let opened = Instant::now();
-            let outcome = connection
-                .request("subscriptions/listen", params.clone(), None)
-                .await;
+            let params = json!({ "notifications": filter });
+            let outcome = tokio::select! {
+                outcome = connection.request("subscriptions/listen", params, None) => outcome,
+                () = connection.listen_filter_changed() => continue,
+            };
             if connection.closed().is_some() {
                 return;
             }

@@ -100,13 +100,10 @@ impl Offers {
         }
     }
 
-    /// 2026-07-28 has no `resources/subscribe` (its `subscriptions/listen` takes its
-    /// place): what it offers, without subscriptions.
-    pub(crate) fn without_subscribe(self) -> Offers {
-        Offers {
-            subscribe: false,
-            ..self
-        }
+    /// Whether it tells of a resource's updates (`resources/subscribe`, or in 2026-07-28
+    /// `resourceSubscriptions` in `subscriptions/listen`).
+    pub(crate) fn subscribe(&self) -> bool {
+        self.subscribe
     }
 
     /// The filter of a `subscriptions/listen` for every list whose changes it announces
@@ -537,8 +534,13 @@ impl CatalogListener for UpstreamCatalog {
     }
 }
 
-/// Asks the upstream to tell of `uri`'s updates; a refusal is logged.
+/// Asks the upstream to tell of `uri`'s updates (2026-07-28: through its
+/// `subscriptions/listen`); a refusal is logged.
 async fn subscribe(connection: &Connection, upstream: &str, uri: &str) {
+    if connection.is_stateless() {
+        connection.subscribe_resource(uri);
+        return;
+    }
     let asked = tokio::time::timeout(
         DEFAULT_CALL_TIMEOUT,
         connection.request("resources/subscribe", json!({"uri": uri}), None),
@@ -989,7 +991,7 @@ mod tests {
                 .cloned()
                 .unwrap()
         );
-        assert!(!offers.without_subscribe().subscribe);
+        assert!(offers.subscribe());
         assert_eq!(Offers::from_capabilities(None), Offers::default());
         assert_eq!(
             Offers::from_capabilities(Some(&json!({"resources": 3}))),

@@ -213,44 +213,41 @@ async fn resources_and_prompts_pass_through(via: Via, protocol: ProtocolChoice) 
         "{ids}"
     );
 
-    // A subscription is asked of the upstream; its update reaches us. The upstream is
-    // asked in the background, so the update is announced until it is heard. (Over the
-    // session revisions only: in 2026-07-28 a subscription is part of
-    // `subscriptions/listen`, which the example does not offer for resources.)
-    if protocol == ProtocolChoice::Sessions {
-        let subscribed = ask(
+    // A subscription is asked of the upstream (2026-07-28: through its
+    // `subscriptions/listen`); its update reaches us. The upstream is asked in the
+    // background, so the update is announced until it is heard.
+    let subscribed = ask(
+        &mut client,
+        12,
+        "resources/subscribe",
+        json!({"uri": "memo://hello"}),
+        &mut heard,
+    )
+    .await;
+    assert_eq!(subscribed["result"], json!({}), "{subscribed}");
+    let mut updated = false;
+    for id in 13..23 {
+        let touched = ask(
             &mut client,
-            12,
-            "resources/subscribe",
-            json!({"uri": "memo://hello"}),
+            id,
+            "tools/call",
+            json!({"name": "cat__touch_memo", "arguments": {"uri": "memo://hello"}}),
             &mut heard,
         )
         .await;
-        assert_eq!(subscribed["result"], json!({}), "{subscribed}");
-        let mut updated = false;
-        for id in 13..23 {
-            let touched = ask(
-                &mut client,
-                id,
-                "tools/call",
-                json!({"name": "cat__touch_memo", "arguments": {"uri": "memo://hello"}}),
-                &mut heard,
-            )
-            .await;
-            assert_ne!(touched["result"]["isError"], true, "{touched}");
-            if hear(
-                &mut client,
-                "notifications/resources/updated memo://hello",
-                &mut heard,
-            )
-            .await
-            {
-                updated = true;
-                break;
-            }
+        assert_ne!(touched["result"]["isError"], true, "{touched}");
+        if hear(
+            &mut client,
+            "notifications/resources/updated memo://hello",
+            &mut heard,
+        )
+        .await
+        {
+            updated = true;
+            break;
         }
-        assert!(updated, "no update reached the client: {heard:?}");
     }
+    assert!(updated, "no update reached the client: {heard:?}");
 
     // A resource added upstream is listed here, and the client is told.
     let added = ask(

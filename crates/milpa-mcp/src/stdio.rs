@@ -513,9 +513,9 @@ impl Conn {
     /// Opens an admitted `subscriptions/listen` subscription: the acknowledgement now,
     /// then its notifications through the writer until the client cancels the request.
     fn listen(&self, id: RequestId, subscription: Subscription, out: &mut Vec<u8>) {
-        push_line(out, &subscription.acknowledgement());
         // Watched before the acknowledgement can reach the client (see `Subscription::watch`).
         let listening = subscription.watch(&self.modern.shared.registry);
+        push_line(out, &listening.acknowledgement());
         let (stop, stopped) = oneshot::channel::<()>();
         {
             let mut listens = self.listens.lock();

@@ -223,3 +223,50 @@ async fn a_2026_listen_hears_only_the_lists_it_asked_for() {
         client.backlog
     );
 }
+
+/// `resourceSubscriptions` takes the place of `resources/subscribe`: the updates of the
+/// resources named (and served) reach the subscription, tagged with its id; one not served
+/// is left out of the acknowledgement, and another resource's update is not told.
+#[tokio::test]
+async fn a_2026_listen_hears_the_updates_of_the_resources_it_names() {
+    let served = served();
+    let notifier = served.registry.catalog_notifier();
+    let mut client = StdioClient::start(served.registry.clone(), ServerOptions::default());
+    let discovered = client
+        .request("server/discover", json!({"_meta": meta()}))
+        .await;
+    assert_eq!(
+        discovered["result"]["capabilities"]["resources"]["subscribe"],
+        true
+    );
+    client
+        .send(
+            json!({"jsonrpc": "2.0", "id": 71, "method": "subscriptions/listen", "params": {
+            "notifications": {"resourceSubscriptions": ["notes://1", "notes://nope"]},
+            "_meta": meta()}}),
+        )
+        .await;
+    let ack = client.recv().await;
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"resourceSubscriptions": ["notes://1"]})
+    );
+    notifier.updated("notes://other");
+    notifier.updated("notes://1");
+    let note = client.recv().await;
+    assert_eq!(
+        note,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+            "params": {"uri": "notes://1",
+                       "_meta": {"io.modelcontextprotocol/subscriptionId": 71}}})
+    );
+
+    // A filter that is not a list of URIs is refused.
+    let refused = client
+        .request(
+            "subscriptions/listen",
+            json!({"notifications": {"resourceSubscriptions": "notes://1"}, "_meta": meta()}),
+        )
+        .await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+}

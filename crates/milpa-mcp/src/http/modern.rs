@@ -325,8 +325,8 @@ fn listen(
         .into_response();
     };
     let (tx, rx) = out_channel();
-    let acknowledgement = subscription.acknowledgement();
     let listening = subscription.watch(&state.shared.registry);
+    let acknowledgement = listening.acknowledgement();
     let _ = tx.send(Out::Msg(acknowledgement));
     tokio::spawn(listening.forward(tx, std::future::pending()));
     let idle = state.streams.idle_timeout(principal.is_none());

@@ -70,7 +70,8 @@ impl Shared {
                 // Changes reach `subscriptions/listen` subscriptions.
                 "tools": {"listChanged": true},
                 "prompts": {"listChanged": true},
-                "resources": {"listChanged": true, "subscribe": false},
+                // Updates reach a `subscriptions/listen` that names the resource.
+                "resources": {"listChanged": true, "subscribe": true},
                 "completions": {},
             }),
         );
