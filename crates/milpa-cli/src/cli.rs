@@ -441,6 +441,11 @@ pub(crate) struct ProxyArgs {
     #[arg(long)]
     pub(crate) no_pin: bool,
 
+    /// Which revision of MCP to speak to the server: `auto` (ask `server/discover` first,
+    /// 2026-07-28 when it lists it, else `initialize`), `2026-07-28` or `2025-11-25`
+    #[arg(long, value_name = "REVISION", default_value = "auto", value_parser = parse_protocol)]
+    pub(crate) protocol: milpa_gateway::ProtocolChoice,
+
     /// The upstream server: a program and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub(crate) command: Vec<String>,
@@ -480,6 +485,12 @@ pub(crate) fn parse_http_addr(text: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| {
             format!("expected an address like 127.0.0.1:8080, localhost:8080 or 8080, got {text:?}")
         })
+}
+
+/// `--protocol`: `auto`, `2026-07-28` or `2025-11-25`.
+fn parse_protocol(text: &str) -> Result<milpa_gateway::ProtocolChoice, String> {
+    milpa_gateway::ProtocolChoice::parse(text)
+        .ok_or_else(|| "expected auto, 2026-07-28 or 2025-11-25".to_owned())
 }
 
 #[cfg(test)]

@@ -158,6 +158,7 @@ pub(crate) fn run(cli: Cli, tools: Box<ToolsFn<'_>>) -> Result<u8, CliError> {
             let mut proxied = UpstreamConfig::stdio(args.upstream_name(), args.command.clone());
             proxied.prefix = Some(args.prefix.clone().unwrap_or_default());
             proxied.pin = !args.no_pin;
+            proxied.protocol = args.protocol;
             upstreams.push(proxied);
             let serve_args = ServeArgs {
                 stdio: args.http.is_none(),

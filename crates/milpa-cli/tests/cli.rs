@@ -354,11 +354,20 @@ fn usage_errors_exit_2_and_help_exits_0() {
         &["serve", "--http", "not-an-address"][..],
         &["serve", "--http", "example.com:80"][..],
         &["tools", "inspect"][..],
+        &["proxy", "--protocol", "2025-06-18", "--", "server"][..],
     ] {
         let r = run(sb.milpa().args(args));
         assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
         assert!(r.stdout.is_empty(), "{args:?}");
     }
+    let r = run(sb
+        .milpa()
+        .args(["proxy", "--protocol", "1", "--", "server"]));
+    assert!(
+        r.stderr.contains("expected auto, 2026-07-28 or 2025-11-25"),
+        "{}",
+        r.stderr
+    );
     let r = run(sb.milpa().arg("--help"));
     assert_eq!(r.code, 0);
     assert!(r.stdout.contains("Usage: milpa"));

@@ -351,10 +351,14 @@ impl Connection {
     }
 
     fn send(&self, message: Value) -> Result<(), CallError> {
+        self.send_line(message.to_string())
+    }
+
+    fn send_line(&self, line: String) -> Result<(), CallError> {
         if let Some(why) = self.shared.closed() {
             return Err(CallError::Unavailable(why));
         }
-        self.outgoing.send(message.to_string()).map_err(|closed| {
+        self.outgoing.send(line).map_err(|closed| {
             CallError::Unavailable(Unavailability::new("its input is closed").with_cause(closed))
         })
     }
@@ -371,15 +375,14 @@ impl Connection {
     pub(crate) async fn request(
         &self,
         method: &str,
-        params: Value,
+        mut params: Value,
         call: Option<&CallHandle>,
     ) -> Answer {
         if !self.is_stateless() {
-            return self.exchange(method, params, call).await;
+            return self.exchange(method, &mut params, call).await;
         }
-        let mut params = params;
         for _ in 0..MAX_INPUT_ROUNDS {
-            let answer = self.exchange(method, params.clone(), call).await?;
+            let answer = self.exchange(method, &mut params, call).await?;
             let (requests, state) = match Answered::read(answer) {
                 Answered::Complete(result) => return Ok(result),
                 Answered::InputRequired { requests, state } => (requests, state),
@@ -398,8 +401,14 @@ impl Connection {
         )))
     }
 
-    /// One request and its answer (see [`request`](Self::request)).
-    async fn exchange(&self, method: &str, mut params: Value, call: Option<&CallHandle>) -> Answer {
+    /// One request and its answer (see [`request`](Self::request)); `params` get the
+    /// request's `_meta` (a retry's replaces the one before).
+    async fn exchange(
+        &self,
+        method: &str,
+        params: &mut Value,
+        call: Option<&CallHandle>,
+    ) -> Answer {
         let id = self.shared.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let (answer, answered) = oneshot::channel();
         self.shared.pending.lock().insert(id, answer);
@@ -449,7 +458,18 @@ impl Connection {
         }
         // A session that closed after the entry went in has already drained it; one that
         // closed before is caught by `send`.
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        let line = serde_json::to_string(&RequestLine {
+            jsonrpc: "2.0",
+            id,
+            method,
+            params,
+        })
+        .map_err(|error| {
+            CallError::Unavailable(
+                Unavailability::new("a request could not be written").with_cause(error),
+            )
+        })?;
+        self.send_line(line)?;
         let answer = answered.await;
         in_flight.answered = true;
         match answer {
@@ -459,6 +479,16 @@ impl Connection {
             ))),
         }
     }
+}
+
+/// A request as it is written: its params serialized where they are, not copied into a
+/// message first.
+#[derive(serde::Serialize)]
+struct RequestLine<'a> {
+    jsonrpc: &'static str,
+    id: u64,
+    method: &'a str,
+    params: &'a Value,
 }
 
 impl Drop for Connection {

@@ -764,6 +764,11 @@ struct Handshake {
 /// Finds out which revision to speak (see [`crate::revision`]): `server/discover` first
 /// unless the configuration says sessions, then `initialize` for an upstream that does not
 /// list 2026-07-28.
+///
+/// A server still silent after [`DISCOVER_TIMEOUT`] may be one that ignores the method or
+/// one slow to start (`npx -y` downloading it): it is sent `initialize` too, and the first
+/// answer decides. A server reads its input in order, so one slow to start answers
+/// `server/discover` first; one that ignores it answers `initialize`.
 async fn handshake(
     config: &UpstreamConfig,
     connection: &Connection,
@@ -772,43 +777,72 @@ async fn handshake(
         upstream: config.name.clone(),
         why,
     };
-    if config.protocol != ProtocolChoice::Sessions {
-        connection.set_stateless(true);
-        let discovered = tokio::time::timeout(
-            DISCOVER_TIMEOUT,
-            connection.request("server/discover", json!({}), None),
-        )
-        .await
-        .unwrap_or_else(|_| Err(CallError::unavailable("it did not answer server/discover")));
-        match discovered {
-            Ok(answer) if revision::offers_stateless(&answer) => {
-                return Ok(Handshake {
-                    instructions: instructions_of(config, &answer),
-                    offers: Offers::from_capabilities(answer.get("capabilities")),
-                    protocol: MODERN_VERSION.to_owned(),
-                });
-            }
-            outcome => {
-                connection.set_stateless(false);
-                if config.protocol == ProtocolChoice::Stateless {
-                    let error = outcome.err().unwrap_or_else(|| {
-                        CallError::unavailable(
-                            "its server/discover answer does not list 2026-07-28",
-                        )
-                    });
-                    return Err(failed(HandshakeFailure::Discover(error)));
-                }
-                tracing::debug!(
-                    target: "milpa::upstream",
-                    upstream = %config.name,
-                    "it does not speak 2026-07-28; opening a session"
-                );
+    if config.protocol == ProtocolChoice::Sessions {
+        return initialize(config, connection)
+            .await
+            .map_err(|error| failed(HandshakeFailure::Initialize(error)));
+    }
+    connection.set_stateless(true);
+    let discover = connection.request("server/discover", json!({}), None);
+    tokio::pin!(discover);
+    let answered = match tokio::time::timeout(DISCOVER_TIMEOUT, &mut discover).await {
+        Ok(answer) => Some(answer),
+        // Only that revision will do: wait for it (within the start timeout).
+        Err(_) if config.protocol == ProtocolChoice::Stateless => Some(discover.as_mut().await),
+        Err(_) => None,
+    };
+    let Some(answer) = answered else {
+        connection.set_stateless(false);
+        let opening = initialize(config, connection);
+        tokio::pin!(opening);
+        tokio::select! {
+            // Both answers may be in by the time this looks: the first one sent decides.
+            biased;
+            answer = &mut discover => if let Ok(answer) = answer
+                && revision::offers_stateless(&answer)
+            {
+                connection.set_stateless(true);
+                return Ok(stateless(config, &answer));
+            },
+            opened = &mut opening => {
+                return opened.map_err(|error| failed(HandshakeFailure::Initialize(error)));
             }
         }
+        // It answered `server/discover` without offering 2026-07-28: the session it is
+        // opening is the one.
+        return opening
+            .await
+            .map_err(|error| failed(HandshakeFailure::Initialize(error)));
+    };
+    match answer {
+        Ok(answer) if revision::offers_stateless(&answer) => Ok(stateless(config, &answer)),
+        outcome => {
+            connection.set_stateless(false);
+            if config.protocol == ProtocolChoice::Stateless {
+                let error = outcome.err().unwrap_or_else(|| {
+                    CallError::unavailable("its server/discover answer does not list 2026-07-28")
+                });
+                return Err(failed(HandshakeFailure::Discover(error)));
+            }
+            tracing::debug!(
+                target: "milpa::upstream",
+                upstream = %config.name,
+                "it does not speak 2026-07-28; opening a session"
+            );
+            initialize(config, connection)
+                .await
+                .map_err(|error| failed(HandshakeFailure::Initialize(error)))
+        }
     }
-    initialize(config, connection)
-        .await
-        .map_err(|error| failed(HandshakeFailure::Initialize(error)))
+}
+
+/// What a `server/discover` answer that lists 2026-07-28 says.
+fn stateless(config: &UpstreamConfig, answer: &Value) -> Handshake {
+    Handshake {
+        instructions: instructions_of(config, answer),
+        offers: Offers::from_capabilities(answer.get("capabilities")),
+        protocol: MODERN_VERSION.to_owned(),
+    }
 }
 
 /// Opens a session: `initialize`, then `notifications/initialized`.

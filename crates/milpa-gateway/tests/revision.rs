@@ -37,3 +37,25 @@ async fn sessions_when_the_configuration_says_so() {
     speaks(Via::Stdio, ProtocolChoice::Sessions, "2025-11-25").await;
     speaks(Via::Http, ProtocolChoice::Sessions, "2025-11-25").await;
 }
+
+/// A server still silent when `server/discover` has waited 5 s (here: one that sleeps 6 s
+/// before it starts, as `npx -y` does while it downloads) is sent `initialize` too; it
+/// reads its input in order, answers `server/discover` first, and is spoken to in
+/// 2026-07-28.
+#[tokio::test]
+async fn a_server_slow_to_start_is_still_asked_what_it_speaks() {
+    let server = common::example("asking_server");
+    let config = milpa_gateway::UpstreamConfig::stdio(
+        "slow",
+        vec![
+            "sh".into(),
+            "-c".into(),
+            format!("sleep 6; exec '{}'", server.display()),
+        ],
+    );
+    let upstream = milpa_gateway::Upstream::start(config)
+        .await
+        .expect("it starts");
+    assert_eq!(upstream.protocol().as_deref(), Some("2026-07-28"));
+    assert!(!upstream.tools().is_empty());
+}
