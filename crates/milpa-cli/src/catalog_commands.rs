@@ -100,20 +100,29 @@ fn scopes(scopes: &[String]) -> String {
     }
 }
 
-/// A refusal as the command prints it: on standard error (or as JSON), exit 1.
+/// A refusal as the command prints it: on standard error (or as JSON), exit 1; exit 3
+/// when it waits for a person's approval (nothing was read, as `milpa call` says of a
+/// parked call).
 fn refused(refusal: &AccessRefusal, json: bool) -> Result<u8, CliError> {
     if json {
-        print_json(&json!({
+        let mut printed = json!({
             "success": false,
             "error": refusal.message(),
             "code": refusal.code().as_str(),
-        }))?;
+        });
+        if let Some(id) = refusal.approval_id() {
+            printed["approval_id"] = json!(id);
+        }
+        print_json(&printed)?;
     } else {
         eprintln!(
             "milpa: {} ({})",
             printable(refusal.message()),
             refusal.code().as_str()
         );
+    }
+    if refusal.code() == &milpa::ErrorCode::ApprovalPending {
+        return Ok(crate::EXIT_NOT_RUN);
     }
     Ok(EXIT_CALL_FAILED)
 }

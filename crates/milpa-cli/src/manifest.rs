@@ -601,6 +601,9 @@ pub struct UpstreamCatalogOverride {
     pub scopes: Option<Vec<String>>,
     /// Leave them out: not listed, not read.
     pub hide: Option<bool>,
+    /// `"human"`: each read (or prompt request) waits for a person's approval; `false`:
+    /// none. `true` is refused: a read has no way to send a caller's token back.
+    pub confirm: Option<Spanned<Confirm>>,
 }
 
 impl UpstreamCatalogOverride {
@@ -608,6 +611,10 @@ impl UpstreamCatalogOverride {
         let mut gateway = milpa_gateway::CatalogOverride::default();
         gateway.scopes = self.scopes.clone();
         gateway.hide = self.hide;
+        gateway.human_approval = self
+            .confirm
+            .as_ref()
+            .map(|confirm| *confirm.get_ref() == Confirm::Human);
         gateway
     }
 }
@@ -861,6 +868,20 @@ impl UpstreamSpec {
                 bytes.span().start,
                 format!("upstream `{name}`: max_message_bytes must be at least 1024"),
             ));
+        }
+        for (section, overrides) in [("resources", &self.resources), ("prompts", &self.prompts)] {
+            for (glob, over) in overrides {
+                if let Some(confirm) = &over.confirm
+                    && *confirm.get_ref() == Confirm::Caller
+                {
+                    return Err(at(
+                        confirm.span().start,
+                        format!(
+                            "upstream `{name}`: {section}.\"{glob}\".confirm = true is for tools (a read has no way to send a token back); confirm = \"human\" parks each request for a person"
+                        ),
+                    ));
+                }
+            }
         }
         for (glob, over) in &self.tools {
             if let Some(timeout) = &over.timeout_seconds
@@ -1611,7 +1632,18 @@ mod tests {
         let e = error(
             "[[upstreams]]\nname = \"fs\"\ncommand = [\"server\"]\n[upstreams.prompts.\"x\"]\nconfirm = true\n",
         );
-        assert!(e.contains("unknown field `confirm`"), "{e}");
+        assert!(
+            e.starts_with("m.toml:5: upstream `fs`: prompts.\"x\".confirm = true is for tools"),
+            "{e}"
+        );
+        let manifest = Manifest::parse(
+            "m.toml",
+            "[[upstreams]]\nname = \"fs\"\ncommand = [\"server\"]\n\
+             [upstreams.resources.\"file:///etc/*\"]\nconfirm = \"human\"\n",
+        )
+        .unwrap();
+        let config = manifest.upstreams[0].config(&|_| None).unwrap();
+        assert_eq!(config.resource_overrides[0].1.human_approval, Some(true));
     }
 
     #[test]

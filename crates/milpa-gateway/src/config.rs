@@ -152,6 +152,7 @@ pub(crate) fn catalog_override_for(
             CatalogOverride {
                 hide: over.hide.or(merged.hide),
                 scopes: over.scopes.clone().or(merged.scopes),
+                human_approval: over.human_approval.or(merged.human_approval),
             }
         })
 }
@@ -278,6 +279,9 @@ pub struct CatalogOverride {
     pub hide: Option<bool>,
     /// Scopes of which a reader needs one (default: none).
     pub scopes: Option<Vec<String>>,
+    /// Whether each read (or prompt request) waits for a person's approval (default: no;
+    /// see [`Resource::with_human_approval`](milpa::catalog::Resource::with_human_approval)).
+    pub human_approval: Option<bool>,
 }
 
 #[cfg(test)]

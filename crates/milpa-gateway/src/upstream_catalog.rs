@@ -307,9 +307,11 @@ impl UpstreamCatalog {
                     Ok(resource) => {
                         let over = catalog_override_for(&self.resource_overrides, resource.uri());
                         if over.hide != Some(true) {
-                            lists
-                                .resources
-                                .push(resource.with_scopes(over.scopes.unwrap_or_default()));
+                            lists.resources.push(
+                                resource
+                                    .with_scopes(over.scopes.unwrap_or_default())
+                                    .with_human_approval(over.human_approval == Some(true)),
+                            );
                         }
                     }
                     Err(why) => self.skipped("resource", &why),
@@ -324,9 +326,11 @@ impl UpstreamCatalog {
                         let text = template.template().as_str().to_owned();
                         let over = catalog_override_for(&self.resource_overrides, &text);
                         if over.hide != Some(true) {
-                            lists
-                                .templates
-                                .push(template.with_scopes(over.scopes.unwrap_or_default()));
+                            lists.templates.push(
+                                template
+                                    .with_scopes(over.scopes.unwrap_or_default())
+                                    .with_human_approval(over.human_approval == Some(true)),
+                            );
                         }
                     }
                     Err(why) => self.skipped("resource template", &why),
@@ -348,7 +352,9 @@ impl UpstreamCatalog {
                     Ok((prompt, remote)) => {
                         let over = catalog_override_for(&self.prompt_overrides, &remote);
                         if over.hide != Some(true) {
-                            let prompt = prompt.with_scopes(over.scopes.unwrap_or_default());
+                            let prompt = prompt
+                                .with_scopes(over.scopes.unwrap_or_default())
+                                .with_human_approval(over.human_approval == Some(true));
                             lists
                                 .remote_prompts
                                 .insert(prompt.name().to_owned(), remote);

@@ -413,3 +413,45 @@ async fn overrides_hide_and_scope_what_the_upstream_offers() {
             .is_ok()
     );
 }
+
+/// `human_approval` on a resource glob (`confirm = "human"` in a manifest): a read of a
+/// matching URI waits for a person's grant in the registry's approval queue before it is
+/// forwarded; the others are read at once.
+#[tokio::test]
+async fn a_resource_override_can_make_reads_wait_for_a_person() {
+    use milpa::ErrorCode;
+    use milpa::approval::Verdict;
+    use milpa_gateway::{CatalogOverride, Upstream, UpstreamConfig};
+
+    let server = common::example("catalog_server").display().to_string();
+    let mut config = UpstreamConfig::stdio("cat", vec![server]);
+    let mut guarded = CatalogOverride::default();
+    guarded.human_approval = Some(true);
+    config.resource_overrides = vec![("memo://notes/*".into(), guarded)];
+    let upstream = Upstream::start(config).await.expect("it starts");
+    let registry = Arc::new(ToolRegistry::new());
+    upstream.follow_tool_list(&registry);
+
+    let agent = ToolContext::mcp("r1", Some("agent".into()), Vec::<String>::new());
+    assert!(registry.read_resource("memo://hello", &agent).await.is_ok());
+    let refused = registry
+        .read_resource("memo://notes/7", &agent)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), &ErrorCode::ApprovalPending, "{refused}");
+    let id = refused.approval_id().unwrap().to_owned();
+    let alice = ToolContext::web("alice", ["approvals:grant"]);
+    registry
+        .approvals()
+        .decide(&id, Verdict::Grant, None, &alice)
+        .await
+        .unwrap();
+    let note = registry
+        .read_resource("memo://notes/7", &agent)
+        .await
+        .unwrap();
+    assert_eq!(
+        note[0],
+        milpa::catalog::ResourceContents::text("memo://notes/7", "text/plain", "note 7")
+    );
+}

@@ -718,3 +718,50 @@ async fn listings_carry_annotations_icons_and_meta_on_every_revision_and_transpo
     let [r, t, p] = <[Value; 3]>::try_from(answers).unwrap();
     assert_listed_as_given("HTTP 2026-07-28", (r, t, p));
 }
+
+/// A read that waits for a person answers `-32003` with the core's `APPROVAL_PENDING` and
+/// the approval's id in `data`; after a grant the same read goes through.
+#[tokio::test]
+async fn a_read_waiting_for_a_person_names_its_approval() {
+    struct Guarded;
+    impl ResourceProvider for Guarded {
+        fn resources(&self) -> Vec<Resource> {
+            vec![Resource::new("vault://key", "key").with_human_approval(true)]
+        }
+        fn read<'a>(
+            &'a self,
+            uri: &'a str,
+            _ctx: &'a ToolContext,
+        ) -> Deferred<'a, Result<Vec<ResourceContents>, CatalogError>> {
+            Deferred::ready(Ok(vec![ResourceContents::text(uri, "text/plain", "k")]))
+        }
+    }
+    let mut registry = ToolRegistry::new();
+    registry.register_resources(Guarded).unwrap();
+    let registry = std::sync::Arc::new(registry);
+    let mut client = StdioClient::start(registry.clone(), ServerOptions::default());
+    client.initialize(json!({})).await;
+    let refused = client
+        .request("resources/read", json!({"uri": "vault://key"}))
+        .await;
+    assert_eq!(refused["error"]["code"], -32003, "{refused}");
+    assert_eq!(refused["error"]["data"]["code"], "APPROVAL_PENDING");
+    let id = refused["error"]["data"]["approval_id"]
+        .as_str()
+        .expect("the approval id")
+        .to_owned();
+    registry
+        .approvals()
+        .decide(
+            &id,
+            milpa::approval::Verdict::Grant,
+            None,
+            &ToolContext::web("alice", ["approvals:grant"]),
+        )
+        .await
+        .unwrap();
+    let read = client
+        .request("resources/read", json!({"uri": "vault://key"}))
+        .await;
+    assert_eq!(read["result"]["contents"][0]["text"], "k", "{read}");
+}

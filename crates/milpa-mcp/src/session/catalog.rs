@@ -92,6 +92,9 @@ fn refusal_error(refusal: &AccessRefusal, uri: Option<&str>, modern: bool) -> Er
     if let Some(uri) = uri {
         data.insert("uri".into(), json!(uri));
     }
+    if let Some(id) = refusal.approval_id() {
+        data.insert("approval_id".into(), json!(id));
+    }
     error.data = Some(Value::Object(data));
     error
 }

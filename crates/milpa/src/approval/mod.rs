@@ -77,7 +77,7 @@ use crate::verification::{VerificationError, VerificationRecord, VerificationSta
 pub use change::DefinitionChange;
 pub(crate) use parked::{ParkedAbout, ParkedCall};
 pub use queue::ApprovalQueue;
-pub(crate) use queue::Claim;
+pub(crate) use queue::{AccessGate, Claim};
 
 /// The scope an approver needs on every channel but `cli`.
 pub const APPROVE_SCOPE: &str = "approvals:grant";

@@ -68,6 +68,16 @@ pub(crate) const MAX_DESCRIPTION_CHARS: usize = 1000;
 pub(crate) const MAX_CLIENT_CHARS: usize = 128;
 
 impl ParkedAbout {
+    /// What a read or a prompt request by `ctx` is parked with: it changes nothing.
+    pub fn of_access(ctx: &ToolContext) -> ParkedAbout {
+        ParkedAbout {
+            description: None,
+            mutating: Some(false),
+            upstream: None,
+            client: ctx.client().and_then(|name| cut(name, MAX_CLIENT_CHARS)),
+        }
+    }
+
     /// What a call of `tool` by `ctx` is parked with.
     pub fn of(tool: &ToolDefinition, ctx: &ToolContext) -> ParkedAbout {
         ParkedAbout {

@@ -49,6 +49,20 @@ impl std::fmt::Debug for ApprovalQueue {
     }
 }
 
+/// What [`ApprovalQueue::gate_access`] decided of a read or prompt request.
+pub(crate) enum AccessGate {
+    /// A grant was claimed for it: go on.
+    Go,
+    /// It waits for a person: this approval.
+    Pending(Approval),
+    /// A person rejected it recently.
+    Rejected(Approval),
+}
+
+/// How many of the most recent decisions, and of the waiting approvals, a read that waits
+/// for a person searches for its own.
+pub(crate) const ACCESS_SCAN: usize = 256;
+
 /// What a replay with an approval id may do.
 pub(crate) enum Claim {
     /// Granted and now claimed: run these (the parked) arguments.
@@ -319,6 +333,62 @@ impl ApprovalQueue {
         request.requested_by = requested_by;
         let record = self.verifier.request(request).await?;
         Ok(Approval::from_record(record))
+    }
+
+    /// Whether a read or a prompt request (`binding`: `resources/read` or `prompts/get` by
+    /// a caller; `args`: the URI, or the prompt and its arguments) that waits for a person
+    /// may go on. The decisions and the waiting approvals are searched (the most recent
+    /// [`ACCESS_SCAN`] of each) for one of the same caller and the same `args`:
+    ///
+    /// - a grant not used yet is claimed (so it lets one request through): [`AccessGate::Go`];
+    /// - a rejection decided within this queue's TTL: [`AccessGate::Rejected`] (after that,
+    ///   asking again opens a new approval);
+    /// - a waiting one: [`AccessGate::Pending`] with it;
+    /// - none: a new approval is opened (`summary`), [`AccessGate::Pending`] with it.
+    pub(crate) async fn gate_access(
+        &self,
+        summary: String,
+        binding: ConfirmationBinding,
+        args: Value,
+        about: ParkedAbout,
+    ) -> Result<AccessGate, ApprovalError> {
+        let now = now_ms();
+        let same = |approval: &Approval| {
+            approval
+                .parked()
+                .is_some_and(|parked| parked.binding == binding && parked.args == args)
+        };
+        let ttl_ms = u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX);
+        for approval in self.decided(ACCESS_SCAN).await? {
+            if !same(&approval) {
+                continue;
+            }
+            match approval.state(now) {
+                ApprovalState::Granted | ApprovalState::Waived => {
+                    if let Claim::Run(_) = self.claim(approval.id(), &binding).await? {
+                        return Ok(AccessGate::Go);
+                    }
+                }
+                ApprovalState::Rejected
+                    if approval
+                        .decided_at_ms()
+                        .is_some_and(|at| now.saturating_sub(at) < ttl_ms) =>
+                {
+                    return Ok(AccessGate::Rejected(approval));
+                }
+                _ => {}
+            }
+        }
+        if let Some(waiting) = self
+            .pending(ACCESS_SCAN)
+            .await?
+            .into_iter()
+            .find(|approval| same(approval))
+        {
+            return Ok(AccessGate::Pending(waiting));
+        }
+        let opened = self.park(summary, binding, args, about).await?;
+        Ok(AccessGate::Pending(opened))
     }
 
     /// The parked arguments of approval `id` if it is a parked call of `binding` (whatever

@@ -2,13 +2,16 @@
 //! by [`read_resource`] and [`get_prompt`] step by step.
 //!
 //! ```text
-//! resolve → authorize → rate_limit → execute → audit
+//! resolve → authorize → rate_limit → approve → execute → audit
 //! ```
 //!
 //! A tool call's other stages have nothing to do here: there are no arguments to validate
 //! against a schema or clamp (a prompt's required arguments are checked at `resolve`), a
-//! read changes nothing (so no plan mode and no confirmation), and there is no listener
-//! that could answer instead. What is left runs in the call's order, with the call's
+//! read changes nothing (so no plan mode and no caller's confirmation token, which a read
+//! has no way to send back), and there is no listener that could answer instead. What a
+//! read may wait for is a person: `approve` holds a resource or prompt marked
+//! [`with_human_approval`](crate::catalog::Resource::with_human_approval) until a person
+//! other than the caller grants it (see [`ApprovalQueue`](crate::approval::ApprovalQueue)). What is left runs in the call's order, with the call's
 //! collaborators: the same gate, limiter, audit sink and redactor.
 
 use crate::events::{Accessed, Event};
@@ -17,8 +20,10 @@ use std::future::IntoFuture;
 
 use serde_json::{Map, Value};
 
+use crate::approval::{AccessGate, Approval, ParkedAbout};
 use crate::audit::{AuditOutcome, AuditRecord, MAX_TOOL_NAME_BYTES, clip};
 use crate::catalog::{CatalogError, PromptReply, ResourceContents};
+use crate::confirm::ConfirmationBinding;
 use crate::context::ToolContext;
 use crate::policy::{Access, AccessInput, Authorization, PolicyDecision, Subject};
 use crate::rate_limit::{COST_READ, RateDecision, RateKey};
@@ -36,6 +41,10 @@ pub enum AccessStep {
     Authorize,
     /// Charge the caller's budget.
     RateLimit,
+    /// For a resource or prompt that waits for a person: go on only with a grant (one
+    /// grant, one request); otherwise park the request in the approval queue and refuse it
+    /// `APPROVAL_PENDING`.
+    Approve,
     /// Read the resource, or render the prompt.
     Execute,
     /// Record the outcome.
@@ -45,10 +54,11 @@ pub enum AccessStep {
 impl AccessStep {
     /// Every stage, in the order [`ToolRegistry::read_resource`] and
     /// [`ToolRegistry::get_prompt`] run them.
-    pub const ORDER: [AccessStep; 5] = [
+    pub const ORDER: [AccessStep; 6] = [
         AccessStep::Resolve,
         AccessStep::Authorize,
         AccessStep::RateLimit,
+        AccessStep::Approve,
         AccessStep::Execute,
         AccessStep::Audit,
     ];
@@ -59,6 +69,7 @@ impl AccessStep {
             AccessStep::Resolve => "resolve",
             AccessStep::Authorize => "authorize",
             AccessStep::RateLimit => "rate_limit",
+            AccessStep::Approve => "approve",
             AccessStep::Execute => "execute",
             AccessStep::Audit => "audit",
         }
@@ -75,6 +86,7 @@ pub struct AccessRefusal {
     message: String,
     required_scopes: Vec<String>,
     retry_after_seconds: Option<u64>,
+    approval_id: Option<String>,
 }
 
 impl AccessRefusal {
@@ -84,11 +96,19 @@ impl AccessRefusal {
             message: message.into(),
             required_scopes: Vec::new(),
             retry_after_seconds: None,
+            approval_id: None,
         }
     }
 
+    /// For a request that waits for a person (`APPROVAL_PENDING`), or one a person
+    /// rejected: the approval's id (`milpa approvals show ID`, the approvals page).
+    pub fn approval_id(&self) -> Option<&str> {
+        self.approval_id.as_deref()
+    }
+
     /// The code, as a tool result would carry it: `NOT_FOUND`, `VALIDATION_ERROR`,
-    /// `FORBIDDEN`, `RATE_LIMITED`, `RESULT_TOO_LARGE`, `UNAVAILABLE`, `INTERNAL_ERROR`.
+    /// `FORBIDDEN`, `RATE_LIMITED`, `APPROVAL_PENDING`, `RESULT_TOO_LARGE`, `UNAVAILABLE`,
+    /// `INTERNAL_ERROR`.
     pub fn code(&self) -> &ErrorCode {
         &self.code
     }
@@ -119,6 +139,8 @@ struct Governed<'a> {
     /// What the gate and the limiter see: the resource's URI or its template, the prompt.
     name: &'a str,
     scopes: &'a [String],
+    /// Whether it waits for a person's approval (found at `resolve`).
+    human_approval: bool,
     args: &'a Value,
     started: crate::pipeline::clock::Tick,
 }
@@ -138,6 +160,7 @@ impl<'a> Governed<'a> {
             asked,
             name: asked,
             scopes: &[],
+            human_approval: false,
             args,
             started: wiring.clock.now(),
         }
@@ -223,6 +246,88 @@ impl<'a> Governed<'a> {
                 AccessRefusal::new(
                     ErrorCode::Unavailable,
                     format!("The rate limiter is unavailable ({error}); the request was refused."),
+                ),
+                AuditOutcome::Unavailable,
+            )),
+        }
+    }
+
+    /// Goes on for a request that needs no person, or one a person granted (the grant is
+    /// used up); parks the request for a person otherwise (see
+    /// [`ApprovalQueue::gate_access`](crate::approval::ApprovalQueue)).
+    async fn approve(&self) -> Result<(), (AccessRefusal, AuditOutcome)> {
+        if !self.human_approval {
+            return Ok(());
+        }
+        let (method, what, args) = match self.access {
+            Access::GetPrompt => (
+                "prompts/get",
+                format!(
+                    "Render the prompt '{}'",
+                    clip(self.asked, MAX_TOOL_NAME_BYTES)
+                ),
+                serde_json::json!({"name": self.asked, "arguments": self.args}),
+            ),
+            _ => (
+                "resources/read",
+                format!(
+                    "Read the resource {}",
+                    clip(self.asked, MAX_TOOL_NAME_BYTES)
+                ),
+                serde_json::json!({"uri": self.asked}),
+            ),
+        };
+        let binding = ConfirmationBinding::for_call(method, self.ctx);
+        let gate = self
+            .wiring
+            .approvals
+            .gate_access(
+                what.clone(),
+                binding,
+                args,
+                ParkedAbout::of_access(self.ctx),
+            )
+            .await;
+        let refused = |code, message: String, approval: &Approval| {
+            let mut refusal = AccessRefusal::new(code, message);
+            refusal.approval_id = Some(approval.id().to_owned());
+            refusal
+        };
+        match gate {
+            Ok(AccessGate::Go) => Ok(()),
+            Ok(AccessGate::Pending(approval)) => Err((
+                refused(
+                    ErrorCode::ApprovalPending,
+                    format!(
+                        "{what} waits for a person's approval (approval {id}): someone other than the caller grants it with `milpa approvals grant {id}` or on the approvals page, then the same request goes through once.",
+                        id = approval.id()
+                    ),
+                    &approval,
+                ),
+                AuditOutcome::ApprovalPending,
+            )),
+            Ok(AccessGate::Rejected(approval)) => {
+                let (who, reason) = approval.decided_by().unwrap_or(("someone", None));
+                Err((
+                    refused(
+                        ErrorCode::Forbidden,
+                        format!(
+                            "Rejected by {who}: {reason} (approval {id}); nothing was read.",
+                            reason = reason.unwrap_or("no reason given"),
+                            id = approval.id()
+                        ),
+                        &approval,
+                    ),
+                    AuditOutcome::Denied,
+                ))
+            }
+            // Fail closed: without the queue nothing can be approved.
+            Err(error) => Err((
+                AccessRefusal::new(
+                    ErrorCode::Unavailable,
+                    format!(
+                        "The approval queue is unavailable ({error}); the request was refused."
+                    ),
                 ),
                 AuditOutcome::Unavailable,
             )),
@@ -342,8 +447,9 @@ fn whole_seconds(wait: std::time::Duration) -> u64 {
 /// Why a request stopped before its end: what the caller is told, and the record's outcome.
 type Stop = (AccessRefusal, AuditOutcome);
 
-/// What `resolve` found: the name and scopes the gate sees, and the work `execute` runs.
-type Found<'a, Work> = (&'a str, &'a [String], Work);
+/// What `resolve` found: the name and scopes the gate sees, whether it waits for a
+/// person, and the work `execute` then runs.
+type Found<'a, Work> = (&'a str, &'a [String], bool, Work);
 
 /// The one executor of [`AccessStep::ORDER`]. `resolve` finds who serves the request,
 /// returning what the gate sees and the work `execute` then runs; every way the request
@@ -363,33 +469,34 @@ where
     let mut value = None;
     let mut ended: Result<(), Stop> = Ok(());
     for step in AccessStep::ORDER {
-        let flow =
-            match step {
-                AccessStep::Resolve => match resolve.take() {
-                    Some(resolve) => request.charge_caller().and_then(|()| resolve()).map(
-                        |(name, scopes, found)| {
-                            (request.name, request.scopes) = (name, scopes);
-                            work = Some(found);
-                        },
-                    ),
-                    None => Err(request.not_found()),
-                },
-                AccessStep::Authorize => request.authorize().await,
-                AccessStep::RateLimit => request.rate_limit(registry).await,
-                AccessStep::Execute => match work.take() {
-                    Some(work) => {
-                        let answer = work().await;
-                        request
-                            .executed(answer, &wire_len)
-                            .map(|answer| value = Some(answer))
-                    }
-                    None => Err(request.not_found()),
-                },
-                AccessStep::Audit => {
-                    request.audit(ended.as_ref().map(|_| ()));
-                    break;
+        let flow = match step {
+            AccessStep::Resolve => match resolve.take() {
+                Some(resolve) => request.charge_caller().and_then(|()| resolve()).map(
+                    |(name, scopes, human_approval, found)| {
+                        (request.name, request.scopes) = (name, scopes);
+                        request.human_approval = human_approval;
+                        work = Some(found);
+                    },
+                ),
+                None => Err(request.not_found()),
+            },
+            AccessStep::Authorize => request.authorize().await,
+            AccessStep::RateLimit => request.rate_limit(registry).await,
+            AccessStep::Approve => request.approve().await,
+            AccessStep::Execute => match work.take() {
+                Some(work) => {
+                    let answer = work().await;
+                    request
+                        .executed(answer, &wire_len)
+                        .map(|answer| value = Some(answer))
                 }
-            };
+                None => Err(request.not_found()),
+            },
+            AccessStep::Audit => {
+                request.audit(ended.as_ref().map(|_| ()));
+                break;
+            }
+        };
         if let Err(stop) = flow {
             ended = Err(stop);
             request.audit(ended.as_ref().map(|_| ()));
@@ -419,7 +526,9 @@ pub(crate) async fn read_resource(
             .resolve_resource(uri)
             .ok_or_else(|| not_found(Access::ReadResource, uri))?;
         let provider = found.provider;
-        Ok((found.name, found.scopes, move || provider.read(uri, ctx)))
+        Ok((found.name, found.scopes, found.human_approval, move || {
+            provider.read(uri, ctx)
+        }))
     };
     run_steps(
         &mut request,
@@ -463,9 +572,12 @@ pub(crate) async fn get_prompt(
                 AuditOutcome::InvalidArguments,
             ));
         }
-        Ok((prompt.name(), prompt.scopes(), move || {
-            provider.get(name, arguments, ctx)
-        }))
+        Ok((
+            prompt.name(),
+            prompt.scopes(),
+            prompt.requires_human_approval(),
+            move || provider.get(name, arguments, ctx),
+        ))
     };
     run_steps(&mut request, registry, resolve, |reply: &PromptReply| {
         reply.messages.iter().map(|m| m.wire_len()).sum()

@@ -219,6 +219,8 @@ pub(crate) struct CatalogIndex {
 /// resource's URI, or the template it matched) and the scopes it needs.
 pub(crate) struct ResolvedResource<'a> {
     pub provider: &'a dyn ResourceProvider,
+    /// Whether a read waits for a person's approval.
+    pub human_approval: bool,
     pub name: &'a str,
     pub scopes: &'a [String],
 }
@@ -301,6 +303,7 @@ impl CatalogIndex {
             let (resource, provider) = &self.resources[at];
             return Some(ResolvedResource {
                 provider: self.resource_providers[*provider].as_ref(),
+                human_approval: resource.requires_human_approval(),
                 name: resource.uri(),
                 scopes: resource.scopes(),
             });
@@ -310,6 +313,7 @@ impl CatalogIndex {
             .find(|(template, _)| template.template().match_uri(uri).is_some())
             .map(|(template, provider)| ResolvedResource {
                 provider: self.resource_providers[*provider].as_ref(),
+                human_approval: template.requires_human_approval(),
                 name: template.template().as_str(),
                 scopes: template.scopes(),
             })

@@ -28,6 +28,7 @@ pub struct Prompt {
     icons: Vec<Value>,
     meta: Option<Map<String, Value>>,
     scopes: Vec<String>,
+    human_approval: bool,
 }
 
 impl Prompt {
@@ -41,6 +42,7 @@ impl Prompt {
             icons: Vec::new(),
             meta: None,
             scopes: Vec::new(),
+            human_approval: false,
         }
     }
 
@@ -76,6 +78,15 @@ impl Prompt {
         self
     }
 
+    /// Whether each request waits for a person's approval (default `false`): a caller's first
+    /// request is parked in the approval queue and refused `APPROVAL_PENDING`; once a
+    /// person other than the caller grants it, the caller's next request of the same prompt with the same arguments
+    /// goes through, once.
+    pub fn with_human_approval(mut self, required: bool) -> Self {
+        self.human_approval = required;
+        self
+    }
+
     /// The name.
     pub fn name(&self) -> &str {
         &self.name
@@ -103,6 +114,10 @@ impl Prompt {
     /// The scopes a caller needs one of.
     pub fn scopes(&self) -> &[String] {
         &self.scopes
+    }
+    /// Whether a request waits for a person's approval.
+    pub fn requires_human_approval(&self) -> bool {
+        self.human_approval
     }
 
     /// The arguments missing from `given` that are required, in order.

@@ -30,6 +30,7 @@ pub struct Resource {
     icons: Vec<Value>,
     meta: Option<Map<String, Value>>,
     scopes: Vec<String>,
+    human_approval: bool,
 }
 
 impl Resource {
@@ -46,6 +47,7 @@ impl Resource {
             icons: Vec::new(),
             meta: None,
             scopes: Vec::new(),
+            human_approval: false,
         }
     }
 
@@ -100,6 +102,15 @@ impl Resource {
         self
     }
 
+    /// Whether each read waits for a person's approval (default `false`): the first read
+    /// of a caller is parked in the approval queue and refused `APPROVAL_PENDING`; once a
+    /// person other than the caller grants it, the caller's next read of the same URI
+    /// goes through, once.
+    pub fn with_human_approval(mut self, required: bool) -> Self {
+        self.human_approval = required;
+        self
+    }
+
     /// The URI.
     pub fn uri(&self) -> &str {
         &self.uri
@@ -140,6 +151,10 @@ impl Resource {
     pub fn scopes(&self) -> &[String] {
         &self.scopes
     }
+    /// Whether a read waits for a person's approval.
+    pub fn requires_human_approval(&self) -> bool {
+        self.human_approval
+    }
 }
 
 /// A family of resources: every URI its [`UriTemplate`] matches.
@@ -154,6 +169,7 @@ pub struct ResourceTemplate {
     icons: Vec<Value>,
     meta: Option<Map<String, Value>>,
     scopes: Vec<String>,
+    human_approval: bool,
 }
 
 impl ResourceTemplate {
@@ -173,6 +189,7 @@ impl ResourceTemplate {
             icons: Vec::new(),
             meta: None,
             scopes: Vec::new(),
+            human_approval: false,
         })
     }
 
@@ -220,6 +237,15 @@ impl ResourceTemplate {
         self
     }
 
+    /// Whether each read waits for a person's approval (default `false`): the first read
+    /// of a caller is parked in the approval queue and refused `APPROVAL_PENDING`; once a
+    /// person other than the caller grants it, the caller's next read of the same URI
+    /// goes through, once.
+    pub fn with_human_approval(mut self, required: bool) -> Self {
+        self.human_approval = required;
+        self
+    }
+
     /// The template.
     pub fn template(&self) -> &UriTemplate {
         &self.template
@@ -255,6 +281,10 @@ impl ResourceTemplate {
     /// The scopes a reader needs one of.
     pub fn scopes(&self) -> &[String] {
         &self.scopes
+    }
+    /// Whether a read waits for a person's approval.
+    pub fn requires_human_approval(&self) -> bool {
+        self.human_approval
     }
 }
 
