@@ -79,6 +79,11 @@ pub(crate) type HttpClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
 /// (`tls`), and plain `http://` still works: a host without CA certificates can reach a
 /// server beside it.
 pub(crate) fn client(tls: bool) -> std::io::Result<HttpClient> {
+    // Each request is one small write the answer waits for: Nagle's algorithm would hold
+    // it back behind the previous one's delayed acknowledgement.
+    let mut tcp = HttpConnector::new();
+    tcp.set_nodelay(true);
+    tcp.enforce_http(false);
     let connector = match HttpsConnectorBuilder::new().with_native_roots() {
         Ok(builder) => builder,
         Err(error) if tls => return Err(error),
@@ -86,7 +91,7 @@ pub(crate) fn client(tls: bool) -> std::io::Result<HttpClient> {
     }
     .https_or_http()
     .enable_http1()
-    .build();
+    .wrap_connector(tcp);
     Ok(Client::builder(TokioExecutor::new()).build(connector))
 }
 

@@ -1082,6 +1082,12 @@ async fn rediscover(shared: &Arc<Shared>) {
                 .await
                 .unwrap_or_else(|elapsed| Err(list_timed_out(elapsed)))
         }
+        // A server that announces its tools while it starts (the npm server-everything
+        // does): the start lists them itself.
+        Err(_) if shared.state() == UpstreamState::Starting => {
+            tracing::debug!(target: "milpa::upstream", upstream = %name, "its tool list changed while it starts");
+            return;
+        }
         Err(error) => Err(error),
     };
     match listed {
