@@ -387,11 +387,7 @@ impl Routing {
     /// server then says what is missing).
     fn of(message: &Value) -> Routing {
         let method = message["method"].as_str();
-        let field = match method {
-            Some("tools/call" | "prompts/get") => Some("name"),
-            Some("resources/read") => Some("uri"),
-            _ => None,
-        };
+        let field = method.and_then(milpa_mcp::protocol::routing_name_field);
         let header = |text: Option<&str>| text.and_then(|t| HeaderValue::from_str(t).ok());
         Routing {
             method: header(method),
@@ -567,7 +563,7 @@ async fn renew(endpoint: &Endpoint, stale: Option<String>) -> Result<(), Exchang
     "params": {
         "protocolVersion": PROTOCOL_VERSION,
         "capabilities": crate::relay::declared_capabilities(),
-        "clientInfo": {"name": "milpa-gateway", "version": env!("CARGO_PKG_VERSION")}
+        "clientInfo": crate::revision::client_info()
     }});
     let (response, _) = post(endpoint, Bytes::from(initialize.to_string()), None).await?;
     let mut answered = false;

@@ -117,6 +117,32 @@ fn decide(method: &str, params: &Value, capabilities: Option<&Value>) -> Decisio
     }
 }
 
+/// [`decide`], for a request that may have no call to be tied to (`call`: there is one),
+/// logged: with no call, nothing can be relayed and a refusal says so.
+fn judge(
+    upstream: &str,
+    method: &str,
+    params: &Value,
+    capabilities: Option<&Value>,
+    call: bool,
+    what: &'static str,
+) -> Decision {
+    let decision = match (decide(method, params, capabilities), call) {
+        (Decision::Relay, false) => Decision::Error(METHOD_NOT_FOUND, NO_CALL.to_owned()),
+        (Decision::Error(code, _), false) => Decision::Error(code, NO_CALL.to_owned()),
+        (decision, _) => decision,
+    };
+    tracing::debug!(
+        target: "milpa::upstream",
+        upstream,
+        method,
+        call,
+        relayed = decision == Decision::Relay,
+        "{what}"
+    );
+    decision
+}
+
 /// Answers the upstream's request `id` (`method`, `params`) on behalf of `target` (`None`:
 /// no call it can be tied to), from a task of its own.
 pub(crate) fn answer(
@@ -128,14 +154,13 @@ pub(crate) fn answer(
     outgoing: &mpsc::UnboundedSender<String>,
 ) {
     let capabilities = target.as_ref().and_then(|t| t.handle.client_capabilities());
-    let decision = decide(method, &params, capabilities.as_ref());
-    tracing::debug!(
-        target: "milpa::upstream",
+    let decision = judge(
         upstream,
         method,
-        call = target.is_some(),
-        relayed = decision == Decision::Relay,
-        "request from the upstream"
+        &params,
+        capabilities.as_ref(),
+        target.is_some(),
+        "request from the upstream",
     );
     let reply = move |outcome: Result<Value, (i64, String)>| {
         let message = match outcome {
@@ -152,9 +177,8 @@ pub(crate) fn answer(
             return;
         }
         (Decision::Result(result), _) => Ok(result),
-        (Decision::Error(code, message), Some(_)) => Err((code, message)),
-        // No call it can be tied to: declined, saying so.
-        (Decision::Error(code, _), None) => Err((code, NO_CALL.to_owned())),
+        (Decision::Error(code, message), _) => Err((code, message)),
+        // `judge` relays only with a call.
         (Decision::Relay, None) => Err((METHOD_NOT_FOUND, NO_CALL.to_owned())),
     };
     let _ = outgoing.send(reply(outcome));
@@ -173,17 +197,16 @@ pub(crate) async fn gather(
 ) -> Result<Map<String, Value>, CallError> {
     let capabilities = call.and_then(CallHandle::client_capabilities);
     let mut answers = Map::new();
-    for (key, request) in requests {
+    for (key, mut request) in requests {
+        let params = request.get_mut("params").map_or(Value::Null, Value::take);
         let method = request.get("method").and_then(Value::as_str).unwrap_or("");
-        let params = request.get("params").cloned().unwrap_or(Value::Null);
-        let decision = decide(method, &params, capabilities.as_ref());
-        tracing::debug!(
-            target: "milpa::upstream",
+        let decision = judge(
             upstream,
             method,
-            call = call.is_some(),
-            relayed = decision == Decision::Relay,
-            "input asked by the upstream"
+            &params,
+            capabilities.as_ref(),
+            call.is_some(),
+            "input asked by the upstream",
         );
         let answer = match (decision, call) {
             (Decision::Relay, Some(handle)) => {
@@ -193,15 +216,8 @@ pub(crate) async fn gather(
                 })?
             }
             (Decision::Result(result), _) => result,
-            (Decision::Error(code, message), Some(_)) => {
-                return Err(CallError::Rpc { code, message });
-            }
-            (Decision::Error(code, _), None) => {
-                return Err(CallError::Rpc {
-                    code,
-                    message: NO_CALL.to_owned(),
-                });
-            }
+            (Decision::Error(code, message), _) => return Err(CallError::Rpc { code, message }),
+            // `judge` relays only with a call.
             (Decision::Relay, None) => {
                 return Err(CallError::Rpc {
                     code: METHOD_NOT_FOUND,

@@ -37,6 +37,17 @@ pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 /// `_meta` key of a 2026-07-28 result: who answered (`Implementation`).
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
+/// 2026-07-28 over HTTP: the field of `params` that the `Mcp-Name` header mirrors for
+/// `method` (`name` for a tool call or a prompt, `uri` for a read), if it has one. The
+/// server checks the header against it; the gateway's client sets the header from it.
+pub fn routing_name_field(method: &str) -> Option<&'static str> {
+    match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    }
+}
+
 /// 2026-07-28: the `params._meta` key under which a tool names the `inputRequests` key of a
 /// request it sends the client through its call handle (`"user_name"`); taken out before
 /// the request reaches the client. Without it a request is keyed `<method>#<n>` in asking

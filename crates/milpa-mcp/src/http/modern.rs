@@ -116,15 +116,6 @@ fn check_single_routing_headers(headers: &HeaderMap) -> Result<(), ErrorObject> 
     )))
 }
 
-/// The body field `Mcp-Name` mirrors for `method`, if it has one.
-fn named_field(method: &str) -> Option<&'static str> {
-    match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        _ => None,
-    }
-}
-
 /// `Mcp-Method` and `Mcp-Name` against the body.
 fn check_routing_headers(
     headers: &HeaderMap,
@@ -140,7 +131,7 @@ fn check_routing_headers(
         }
         None => return Err(header_mismatch("Header mismatch: Mcp-Method is required")),
     }
-    let Some(field) = named_field(method) else {
+    let Some(field) = crate::protocol::routing_name_field(method) else {
         return Ok(());
     };
     let body = params.member_str(field);
