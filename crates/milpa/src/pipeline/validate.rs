@@ -23,8 +23,12 @@ use crate::schema::{json_type_name, normalise_args};
 #[inline]
 pub(crate) fn run(call: &mut Call<'_>) -> Flow {
     match &call.args {
-        // No arguments read as `{}`.
-        Value::Null => call.args = Value::Object(Map::new()),
+        // No arguments read as `{}`. The `null` replaced owns nothing, so it is forgotten
+        // rather than dropped: the assignment called `Value`'s drop glue, 24 instructions
+        // of every call without arguments (callgrind, `trivial_cli`).
+        Value::Null => {
+            std::mem::forget(std::mem::replace(&mut call.args, Value::Object(Map::new())))
+        }
         Value::Object(_) => {}
         other => {
             let message = format!(
