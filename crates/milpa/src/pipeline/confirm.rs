@@ -28,11 +28,10 @@ use crate::result::ToolResult;
 use crate::store_error::StoreError;
 
 /// The stage for a call nobody must confirm, which awaits nothing: `None` for one somebody
-/// must, and then [`run`] decides.
+/// must, and then [`run`] decides (whose first arm is this same answer).
 ///
 /// The executor asks this first: polled as a future on every call, the stage was its own
 /// function of 49 instructions once the walk was unrolled (callgrind, `trivial_cli`).
-/// `run` starts with it, so the two cannot disagree.
 #[inline(always)]
 pub(crate) fn run_now(call: &mut Call<'_>) -> Option<Flow> {
     match call.confirmation() {
@@ -42,9 +41,6 @@ pub(crate) fn run_now(call: &mut Call<'_>) -> Option<Flow> {
 }
 
 pub(crate) async fn run(call: &mut Call<'_>) -> Flow {
-    if let Some(flow) = run_now(call) {
-        return flow;
-    }
     match call.confirmation() {
         Confirmation::None => Flow::Continue,
         // Boxed: only confirmed tools pay for this state in the call's future.
