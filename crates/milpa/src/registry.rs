@@ -34,7 +34,7 @@ use crate::policy::{ChannelPolicy, PolicyGate, PolicyRuleProvider};
 use crate::rate_limit::{Quota, RateLimiter};
 use crate::result::ToolResult;
 use crate::schema::{InputValidator, SchemaError};
-use crate::tool_table::{RegisteredTool, SwappableTools, ToolLookup, ToolTable};
+use crate::tool_table::{RegisteredTool, ToolLookup, ToolTable};
 use crate::wiring::{DEFAULT_MAX_RESULT_BYTES, Wiring};
 
 /// Why a tool could not be registered.
@@ -141,8 +141,9 @@ impl std::fmt::Debug for ToolRef<'_> {
 /// # }).unwrap();
 /// ```
 pub struct ToolRegistry {
-    tools: ToolTable,
-    swappable: ArcSwap<SwappableTools>,
+    /// The registered tools and the replaceable groups: one field, so the call's future
+    /// takes one pointer to them (see [`ToolLookup`]).
+    tools: ToolLookup,
     /// Held while a group is replaced, so two replacements do not lose one another.
     swapping: Mutex<()>,
     /// The tool list's generation, bumped on every change.
@@ -204,11 +205,11 @@ impl ToolRegistry {
     /// Adds a tool. Its input schema is compiled now; an invalid one is refused.
     pub fn register(&mut self, definition: ToolDefinition) -> Result<(), RegistryError> {
         let name = definition.name();
-        if self.tools.contains(name) || self.swappable.load().contains(name) {
+        if self.tools.table.contains(name) || self.tools.swappable.load().contains(name) {
             return Err(RegistryError::AlreadyRegistered(name.to_owned()));
         }
         let tool = self.compile(definition)?;
-        self.tools.push(tool);
+        self.tools.table.push(tool);
         self.changes.send_modify(|generation| *generation += 1);
         Ok(())
     }
@@ -264,11 +265,11 @@ impl ToolRegistry {
         definitions: Vec<ToolDefinition>,
     ) -> Result<(), RegistryError> {
         let _swapping = self.swapping.lock();
-        let current = self.swappable.load_full();
+        let current = self.tools.swappable.load_full();
         let mut tools: Vec<Arc<RegisteredTool>> = Vec::with_capacity(definitions.len());
         for definition in definitions {
             let name = definition.name();
-            let taken = self.tools.contains(name)
+            let taken = self.tools.table.contains(name)
                 || current.group_of(name).is_some_and(|owner| owner != group)
                 || tools.iter().any(|t| t.definition.name() == name);
             if taken {
@@ -276,7 +277,8 @@ impl ToolRegistry {
             }
             tools.push(Arc::new(self.compile(definition)?));
         }
-        self.swappable
+        self.tools
+            .swappable
             .store(Arc::new(current.with_group(group, tools)));
         self.changes.send_modify(|generation| *generation += 1);
         Ok(())
@@ -307,12 +309,12 @@ impl ToolRegistry {
         definitions: Vec<ToolDefinition>,
     ) -> Vec<(String, RegistryError)> {
         let _swapping = self.swapping.lock();
-        let current = self.swappable.load_full();
+        let current = self.tools.swappable.load_full();
         let mut tools: Vec<Arc<RegisteredTool>> = Vec::with_capacity(definitions.len());
         let mut refused = Vec::new();
         for definition in definitions {
             let name = definition.name().to_owned();
-            let taken = self.tools.contains(&name)
+            let taken = self.tools.table.contains(&name)
                 || current.group_of(&name).is_some_and(|owner| owner != group)
                 || tools.iter().any(|t| t.definition.name() == name);
             if taken {
@@ -324,7 +326,8 @@ impl ToolRegistry {
                 Err(error) => refused.push((name, error)),
             }
         }
-        self.swappable
+        self.tools
+            .swappable
             .store(Arc::new(current.with_group(group, tools)));
         self.changes.send_modify(|generation| *generation += 1);
         refused
@@ -437,7 +440,7 @@ impl ToolRegistry {
         ctx: &'a ToolContext,
     ) -> impl Future<Output = CallOutcome> + Send + 'a {
         execute_call(
-            self.lookup_parts(),
+            &self.tools,
             &self.wiring,
             name,
             args,
@@ -459,15 +462,7 @@ impl ToolRegistry {
         ctx: &'a ToolContext,
     ) -> impl Future<Output = CallOutcome> + Send + use<'a> {
         let token = TokenArg::Given(token.to_owned());
-        execute_call(
-            self.lookup_parts(),
-            &self.wiring,
-            name,
-            Value::Null,
-            token,
-            ctx,
-            (),
-        )
+        execute_call(&self.tools, &self.wiring, name, Value::Null, token, ctx, ())
     }
 
     /// A call as a legacy caller sent it: `args` with the token [`split_confirm_token`]
@@ -481,15 +476,7 @@ impl ToolRegistry {
         token: SentToken,
         ctx: &'a ToolContext,
     ) -> impl Future<Output = CallOutcome> + Send + 'a {
-        execute_call(
-            self.lookup_parts(),
-            &self.wiring,
-            name,
-            args,
-            token.into(),
-            ctx,
-            (),
-        )
+        execute_call(&self.tools, &self.wiring, name, args, token.into(), ctx, ())
     }
 
     /// Runs one call through the whole pipeline: the library's legacy edge. A
@@ -508,15 +495,7 @@ impl ToolRegistry {
         ctx: &'a ToolContext,
     ) -> impl Future<Output = ToolResult> + Send + 'a {
         let token = split_confirm_token(&mut args).into();
-        execute_call(
-            self.lookup_parts(),
-            &self.wiring,
-            name,
-            args,
-            token,
-            ctx,
-            (),
-        )
+        execute_call(&self.tools, &self.wiring, name, args, token, ctx, ())
     }
 
     /// [`call`](Self::call) in the default context, [`ToolContext::cli`] (full access, for
@@ -549,7 +528,7 @@ impl ToolRegistry {
         let mut trace = StageTrace::default();
         let token = split_confirm_token(&mut args).into();
         let result = execute_call(
-            self.lookup_parts(),
+            &self.tools,
             &self.wiring,
             name,
             args,
@@ -601,7 +580,7 @@ impl ToolRegistry {
 
     /// The tool registered as `name`, whichever table holds it.
     pub(crate) fn lookup(&self, name: &str) -> Option<ToolRef<'_>> {
-        match self.tools.lookup(name) {
+        match self.tools.table.lookup(name) {
             Some(tool) => Some(ToolRef {
                 tool: ToolRefInner::Fixed(tool),
             }),
@@ -611,20 +590,11 @@ impl ToolRegistry {
         }
     }
 
-    /// The tools as `resolve` looks them up: the table first, then the groups.
-    #[inline]
-    fn lookup_parts(&self) -> ToolLookup<'_> {
-        ToolLookup {
-            table: &self.tools,
-            swappable: &self.swappable,
-        }
-    }
-
     /// A tool of a group ([`replace_tools`](Self::replace_tools)), shared: it stays valid
     /// when the group is replaced meanwhile.
     #[cold]
     pub(crate) fn lookup_swappable(&self, name: &str) -> Option<Arc<RegisteredTool>> {
-        self.swappable.load().get(name)
+        self.tools.swappable.load().get(name)
     }
 
     /// The definition of `name`.
@@ -634,14 +604,16 @@ impl ToolRegistry {
 
     /// Whether a tool is registered under `name`.
     pub fn has(&self, name: &str) -> bool {
-        self.tools.contains(name) || self.swappable.load().contains(name)
+        self.tools.table.contains(name) || self.tools.swappable.load().contains(name)
     }
 
     /// All definitions, in listing order: registered tools in registration order, then
     /// each group's ([`replace_tools`](Self::replace_tools)) as it stands now.
     pub fn definitions(&self) -> impl Iterator<Item = ToolRef<'_>> {
-        let swappable: Vec<Arc<RegisteredTool>> = self.swappable.load().iter().cloned().collect();
+        let swappable: Vec<Arc<RegisteredTool>> =
+            self.tools.swappable.load().iter().cloned().collect();
         self.tools
+            .table
             .iter()
             .map(|tool| ToolRef {
                 tool: ToolRefInner::Fixed(tool),
@@ -658,7 +630,7 @@ impl ToolRegistry {
 
     /// How many tools are registered.
     pub fn len(&self) -> usize {
-        self.tools.len() + self.swappable.load().len()
+        self.tools.table.len() + self.tools.swappable.load().len()
     }
 
     /// Whether no tool is registered.
@@ -1050,8 +1022,10 @@ impl ToolRegistryBuilder {
     /// The finished (empty) registry.
     pub fn build(self) -> ToolRegistry {
         ToolRegistry {
-            tools: ToolTable::default(),
-            swappable: ArcSwap::default(),
+            tools: ToolLookup {
+                table: ToolTable::default(),
+                swappable: ArcSwap::default(),
+            },
             swapping: Mutex::new(()),
             changes: watch::Sender::new(0),
             server_log: ServerLog::new(),

@@ -65,7 +65,7 @@ pub(crate) fn run(call: &mut Call<'_>) -> Flow {
 #[inline]
 fn judge(call: &mut Call<'_>) -> Flow {
     match call.raw.take() {
-        Some(RawOutcome::Returned { output, exec_secs }) => {
+        Some(RawOutcome::Returned { output, exec_nanos }) => {
             let result = match output {
                 ToolOutput::Data(data) => ToolResult::success(data),
                 ToolOutput::Result(result) => *result,
@@ -79,8 +79,8 @@ fn judge(call: &mut Call<'_>) -> Flow {
                 if terminal.result.size_within(max).is_none() {
                     return too_large(call, max);
                 }
-                if exec_secs > limit.as_secs_f64() {
-                    flag_soft_timeout(&mut terminal.result, exec_secs, limit);
+                if u128::from(exec_nanos) > limit.as_nanos() {
+                    flag_soft_timeout(&mut terminal.result, exec_nanos, limit);
                 }
             }
             flow
@@ -140,7 +140,8 @@ fn too_large(call: &mut Call<'_>, max: usize) -> Flow {
 }
 
 #[cold]
-fn flag_soft_timeout(result: &mut ToolResult, exec_secs: f64, limit: Duration) {
+fn flag_soft_timeout(result: &mut ToolResult, exec_nanos: u64, limit: Duration) {
+    let exec_secs = Duration::from_nanos(exec_nanos).as_secs_f64();
     result.meta.insert("timeout_exceeded", json!(true));
     result.meta.insert(
         "execution_time",

@@ -23,7 +23,7 @@ use crate::tool_table::{RegisteredTool, ToolLookup};
 #[inline]
 pub(crate) fn run<'r>(
     call: &mut Call<'r>,
-    tools: ToolLookup<'r>,
+    tools: &'r ToolLookup,
     held: &'r OnceLock<Arc<RegisteredTool>>,
 ) -> Flow {
     if let Some(budget) = &call.wiring.caller_budget
