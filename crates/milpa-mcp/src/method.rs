@@ -141,6 +141,16 @@ impl Method {
         Method::from_name(name).filter(|method| method.served_in(era))
     }
 
+    /// 2026-07-28 over HTTP: the field of `params` that the `Mcp-Name` header mirrors for
+    /// this method (`name` for a tool call or a prompt, `uri` for a read), if it has one.
+    pub const fn routing_name_field(self) -> Option<&'static str> {
+        match self {
+            Method::ToolsCall | Method::PromptsGet => Some("name"),
+            Method::ResourcesRead => Some("uri"),
+            _ => None,
+        }
+    }
+
     /// Whether a session must be initialized before this method is answered (everything
     /// but the handshake and `ping`).
     pub const fn needs_initialized_session(self) -> bool {
@@ -169,6 +179,28 @@ mod tests {
         assert_eq!(names.len(), Method::ALL.len());
         assert_eq!(Method::from_name("resources/write"), None);
         assert_eq!(Method::from_name("Ping"), None);
+    }
+
+    #[test]
+    fn the_mcp_name_header_mirrors_a_name_or_a_uri() {
+        let fields: Vec<_> = Method::ALL
+            .into_iter()
+            .filter_map(|m| Some((m.name(), m.routing_name_field()?)))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                ("tools/call", "name"),
+                ("prompts/get", "name"),
+                ("resources/read", "uri")
+            ]
+        );
+        assert_eq!(
+            crate::protocol::routing_name_field("resources/read"),
+            Some("uri")
+        );
+        assert_eq!(crate::protocol::routing_name_field("tools/list"), None);
+        assert_eq!(crate::protocol::routing_name_field("unknown/method"), None);
     }
 
     /// The lists each revision answers, as the specifications give them.

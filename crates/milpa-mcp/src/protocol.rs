@@ -40,12 +40,10 @@ pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 /// 2026-07-28 over HTTP: the field of `params` that the `Mcp-Name` header mirrors for
 /// `method` (`name` for a tool call or a prompt, `uri` for a read), if it has one. The
 /// server checks the header against it; the gateway's client sets the header from it.
+/// The method names and their fields live in one place (the crate's method type); this
+/// takes a name as it came off the wire.
 pub fn routing_name_field(method: &str) -> Option<&'static str> {
-    match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        _ => None,
-    }
+    crate::method::Method::from_name(method).and_then(crate::method::Method::routing_name_field)
 }
 
 /// 2026-07-28: the `params._meta` key under which a tool names the `inputRequests` key of a
