@@ -375,7 +375,9 @@ fn init_tracing(default: &str, telemetry: Option<&Telemetry>) {
         TerminalRenderer::colour_wanted(std::io::stderr().is_terminal(), no_color.as_deref());
     let log = tracing_subscriber::fmt::layer()
         .with_ansi(ansi)
-        .with_writer(std::io::stderr)
+        // Lines from threads logging at once are combined, not serialized on the handle's
+        // lock (see `StderrLog`).
+        .with_writer(crate::stderr_log::StderrLog::stderr())
         .with_filter(filter);
     let _ = tracing_subscriber::registry()
         .with(log)

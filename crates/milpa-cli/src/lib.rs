@@ -69,6 +69,7 @@ mod resource_source;
 #[cfg(feature = "wasm")]
 mod sandbox_words;
 pub mod setup;
+mod stderr_log;
 pub mod store;
 mod telemetry;
 mod template;

@@ -16,7 +16,7 @@ use milpa::generate_request_id;
 use super::body_budget::BodyLimit;
 use super::rejection::HttpRejection;
 use super::sessions::{HttpSession, Lookup};
-use super::stream::{CancelOnDrop, sse};
+use super::stream::{CancelOnDrop, finished_sse, sse};
 use super::{HttpState, SESSION_HEADER, session_id};
 use crate::jsonrpc::{self, ErrorObject, Incoming, METHOD_NOT_FOUND, Parsed, RequestId};
 use crate::listener::json_body;
@@ -270,11 +270,16 @@ fn streamed_call(
         Dispatch::Call(call, cancel) => {
             let mut call = Box::pin(in_slots(state, session, cancel.clone(), call));
             // Most calls (sync tools, quick async ones) finish at their first poll. Answered
-            // here, their reply and the stream's end are queued before the response leaves,
-            // so hyper writes headers, event and end in one `writev`. Spawned, the headers
+            // here, their reply and the stream's end are ready before the response leaves
+            // (a plain stream is built complete; a resumable one gets them queued), so hyper
+            // writes headers, event and end in one `writev`. Spawned, the headers
             // went alone and the call paid a second write, a second wake-up of the client
             // and a wake-up of another worker (strace -c under bench_http, one connection).
             match (&mut call).now_or_never() {
+                // A plain stream that is complete already: sent as it is (see `finished_sse`).
+                Some(done) if !resumable => {
+                    return finished_sse(rx, done.map(|reply| reply.to_json()));
+                }
                 Some(done) => {
                     if let Some(reply) = done {
                         let _ = tx.send(Out::Msg(reply.to_json()));

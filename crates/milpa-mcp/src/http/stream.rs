@@ -48,6 +48,31 @@ pub(crate) fn sse(rx: OutRx, guard: Option<CancelOnDrop>) -> Response {
     })
 }
 
+/// The SSE response of a call that finished before its response was built (a sync tool, a
+/// quick async one): what the call sent on `rx` meanwhile, then `reply`. The same events
+/// [`sse`] would send, but the stream is complete: it waits on no channel and has no
+/// keep-alive timer. Every timer is registered and cancelled under the Tokio time driver's
+/// one lock, which two workers contended for on about every other call under `bench_http`
+/// with 16 connections (perf, futex waits from the keep-alive's reset and drop).
+pub(crate) fn finished_sse(mut rx: OutRx, reply: Option<String>) -> Response {
+    let mut messages = Vec::new();
+    while let Ok(out) = rx.try_recv() {
+        match out {
+            Out::Msg(message) => messages.push(message),
+            Out::Close | Out::Release => break,
+        }
+    }
+    messages.extend(reply);
+    let events = messages
+        .into_iter()
+        .map(|message| Ok::<_, Infallible>(Event::default().data(message)));
+    let mut response = Sse::new(futures_util::stream::iter(events)).into_response();
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
 /// [`sse`] for a stream that only waits for notifications: it also ends after `idle`
 /// without a message (the keep-alive comments do not count).
 pub(crate) fn notification_sse(rx: OutRx, idle: Duration) -> Response {
