@@ -118,6 +118,81 @@ async fn tool_calls_stream_over_sse_or_answer_with_json() {
     assert_eq!(r.json()["result"]["content"][0]["text"], "j");
 }
 
+/// On a 2025-06-18 stream (not resumable), a call that finished at its first poll is
+/// answered with a stream built complete: what the tool sent while it ran (its progress,
+/// its log line), then its response, last and once.
+#[tokio::test]
+async fn a_call_finished_at_once_sends_its_messages_then_its_response_on_a_plain_stream() {
+    // Anonymous callers may call, as in `fixture_with(true, …)`.
+    let mut registry = milpa::ToolRegistry::builder()
+        .channel_policy(
+            "mcp",
+            milpa::policy::ChannelPolicy::AUTHENTICATED.with_require_auth(false),
+        )
+        .build();
+    registry
+        .register(
+            milpa::ToolDefinition::builder("noisy")
+                .description("Reports progress and logs, then answers")
+                .input_schema(json!({"type": "object"}))
+                .sync(|_, ctx| {
+                    let handle = ctx.call_handle();
+                    handle.progress(1.0, Some(2.0), Some("half"));
+                    handle.log(milpa::LogLevel::Info, json!("working"));
+                    json!({"done": true})
+                }),
+        )
+        .unwrap();
+    let (addr, _stop) = start_http(HttpServer::new(std::sync::Arc::new(registry))).await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}
+    }});
+    let r = http(
+        addr,
+        "POST",
+        &JSON_HEADERS,
+        initialize.to_string().as_bytes(),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let session = r.header("mcp-session-id").expect("a session id").to_owned();
+    let mut headers = JSON_HEADERS.to_vec();
+    headers.push(("Mcp-Session-Id", &session));
+    headers.push(("MCP-Protocol-Version", "2025-06-18"));
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "noisy", "arguments": {}, "_meta": {"progressToken": "t"}
+    }});
+    let r = http(addr, "POST", &headers, call.to_string().as_bytes()).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(
+        r.header("content-type")
+            .is_some_and(|t| t.starts_with("text/event-stream")),
+        "{:?}",
+        r.header("content-type")
+    );
+    let messages = r.sse_messages();
+    let (last, before) = messages.split_last().expect("a response");
+    assert_eq!(last["id"], 7, "{messages:#?}");
+    assert_eq!(last["result"]["isError"], false, "{last:#}");
+    assert!(
+        last["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("done")),
+        "{last:#}"
+    );
+    let methods: Vec<&Value> = before.iter().map(|m| &m["method"]).collect();
+    assert_eq!(
+        methods,
+        [
+            &json!("notifications/progress"),
+            &json!("notifications/message")
+        ],
+        "{messages:#?}"
+    );
+    assert_eq!(before[0]["params"]["progressToken"], "t");
+    assert_eq!(before[1]["params"]["data"], "working");
+}
+
 /// A call that ends at its first poll (`add`, a sync tool) is answered before its response
 /// leaves; one that must wait (`sleep`) runs in a task of its own. Both streams carry the
 /// call's messages, then its response once and last, and end.
