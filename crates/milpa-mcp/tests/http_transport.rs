@@ -123,13 +123,7 @@ async fn tool_calls_stream_over_sse_or_answer_with_json() {
 /// its log line), then its response, last and once.
 #[tokio::test]
 async fn a_call_finished_at_once_sends_its_messages_then_its_response_on_a_plain_stream() {
-    // Anonymous callers may call, as in `fixture_with(true, …)`.
-    let mut registry = milpa::ToolRegistry::builder()
-        .channel_policy(
-            "mcp",
-            milpa::policy::ChannelPolicy::AUTHENTICATED.with_require_auth(false),
-        )
-        .build();
+    let mut registry = common::anonymous_registry();
     registry
         .register(
             milpa::ToolDefinition::builder("noisy")

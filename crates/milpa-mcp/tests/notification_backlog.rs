@@ -9,8 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use common::{http_initialize, parse_response, start_http};
-use milpa::policy::ChannelPolicy;
-use milpa::{ToolContext, ToolDefinition, ToolRegistry};
+use milpa::{ToolContext, ToolDefinition};
 use milpa_mcp::HttpServer;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -23,9 +22,7 @@ async fn a_client_that_does_not_read_costs_the_server_its_cap_not_the_flood() {
     let done = Arc::new(AtomicBool::new(false));
     let finished = Arc::clone(&done);
     // Anonymous HTTP callers may call (the test sends no token).
-    let mut registry = ToolRegistry::builder()
-        .channel_policy("mcp", ChannelPolicy::AUTHENTICATED.with_require_auth(false))
-        .build();
+    let mut registry = common::anonymous_registry();
     registry
         .register(
             ToolDefinition::builder("flood")

@@ -659,12 +659,7 @@ async fn a_listen_stream_is_acknowledged_then_told_of_tool_list_changes() {
 
 #[tokio::test]
 async fn mcp_param_headers_must_match_the_arguments_they_mirror() {
-    let mut registry = milpa::ToolRegistry::builder()
-        .channel_policy(
-            "mcp",
-            milpa::policy::ChannelPolicy::AUTHENTICATED.with_require_auth(false),
-        )
-        .build();
+    let mut registry = common::anonymous_registry();
     registry
         .register(
             milpa::ToolDefinition::builder("route")
@@ -710,12 +705,7 @@ async fn mcp_param_headers_must_match_the_arguments_they_mirror() {
 /// be checked, and an intermediary may route on the other.
 #[tokio::test]
 async fn repeated_routing_headers_are_refused_naming_the_header() {
-    let mut registry = milpa::ToolRegistry::builder()
-        .channel_policy(
-            "mcp",
-            milpa::policy::ChannelPolicy::AUTHENTICATED.with_require_auth(false),
-        )
-        .build();
+    let mut registry = common::anonymous_registry();
     registry
         .register(
             milpa::ToolDefinition::builder("route")

@@ -10,7 +10,6 @@ use common::*;
 use std::sync::Arc;
 
 use milpa::audit::{AuditOutcome, MemoryAuditSink};
-use milpa::policy::ChannelPolicy;
 use milpa::{ToolContext, ToolDefinition, ToolRegistry};
 use milpa_mcp::HttpServer;
 use serde_json::{Value, json};
@@ -33,10 +32,9 @@ fn releasing_tool() -> ToolDefinition {
 
 fn with_releasing_tool() -> Fixture {
     let audit = Arc::new(MemoryAuditSink::new());
-    let mut registry = ToolRegistry::builder()
-        .audit_sink(audit.clone())
-        .channel_policy("mcp", ChannelPolicy::AUTHENTICATED.with_require_auth(false))
-        .build();
+    let mut registry =
+        common::anonymous_callers_allowed(ToolRegistry::builder().audit_sink(audit.clone()))
+            .build();
     registry.register(releasing_tool()).unwrap();
     Fixture {
         registry: Arc::new(registry),

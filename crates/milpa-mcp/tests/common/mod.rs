@@ -117,6 +117,16 @@ pub struct Fixture {
 }
 
 /// A registry with the test tools; `anonymous_ok` lifts the `mcp` channel's require_auth.
+/// `builder` with anonymous MCP callers allowed to call (the tests send no token).
+pub fn anonymous_callers_allowed(builder: ToolRegistryBuilder) -> ToolRegistryBuilder {
+    builder.channel_policy("mcp", ChannelPolicy::AUTHENTICATED.with_require_auth(false))
+}
+
+/// A registry without tools that anonymous MCP callers may call.
+pub fn anonymous_registry() -> ToolRegistry {
+    anonymous_callers_allowed(ToolRegistry::builder()).build()
+}
+
 pub fn fixture_with(
     anonymous_ok: bool,
     configure: impl FnOnce(ToolRegistryBuilder) -> ToolRegistryBuilder,
@@ -124,8 +134,7 @@ pub fn fixture_with(
     let audit = Arc::new(MemoryAuditSink::new());
     let mut builder = ToolRegistry::builder().audit_sink(audit.clone());
     if anonymous_ok {
-        builder =
-            builder.channel_policy("mcp", ChannelPolicy::AUTHENTICATED.with_require_auth(false));
+        builder = anonymous_callers_allowed(builder);
     }
     let mut registry = configure(builder).build();
     for tool in tools() {
