@@ -5,7 +5,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use parking_lot::RwLock;
+use arc_swap::{ArcSwap, Guard};
+use parking_lot::Mutex;
 
 use crate::events::event::Event;
 use crate::events::pattern::EventPattern;
@@ -84,9 +85,13 @@ struct Subscription {
 /// ```
 #[derive(Default)]
 pub struct Dispatcher {
-    // Copy-on-write: dispatch clones the Arc and runs without holding the lock, so a
-    // listener may subscribe another without deadlocking.
-    subscriptions: RwLock<Arc<Vec<Subscription>>>,
+    // Copy-on-write: dispatch runs on a snapshot without holding any lock, so a listener
+    // may subscribe another without deadlocking. Read through `ArcSwap`: with a lock and
+    // an `Arc` clone, taking the snapshot was four locked instructions per event (two
+    // events a call), against one or two here.
+    subscriptions: ArcSwap<Vec<Subscription>>,
+    /// Held while a subscription is added, so two at once do not lose one another.
+    subscribing: Mutex<()>,
     next_seq: AtomicU64,
 }
 
@@ -105,8 +110,8 @@ impl Dispatcher {
         Self::default()
     }
 
-    fn snapshot(&self) -> Arc<Vec<Subscription>> {
-        self.subscriptions.read().clone()
+    fn snapshot(&self) -> Guard<Arc<Vec<Subscription>>> {
+        self.subscriptions.load()
     }
 
     /// Subscribes `listener` to an event name or pattern (see [`EventPattern`]).
@@ -117,8 +122,8 @@ impl Dispatcher {
     /// Subscribes a shared listener.
     pub fn subscribe_arc(&self, pattern: &str, priority: i32, listener: Arc<dyn Listener>) {
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-        let mut guard = self.subscriptions.write();
-        let mut subs: Vec<Subscription> = (**guard).clone();
+        let _subscribing = self.subscribing.lock();
+        let mut subs: Vec<Subscription> = (**self.subscriptions.load()).clone();
         subs.push(Subscription {
             pattern: EventPattern::new(pattern),
             priority,
@@ -132,7 +137,7 @@ impl Dispatcher {
                 s.seq,
             )
         });
-        *guard = Arc::new(subs);
+        self.subscriptions.store(Arc::new(subs));
     }
 
     /// Whether any listener would receive an event named `name`.
@@ -221,5 +226,47 @@ mod tests {
             ["exact10", "wild10", "exact0", "wild0"]
         );
         assert_eq!(d.registered_patterns(), ["a.*", "a.b", "*.b"]);
+    }
+
+    /// A listener may subscribe another while an event is dispatched: the dispatch runs on
+    /// the subscriptions as they were when it began, and the new listener hears the next
+    /// event. Subscriptions added from several threads at once are all kept.
+    #[test]
+    fn a_listener_subscribes_another_during_a_dispatch() {
+        let d = Arc::new(Dispatcher::new());
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let (dispatcher, log) = (Arc::downgrade(&d), heard.clone());
+        d.subscribe("a", 0, move |_: &Event<'_>| {
+            log.lock().unwrap().push("first");
+            let log = log.clone();
+            if let Some(d) = dispatcher.upgrade() {
+                d.subscribe("a", 0, move |_: &Event<'_>| {
+                    log.lock().unwrap().push("added")
+                });
+            }
+        });
+        let event = Event::Custom {
+            name: "a",
+            payload: &serde_json::Value::Null,
+        };
+        d.dispatch(&event);
+        assert_eq!(*heard.lock().unwrap(), ["first"]);
+        d.dispatch(&event);
+        assert_eq!(*heard.lock().unwrap(), ["first", "first", "added"]);
+
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let d = Arc::clone(&d);
+                std::thread::spawn(move || {
+                    for _ in 0..50 {
+                        d.subscribe("b", 0, |_: &Event<'_>| {});
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert_eq!(d.subscriber_count("b"), 200);
     }
 }
