@@ -205,7 +205,7 @@ impl ToolRegistry {
     /// Adds a tool. Its input schema is compiled now; an invalid one is refused.
     pub fn register(&mut self, definition: ToolDefinition) -> Result<(), RegistryError> {
         let name = definition.name();
-        if self.tools.table.contains(name) || self.tools.swappable.load().contains(name) {
+        if self.tools.contains(name) {
             return Err(RegistryError::AlreadyRegistered(name.to_owned()));
         }
         let tool = self.compile(definition)?;
@@ -584,17 +584,10 @@ impl ToolRegistry {
             Some(tool) => Some(ToolRef {
                 tool: ToolRefInner::Fixed(tool),
             }),
-            None => self.lookup_swappable(name).map(|tool| ToolRef {
+            None => self.tools.swappable(name).map(|tool| ToolRef {
                 tool: ToolRefInner::Swappable(tool),
             }),
         }
-    }
-
-    /// A tool of a group ([`replace_tools`](Self::replace_tools)), shared: it stays valid
-    /// when the group is replaced meanwhile.
-    #[cold]
-    pub(crate) fn lookup_swappable(&self, name: &str) -> Option<Arc<RegisteredTool>> {
-        self.tools.swappable.load().get(name)
     }
 
     /// The definition of `name`.
@@ -604,7 +597,7 @@ impl ToolRegistry {
 
     /// Whether a tool is registered under `name`.
     pub fn has(&self, name: &str) -> bool {
-        self.tools.table.contains(name) || self.tools.swappable.load().contains(name)
+        self.tools.contains(name)
     }
 
     /// All definitions, in listing order: registered tools in registration order, then

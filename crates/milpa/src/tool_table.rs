@@ -137,6 +137,11 @@ pub(crate) struct ToolLookup {
 }
 
 impl ToolLookup {
+    /// Whether `name` is taken, in the table or in a group.
+    pub(crate) fn contains(&self, name: &str) -> bool {
+        self.table.contains(name) || self.swappable.load().contains(name)
+    }
+
     /// A tool of a group, shared: it stays valid when the group is replaced meanwhile.
     #[cold]
     pub(crate) fn swappable(&self, name: &str) -> Option<Arc<RegisteredTool>> {

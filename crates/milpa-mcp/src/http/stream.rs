@@ -63,14 +63,9 @@ pub(crate) fn finished_sse(mut rx: OutRx, reply: Option<String>) -> Response {
         }
     }
     messages.extend(reply);
-    let events = messages
-        .into_iter()
-        .map(|message| Ok::<_, Infallible>(Event::default().data(message)));
-    let mut response = Sse::new(futures_util::stream::iter(events)).into_response();
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    response
+    event_stream(Sse::new(futures_util::stream::iter(
+        messages.into_iter().map(message_event),
+    )))
 }
 
 /// [`sse`] for a stream that only waits for notifications: it also ends after `idle`
@@ -92,15 +87,21 @@ fn stream_response(state: StreamState) -> Response {
             None => state.rx.recv().await,
         };
         match next {
-            Some(Out::Msg(message)) => {
-                Some((Ok::<_, Infallible>(Event::default().data(message)), state))
-            }
+            Some(Out::Msg(message)) => Some((message_event(message), state)),
             Some(Out::Close | Out::Release) | None => None,
         }
     });
-    let mut response = Sse::new(stream)
-        .keep_alive(KeepAlive::default())
-        .into_response();
+    event_stream(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// One JSON-RPC message as an SSE event.
+fn message_event(message: String) -> Result<Event, Infallible> {
+    Ok(Event::default().data(message))
+}
+
+/// `sse` as a response that no cache keeps.
+fn event_stream(sse: impl IntoResponse) -> Response {
+    let mut response = sse.into_response();
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
