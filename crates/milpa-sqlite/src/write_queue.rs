@@ -3,14 +3,20 @@
 //!
 //! A job (a token, a budget, an approval) has a caller waiting for its commit: the writer
 //! is woken at once. An audit record has nobody waiting (the call is already answered
-//! and never reads it back), so a record that finds the writer idle wakes it, and the
-//! writer then waits up to the linger for more before it commits them all in one
-//! transaction; records queued meanwhile do not wake it again. At a real agent's pace
-//! (a call every few milliseconds) that turns one thread wake-up and one commit per call
-//! into one per linger. A job, a flush or the store's drop ends the linger at once, so
-//! nothing a caller waits for is delayed, and a clean shutdown still loses nothing; a
-//! `kill -9` loses the records of the last linger at most (each batch is one
-//! transaction: never a torn or unchained record).
+//! and never reads it back), so it never has to wake the writer at once:
+//! - after each batch the writer *watches* for one linger before it sleeps for good:
+//!   records queued meanwhile do not wake it, and are committed with the next job or at the
+//!   watch's end;
+//! - a record that finds the writer asleep wakes it, and the writer then waits up to the
+//!   linger for more before it commits them all in one transaction.
+//!
+//! At a real agent's pace (a call every few milliseconds, each charging a budget) a call
+//! then costs one wake-up of the writer, for its budget, instead of two: its record rides
+//! with the next call's budget. Without jobs, records cost one wake-up and one commit per
+//! linger. A job, a flush or the store's drop ends the wait at once, so nothing a caller
+//! waits for is delayed, and a clean shutdown still loses nothing; a `kill -9` loses the
+//! records of the last linger at most (each batch is one transaction: never a torn or
+//! unchained record).
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -43,6 +49,7 @@ struct State<T> {
 }
 
 /// Why [`WriteQueue::take`] returned nothing: the queue is closed and empty.
+#[derive(Debug)]
 pub(crate) struct Closed;
 
 impl<T: Urgency> WriteQueue<T> {
@@ -100,10 +107,15 @@ impl<T: Urgency> WriteQueue<T> {
 
     /// The writer's side: blocks until there is something to commit, and moves up to
     /// `max` items into `into` (in the order they were pushed). Audit records alone are
-    /// held until the linger that started with the first of them has passed.
+    /// held for the linger: the one that started when this call did (the writer's watch
+    /// after its last batch) or, when they found the writer asleep, the one they started.
     pub(crate) fn take(&self, into: &mut Vec<T>, max: usize) -> Result<(), Closed> {
         let mut state = self.state.lock();
-        let mut deadline: Option<Instant> = None;
+        // The watch costs one timer expiry when the calls stop, and saves the wake-up of
+        // the record after each batch (`milpa serve`, 500 calls at 100/s after 500 unpaced:
+        // 140 futex calls before, 62 with it, by `strace -c -f`).
+        let mut deadline: Option<Instant> =
+            (!self.linger.is_zero()).then(|| Instant::now() + self.linger);
         loop {
             if !state.items.is_empty() {
                 if state.urgent || state.closed || self.linger.is_zero() || state.items.len() >= max
@@ -120,7 +132,12 @@ impl<T: Urgency> WriteQueue<T> {
                 let _timed_out = self.wake.wait_until(&mut state, until);
             } else if state.closed {
                 return Err(Closed);
+            } else if let Some(until) = deadline.filter(|until| Instant::now() < *until) {
+                // Watching: a record queued now waits for `until` without waking us.
+                state.idle = false;
+                let _timed_out = self.wake.wait_until(&mut state, until);
             } else {
+                deadline = None;
                 state.idle = true;
                 self.wake.wait(&mut state);
             }
@@ -191,6 +208,61 @@ mod tests {
         assert!(queue.take(&mut taken, 100).is_ok());
         assert!(pushed.elapsed() >= linger);
         assert_eq!(taken, [Item::Audit(1), Item::Audit(2)]);
+    }
+
+    #[test]
+    fn a_record_queued_while_the_writer_watches_joins_the_watch_without_waking_it() {
+        let linger = Duration::from_secs(1);
+        let queue = Arc::new(WriteQueue::new(linger));
+        let (batches, taken) = std::sync::mpsc::channel();
+        let writer = {
+            let queue = Arc::clone(&queue);
+            std::thread::spawn(move || {
+                for _ in 0..2 {
+                    let mut batch = Vec::new();
+                    queue.take(&mut batch, 100).expect("open");
+                    batches.send((batch, Instant::now())).unwrap();
+                }
+            })
+        };
+        assert!(queue.push(Item::Job(1)));
+        let (first, watch_from) = taken.recv().unwrap();
+        assert_eq!(first, [Item::Job(1)]);
+        std::thread::sleep(linger / 2);
+        // The writer watches: it is not asleep for good, so this record wakes nobody.
+        assert!(!queue.state.lock().idle, "watching, not idle");
+        let pushed = Instant::now();
+        assert!(queue.push(Item::Audit(2)));
+        let (second, committed) = taken.recv().unwrap();
+        writer.join().unwrap();
+        assert_eq!(second, [Item::Audit(2)]);
+        // Held to the watch's end, not to a linger of its own from when it was pushed.
+        assert!(committed.duration_since(watch_from) >= linger);
+        assert!(
+            committed.duration_since(pushed) < linger,
+            "waited {:?}",
+            committed.duration_since(pushed)
+        );
+    }
+
+    #[test]
+    fn after_a_quiet_watch_the_writer_sleeps_until_woken() {
+        let linger = Duration::from_millis(20);
+        let queue = Arc::new(WriteQueue::new(linger));
+        let writer = {
+            let queue = Arc::clone(&queue);
+            std::thread::spawn(move || {
+                let mut batch = Vec::new();
+                queue.take(&mut batch, 100).map(|()| batch).ok()
+            })
+        };
+        std::thread::sleep(linger * 5);
+        assert!(
+            queue.state.lock().idle,
+            "nothing came during the watch: asleep"
+        );
+        assert!(queue.push(Item::Job(1)));
+        assert_eq!(writer.join().unwrap().expect("taken"), [Item::Job(1)]);
     }
 
     #[test]
