@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use arc_swap::{ArcSwap, Guard};
-use parking_lot::Mutex;
 
 use crate::events::event::Event;
 use crate::events::pattern::EventPattern;
@@ -88,10 +87,9 @@ pub struct Dispatcher {
     // Copy-on-write: dispatch runs on a snapshot without holding any lock, so a listener
     // may subscribe another without deadlocking. Read through `ArcSwap`: with a lock and
     // an `Arc` clone, taking the snapshot was four locked instructions per event (two
-    // events a call), against one or two here.
+    // events a call), against one or two here. Subscribing is a read-copy-update
+    // (`ArcSwap::rcu`), so two subscriptions at once do not lose one another.
     subscriptions: ArcSwap<Vec<Subscription>>,
-    /// Held while a subscription is added, so two at once do not lose one another.
-    subscribing: Mutex<()>,
     next_seq: AtomicU64,
 }
 
@@ -122,22 +120,24 @@ impl Dispatcher {
     /// Subscribes a shared listener.
     pub fn subscribe_arc(&self, pattern: &str, priority: i32, listener: Arc<dyn Listener>) {
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-        let _subscribing = self.subscribing.lock();
-        let mut subs: Vec<Subscription> = (**self.subscriptions.load()).clone();
-        subs.push(Subscription {
+        let added = Subscription {
             pattern: EventPattern::new(pattern),
             priority,
             seq,
             listener,
+        };
+        self.subscriptions.rcu(|subs| {
+            let mut subs = Vec::clone(subs);
+            subs.push(added.clone());
+            subs.sort_by_key(|s| {
+                (
+                    std::cmp::Reverse(s.priority),
+                    s.pattern.is_wildcard(),
+                    s.seq,
+                )
+            });
+            subs
         });
-        subs.sort_by_key(|s| {
-            (
-                std::cmp::Reverse(s.priority),
-                s.pattern.is_wildcard(),
-                s.seq,
-            )
-        });
-        self.subscriptions.store(Arc::new(subs));
     }
 
     /// Whether any listener would receive an event named `name`.

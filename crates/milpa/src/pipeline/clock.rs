@@ -3,6 +3,7 @@
 //! Reading the time three times per call (start, tool start, tool end) was a measurable
 //! share of a trivial call with `std::time::Instant` (a vDSO call and `timespec`
 //! arithmetic each time). `quanta` reads the CPU's invariant counter and scales it lazily.
+//! The in-memory rate limiter times its charges on it too, for the same reason.
 
 /// A point in time on the pipeline's clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,11 +1,13 @@
 //! [`InMemoryRateLimiter`]: GCRA state in a concurrent map, for one process.
 
-use dashmap::DashMap;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use dashmap::DashMap;
+
 use super::{Gcra, GcraState, Quota, RateDecision, RateKey, RateLimiter};
 use crate::deferred::Deferred;
+use crate::pipeline::clock::{PipelineClock, Tick};
 use crate::store_error::StoreError;
 
 /// After this many new keys, idle keys are swept so the map does not grow without bound.
@@ -19,11 +21,11 @@ thread_local! {
 /// Budgets kept in memory, per process. Charging is atomic per key.
 #[derive(Debug)]
 pub struct InMemoryRateLimiter {
-    // The CPU's counter through `quanta`, as the pipeline's own clock: `Instant::elapsed`
-    // was 25 of the 66 ns a charge took (a vDSO call and `timespec` arithmetic).
-    clock: quanta::Clock,
-    /// The counter when the limiter was made: charges are timed from it.
-    epoch: u64,
+    // The pipeline's clock (the CPU's counter): `Instant::elapsed` was 25 of the 66 ns a
+    // charge took (a vDSO call and `timespec` arithmetic).
+    clock: PipelineClock,
+    /// When the limiter was made: charges are timed from it.
+    epoch: Tick,
     // foldhash, not SipHash: every charged call hashes its key here, as every call does in
     // the registry's tool table (which made the same choice). It is seeded at random per
     // map, so keys a caller chooses (its principal, its address) cannot be aimed at one
@@ -41,10 +43,10 @@ impl Default for InMemoryRateLimiter {
 impl InMemoryRateLimiter {
     /// An empty limiter.
     pub fn new() -> Self {
-        let clock = quanta::Clock::new();
+        let clock = PipelineClock::default();
         InMemoryRateLimiter {
-            clock: clock.clone(),
-            epoch: clock.raw(),
+            epoch: clock.now(),
+            clock,
             states: DashMap::with_hasher(foldhash::fast::RandomState::default()),
             new_keys: AtomicU64::new(0),
         }
@@ -52,7 +54,7 @@ impl InMemoryRateLimiter {
 
     fn now(&self) -> u64 {
         // Offset by a day so a fresh key's zero state is always in the past.
-        self.clock.delta_as_nanos(self.epoch, self.clock.raw()) + 86_400_000_000_000
+        self.clock.nanos_between(self.epoch, self.clock.now()) + 86_400_000_000_000
     }
 
     /// Charges synchronously (what [`RateLimiter::consume`] does).
@@ -135,6 +137,11 @@ mod tests {
         tool: "ping",
     };
 
+    /// Whether one token charged to `key` is allowed.
+    fn allowed(limiter: &InMemoryRateLimiter, key: RateKey<'_>, quota: Quota) -> bool {
+        matches!(limiter.charge(key, 1, quota), RateDecision::Allowed { .. })
+    }
+
     /// The limiter's clock (the CPU's counter) runs at real time: a spent budget says when
     /// it refills, and does refill then.
     #[test]
@@ -153,10 +160,7 @@ mod tests {
             "retry after {retry_after:?}"
         );
         std::thread::sleep(retry_after + Duration::from_millis(20));
-        assert!(matches!(
-            limiter.charge(KEY, 1, quota),
-            RateDecision::Allowed { .. }
-        ));
+        assert!(allowed(&limiter, KEY, quota));
     }
 
     #[test]
@@ -167,28 +171,13 @@ mod tests {
             principal: "bob",
             ..KEY
         };
-        assert!(matches!(
-            limiter.charge(KEY, 1, quota),
-            RateDecision::Allowed { .. }
-        ));
-        assert!(matches!(
-            limiter.charge(other, 1, quota),
-            RateDecision::Allowed { .. }
-        ));
-        assert!(matches!(
-            limiter.charge(KEY, 1, quota),
-            RateDecision::Denied { .. }
-        ));
+        assert!(allowed(&limiter, KEY, quota));
+        assert!(allowed(&limiter, other, quota));
+        assert!(!allowed(&limiter, KEY, quota));
         assert_eq!(limiter.len(), 2);
         let reset = limiter.reset(KEY);
         assert!(matches!(reset, Deferred::Ready(Ok(()))));
-        assert!(matches!(
-            limiter.charge(KEY, 1, quota),
-            RateDecision::Allowed { .. }
-        ));
-        assert!(matches!(
-            limiter.charge(other, 1, quota),
-            RateDecision::Denied { .. }
-        ));
+        assert!(allowed(&limiter, KEY, quota));
+        assert!(!allowed(&limiter, other, quota));
     }
 }
